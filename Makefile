@@ -1,0 +1,72 @@
+# Makefile for llm: the engine (src/engine, a static library), bin/llm-cli,
+# the engine tests (test/), and the PostgreSQL extension (PGXS, src/*.c).
+#
+#   make                 engine, llm-cli, tools, extension (when pg_config is found)
+#   make check-engine    build and run the engine tests
+#   make SANITIZE=1 ...  build everything with AddressSanitizer and UBSan
+
+PG_CONFIG ?= pg_config
+
+BUILD := build
+ENGINE_SRCS := $(wildcard src/engine/*.c src/engine/cpu/*.c)
+ENGINE_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ENGINE_SRCS))
+ENGINE_LIB := $(BUILD)/libllmengine.a
+ENGINE_LIBS := -lpcre2-8 -lm -lpthread
+
+TEST_SRCS := $(wildcard test/test_*.c)
+TEST_BINS := $(patsubst test/%.c,$(BUILD)/test/%,$(TEST_SRCS))
+
+ECFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -march=native -fPIC -pthread \
+	-Wall -Wextra -Werror -Wno-unused-parameter -Wmissing-prototypes -Isrc/engine
+ifeq ($(SANITIZE),1)
+ECFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+ELDFLAGS += -fsanitize=address,undefined
+endif
+
+all: engine-all
+
+engine-all: $(ENGINE_LIB) bin/llm-cli bin/llm-random-model $(TEST_BINS)
+
+$(BUILD)/%.o: %.c $(wildcard src/engine/*.h src/engine/cpu/*.h) | build-dirs
+	$(CC) $(ECFLAGS) -c $< -o $@
+
+$(ENGINE_LIB): $(ENGINE_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+bin/llm-cli: $(BUILD)/tools/llm-cli.o $(ENGINE_LIB) | build-dirs
+	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
+
+bin/llm-random-model: $(BUILD)/tools/llm-random-model.o $(ENGINE_LIB) | build-dirs
+	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
+
+$(BUILD)/test/%: test/%.c test/test.h $(ENGINE_LIB) | build-dirs
+	$(CC) $(ECFLAGS) $(ELDFLAGS) -Itest -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
+
+build-dirs:
+	@mkdir -p bin $(BUILD)/src/engine/cpu $(BUILD)/tools $(BUILD)/test
+
+check-engine: engine-all
+	test/run_engine_tests.sh
+
+clean-engine:
+	rm -rf $(BUILD) bin
+
+.PHONY: all engine-all build-dirs check-engine clean-engine
+
+# ---- PostgreSQL extension (PGXS) ----
+PG_SRCS := $(wildcard src/*.c)
+ifneq ($(PG_SRCS),)
+ifneq ($(shell command -v $(PG_CONFIG) 2>/dev/null),)
+MODULE_big = llm
+EXTENSION = llm
+DATA = llm--1.0.sql
+OBJS = $(PG_SRCS:.c=.o)
+PG_CPPFLAGS = -Isrc/engine
+SHLIB_LINK = $(ENGINE_LIB) $(ENGINE_LIBS)
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+$(shlib): $(ENGINE_LIB)
+clean: clean-engine
+endif
+endif

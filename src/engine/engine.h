@@ -1,0 +1,157 @@
+/*
+ * engine.h
+ *		Public interface of the inference engine: load a model, then serve
+ *		many sequences at once through add / step / poll / release / cancel.
+ *
+ * This is everything the PostgreSQL worker and llm-cli use.  The engine is
+ * single-threaded from the caller's point of view (its compute threads are
+ * internal and never call back); one LlmEngine is used by one thread.
+ *
+ * A sequence's life: llm_engine_add() queues it; each llm_engine_step() runs
+ * one batched forward pass over the next tokens of every running sequence
+ * and chunks of waiting prompts, samples, and finishes sequences that hit
+ * EOS, a stop string or max_tokens; llm_engine_poll() hands out finished
+ * sequences one at a time; llm_engine_release() forgets one.  KV memory is
+ * given back the moment a sequence finishes or is cancelled.
+ */
+#ifndef LLM_ENGINE_H
+#define LLM_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+#include "tokenizer.h"
+
+typedef struct LlmModel LlmModel;
+typedef struct LlmEngine LlmEngine;
+
+/* What a loaded model is, for logs and llm_worker_status(). */
+typedef struct LlmModelInfo
+{
+	char		arch[32];		/* "llama", "gemma3" */
+	char		name[128];		/* general.name, or the file name */
+	int64_t		n_params;
+	int			n_layers;
+	int			dim;
+	int			n_heads;
+	int			n_kv_heads;
+	int			n_vocab;
+	int			n_ctx;			/* the model's context length */
+	char		weight_types[128];	/* e.g. "F32 x 48" or "Q4_K x 100, Q6_K x 12" */
+} LlmModelInfo;
+
+/* Load a GGUF model (weights stay mapped, in their stored types). */
+LlmStatus	llm_model_load(const char *path, LlmModel **out, LlmError *err);
+void		llm_model_free(LlmModel *m);
+const LlmModelInfo *llm_model_info(const LlmModel *m);
+const LlmTokenizer *llm_model_tokenizer(const LlmModel *m);
+
+typedef enum LlmKvType
+{
+	LLM_KV_F32,
+	LLM_KV_F16
+} LlmKvType;
+
+typedef struct LlmEngineConfig
+{
+	int			n_threads;		/* compute threads (>= 1) */
+	int			n_ctx;			/* per-sequence context limit; 0 = the model's */
+	int			max_batch_tokens;	/* tokens per step (>= 1) */
+	int			max_seqs;		/* sequences running at once */
+	int			kv_block_size;	/* tokens per KV block */
+	size_t		kv_cache_bytes; /* size of the KV pool; 0 = enough for max_seqs full contexts */
+	LlmKvType	kv_type;
+} LlmEngineConfig;
+
+/* Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks of 16, f32 KV. */
+void		llm_engine_config_default(LlmEngineConfig *c);
+
+LlmStatus	llm_engine_new(LlmModel *m, const LlmEngineConfig *c, LlmEngine **out, LlmError *err);
+void		llm_engine_free(LlmEngine *e);
+/* The engine's per-sequence context limit (tokens of prompt + generation). */
+int			llm_engine_n_ctx(const LlmEngine *e);
+
+typedef struct LlmRequest
+{
+	const int32_t *prompt;		/* (n_prompt) token ids, BOS included if wanted */
+	int			n_prompt;
+	int			max_tokens;		/* new tokens at most (>= 0) */
+	float		temperature;	/* 0 = greedy */
+	int			top_k;
+	float		top_p;
+	float		min_p;
+	float		repeat_penalty;
+	uint64_t	seed;
+	const char *const *stop;	/* (n_stop) stop strings, copied by add */
+	int			n_stop;
+	bool		ignore_eos;		/* keep going past EOS (benchmarks) */
+} LlmRequest;
+
+/* Request defaults: greedy, 128 tokens, filters off. */
+void		llm_request_default(LlmRequest *r);
+
+typedef enum LlmFinishReason
+{
+	LLM_FINISH_NONE = 0,		/* still running */
+	LLM_FINISH_STOP,			/* EOS or a stop string */
+	LLM_FINISH_LENGTH,			/* max_tokens or the context limit */
+	LLM_FINISH_CANCELLED,
+	LLM_FINISH_ERROR
+} LlmFinishReason;
+
+/* "stop", "length", "cancelled", "error". */
+const char *llm_finish_reason_name(LlmFinishReason r);
+
+/*
+ * Queue a sequence; *id identifies it until released.  LLM_ERR_LIMIT when
+ * the prompt alone does not fit the context, LLM_ERR_INVALID for bad
+ * parameters (message names the parameter).
+ */
+LlmStatus	llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err);
+
+/* Run one step; a no-op when nothing is queued or running. */
+LlmStatus	llm_engine_step(LlmEngine *e, LlmError *err);
+
+/* Whether any sequence is queued or running. */
+bool		llm_engine_busy(const LlmEngine *e);
+
+/* A finished sequence.  text and tokens stay valid until it is released. */
+typedef struct LlmResult
+{
+	int64_t		id;
+	LlmFinishReason reason;
+	int			n_prompt;
+	int			n_generated;
+	const int32_t *tokens;		/* (n_generated) */
+	const char *text;			/* generated text, cut before a stop string; NUL-terminated */
+	size_t		text_len;
+	const char *error;			/* message when reason is LLM_FINISH_ERROR */
+} LlmResult;
+
+/* Take the next finished (not yet polled) sequence; false when none. */
+bool		llm_engine_poll(LlmEngine *e, LlmResult *out);
+
+/* Cancel a queued or running sequence (it finishes as CANCELLED); unknown ids are ignored. */
+void		llm_engine_cancel(LlmEngine *e, int64_t id);
+
+/* Forget a sequence, finished or not (an unfinished one is cancelled first). */
+void		llm_engine_release(LlmEngine *e, int64_t id);
+
+/* Counters for llm_stats. */
+typedef struct LlmEngineStats
+{
+	int			n_waiting;
+	int			n_running;
+	int64_t		tokens_prefilled;
+	int64_t		tokens_generated;
+	int64_t		steps;
+	int			kv_blocks_used;
+	int			kv_blocks_total;
+	int64_t		preemptions;
+} LlmEngineStats;
+
+void		llm_engine_stats(const LlmEngine *e, LlmEngineStats *out);
+
+#endif							/* LLM_ENGINE_H */

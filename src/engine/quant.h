@@ -1,0 +1,73 @@
+/*
+ * quant.h
+ *		Weight types: GGUF/ggml block layouts, scalar reference dequantizers,
+ *		dot products and quantizers, and half-precision conversions.
+ *
+ * Everything here is the plain-C reference: the test oracle for every fast
+ * kernel.  Block layouts follow ggml's (little-endian, packed):
+ *   Q8_0  (32 values, 34 bytes): fp16 d; int8 qs[32];              x = d*q
+ *   Q4_0  (32 values, 18 bytes): fp16 d; uint8 qs[16];             x = d*(nibble-8),
+ *          low nibbles are values 0..15, high nibbles values 16..31
+ *   Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K as in ggml-common.h.
+ */
+#ifndef LLM_QUANT_H
+#define LLM_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Tensor element types, numbered as ggml's (the values GGUF stores). */
+typedef enum LlmType
+{
+	LLM_TYPE_F32 = 0,
+	LLM_TYPE_F16 = 1,
+	LLM_TYPE_Q4_0 = 2,
+	LLM_TYPE_Q4_1 = 3,
+	LLM_TYPE_Q5_0 = 6,
+	LLM_TYPE_Q5_1 = 7,
+	LLM_TYPE_Q8_0 = 8,
+	LLM_TYPE_Q2_K = 10,
+	LLM_TYPE_Q3_K = 11,
+	LLM_TYPE_Q4_K = 12,
+	LLM_TYPE_Q5_K = 13,
+	LLM_TYPE_Q6_K = 14,
+	LLM_TYPE_BF16 = 30,
+	LLM_TYPE_COUNT = 31
+} LlmType;
+
+#define LLM_QK 32				/* values per block of the Q4_0 .. Q8_0 types */
+#define LLM_QK_K 256			/* values per super-block of the K types */
+
+typedef struct LlmTypeTraits
+{
+	const char *name;			/* "Q8_0" */
+	int			block_size;		/* values per block */
+	int			type_size;		/* bytes per block */
+} LlmTypeTraits;
+
+/* Traits of a supported type, or NULL for an unknown or unsupported one. */
+const LlmTypeTraits *llm_type_traits(int type);
+
+/* Bytes of a row of n values (n must be a multiple of the block size). */
+size_t		llm_type_row_size(LlmType type, int64_t n);
+
+/* Half-precision conversions (IEEE binary16 with subnormals, inf, nan; bfloat16 round-to-nearest-even). */
+float		llm_fp16_to_fp32(uint16_t h);
+uint16_t	llm_fp32_to_fp16(float f);
+float		llm_bf16_to_fp32(uint16_t h);
+uint16_t	llm_fp32_to_bf16(float f);
+
+/* Decode n values (a multiple of the block size) of a row of type into dst. */
+void		llm_dequant_row(LlmType type, const void *src, float *dst, int64_t n);
+
+/* Scalar reference dot product of a row of type with n floats, accumulated in float. */
+float		llm_dot_row_ref(LlmType type, const void *row, const float *x, int64_t n);
+
+/* Whether llm_quantize_row can produce type (F32, F16, BF16, Q8_0, Q4_0). */
+bool		llm_type_can_quantize(LlmType type);
+
+/* Encode n floats (a multiple of the block size) as type into dst, as ggml's reference quantizers do. */
+void		llm_quantize_row(LlmType type, const float *src, void *dst, int64_t n);
+
+#endif							/* LLM_QUANT_H */

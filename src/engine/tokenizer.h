@@ -1,0 +1,74 @@
+/*
+ * tokenizer.h
+ *		Tokenizers described by GGUF metadata.
+ *
+ * tokenizer.ggml.model = "llama": SentencePiece-style BPE.  The text gets the
+ * leading-space convention (a space in front, spaces written as U+2581), then
+ * adjacent symbols are merged greedily by the highest vocabulary score;
+ * pieces not in the vocabulary fall back to byte tokens <0xNN>.
+ *
+ * tokenizer.ggml.model = "gpt2": byte-level BPE.  The text is split by the
+ * GPT-2 pre-tokenizer regular expression (PCRE2, Unicode-aware), each piece
+ * mapped byte by byte to printable code points, then merged by merge rank
+ * (tokenizer.ggml.merges).
+ *
+ * Control and user-defined tokens (token types 3 and 4) are matched as whole
+ * strings in the input when parse_special is set; otherwise they are text.
+ */
+#ifndef LLM_TOKENIZER_H
+#define LLM_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf.h"
+#include "status.h"
+
+typedef struct LlmTokenizer LlmTokenizer;
+
+typedef enum LlmTokenizerKind
+{
+	LLM_TOKENIZER_SPM,			/* "llama" */
+	LLM_TOKENIZER_BPE			/* "gpt2" */
+} LlmTokenizerKind;
+
+/* Build a tokenizer from a GGUF file's tokenizer.ggml.* metadata. */
+LlmStatus	llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err);
+
+/* Free a tokenizer; NULL is allowed. */
+void		llm_tokenizer_free(LlmTokenizer *t);
+
+/*
+ * Tokenize len bytes of text (any bytes: invalid UTF-8 is handled, never
+ * crashes).  With add_bos, BOS is put first when the vocabulary has one.
+ * *ids is a new malloc'd array of *n_ids tokens.
+ */
+LlmStatus	llm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
+						 bool add_bos, bool parse_special,
+						 int32_t **ids, int *n_ids, LlmError *err);
+
+/*
+ * The bytes that token id stands for in output text: "▁" becomes a space,
+ * <0xNN> the byte NN, GPT-2 code points their bytes; control tokens are
+ * empty.  *len gets the length; returns NULL for an id out of range.
+ */
+const char *llm_token_piece(const LlmTokenizer *t, int32_t id, size_t *len);
+
+/* Concatenate the pieces of n ids into a new malloc'd NUL-terminated string. */
+LlmStatus	llm_detokenize(const LlmTokenizer *t, const int32_t *ids, int n,
+						   char **text, size_t *len, LlmError *err);
+
+/* The vocabulary's text of token id (as stored), or NULL when out of range. */
+const char *llm_token_text(const LlmTokenizer *t, int32_t id);
+
+int			llm_tokenizer_n_vocab(const LlmTokenizer *t);
+LlmTokenizerKind llm_tokenizer_kind(const LlmTokenizer *t);
+int32_t		llm_tokenizer_bos(const LlmTokenizer *t);	/* -1 when none */
+int32_t		llm_tokenizer_eos(const LlmTokenizer *t);	/* -1 when none */
+/* Whether id ends generation (EOS, EOT, or another end-of-generation token). */
+bool		llm_tokenizer_is_eog(const LlmTokenizer *t, int32_t id);
+/* The id of a token whose text is exactly s, or -1. */
+int32_t		llm_tokenizer_find(const LlmTokenizer *t, const char *s);
+
+#endif							/* LLM_TOKENIZER_H */

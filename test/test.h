@@ -1,0 +1,53 @@
+/*
+ * test.h
+ *		A minimal harness for the engine's C tests.
+ *
+ * Each test program calls TEST_CHECK for every assertion and ends with
+ * `return test_summary("name");`, which prints "name: N passed, N failed"
+ * and returns the exit status.  The first few failures are printed with
+ * file and line; a failing check never stops the program.
+ */
+#ifndef LLM_TEST_H
+#define LLM_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int	test_n_passed;
+static int	test_n_failed;
+
+/* Count one check; print it when it fails. */
+#define TEST_CHECK(cond, ...) \
+	do { \
+		if (cond) \
+			test_n_passed++; \
+		else \
+		{ \
+			test_n_failed++; \
+			if (test_n_failed <= 50) \
+			{ \
+				fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+				fprintf(stderr, __VA_ARGS__); \
+				fputc('\n', stderr); \
+			} \
+		} \
+	} while (0)
+
+/* Print the closing line of one test program; returns its exit status. */
+static inline int
+test_summary(const char *name)
+{
+	printf("%s: %d passed, %d failed\n", name, test_n_passed, test_n_failed);
+	return test_n_failed == 0 ? 0 : 1;
+}
+
+/* The shared/ folder beside the checkout (LLM_SHARED overrides). */
+static inline const char *
+test_shared_dir(void)
+{
+	const char *d = getenv("LLM_SHARED");
+
+	return d != NULL ? d : "../shared";
+}
+
+#endif							/* LLM_TEST_H */
