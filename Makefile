@@ -27,15 +27,17 @@ all: engine-all
 
 engine-all: $(ENGINE_LIB) bin/llm-cli bin/llm-random-model $(TEST_BINS)
 
-$(BUILD)/%.o: %.c $(wildcard src/engine/*.h src/engine/cpu/*.h) | build-dirs
+$(BUILD)/%.o: %.c $(wildcard src/engine/*.h src/engine/cpu/*.h tools/*.h) | build-dirs
 	$(CC) $(ECFLAGS) -c $< -o $@
 
 $(ENGINE_LIB): $(ENGINE_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-bin/llm-cli: $(BUILD)/tools/llm-cli.o $(ENGINE_LIB) | build-dirs
-	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
+CLI_OBJS := $(patsubst %.c,$(BUILD)/%.o,tools/llm-cli.c $(wildcard tools/cli_*.c))
+
+bin/llm-cli: $(CLI_OBJS) $(ENGINE_LIB) | build-dirs
+	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $(CLI_OBJS) $(ENGINE_LIB) $(ENGINE_LIBS)
 
 bin/llm-random-model: $(BUILD)/tools/llm-random-model.o $(ENGINE_LIB) | build-dirs
 	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)

@@ -1,0 +1,77 @@
+/*
+ * backend.h
+ *		The backend interface: a table of the operations the forward pass
+ *		needs.  The forward pass calls nothing else, so a backend (the CPU's
+ *		scalar reference, its SIMD variants, CUDA) is a new table.
+ *
+ * All activations are row-major float arrays: a batch of n tokens of width
+ * d is (n, d).  The CPU backend spreads every op over its thread pool.
+ */
+#ifndef LLM_BACKEND_H
+#define LLM_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kv.h"
+#include "model.h"
+#include "threadpool.h"
+
+typedef struct LlmBackend LlmBackend;
+
+/* What attention needs for a batch of n query tokens. */
+typedef struct LlmAttnArgs
+{
+	int			n;				/* query tokens */
+	const float *q;				/* (n, n_heads * head_dim), after RoPE */
+	float	   *out;			/* (n, n_heads * head_dim) */
+	LlmKvSeq *const *seq;		/* (n) each token's sequence */
+	const int32_t *pos;			/* (n) each token's position; it sees positions [lo, pos] */
+	int			n_heads;
+	int			n_kv_heads;
+	int			head_dim;
+	float		scale;			/* multiplies q.k */
+	float		softcap;		/* 0 = off, else scores become softcap * tanh(s / softcap) */
+	int			window;			/* 0 = all positions, else lo = pos - window + 1 */
+} LlmAttnArgs;
+
+typedef struct LlmBackendOps
+{
+	const char *name;
+	/* y (n, w->rows) = x (n, w->cols) times w transposed, w in its stored type */
+	void		(*matmul) (LlmBackend *be, const LlmWeight *w, const float *x, float *y, int n);
+	/* out (n, dim) = rows ids of w as floats, times scale */
+	void		(*get_rows) (LlmBackend *be, const LlmWeight *w, const int32_t *ids, int n,
+							 float scale, float *out);
+	/* y (n, dim) = x / rms(x) * w, or * (1 + w) with add_one; y may be x */
+	void		(*rmsnorm) (LlmBackend *be, const float *x, const float *w, float *y, int n,
+							int dim, float eps, bool add_one);
+	/* rotate the first rope_dim values of each head of x (n, n_heads * head_dim) by pos */
+	void		(*rope) (LlmBackend *be, float *x, const int32_t *pos, int n, int n_heads,
+						 int head_dim, int rope_dim, const float *inv_freq, LlmRopeMode mode);
+	/* store k and v (n, kv_dim) at (seq[i], pos[i]) of layer */
+	void		(*kv_store) (LlmBackend *be, LlmKvCache *kv, int layer, LlmKvSeq *const *seq,
+							 const int32_t *pos, const float *k, const float *v, int n);
+	/* fused attention over the paged cache of layer (one pass, online softmax) */
+	void		(*attention) (LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArgs *a);
+	/* out (n) = act(gate) * up */
+	void		(*glu) (LlmBackend *be, const float *gate, const float *up, float *out, int64_t n,
+						LlmActivation act);
+	/* x (n) += y (n) */
+	void		(*add) (LlmBackend *be, float *x, const float *y, int64_t n);
+} LlmBackendOps;
+
+struct LlmBackend
+{
+	const LlmBackendOps *ops;
+	LlmPool    *pool;			/* compute threads (CPU backends) */
+};
+
+/* The CPU backend with the scalar reference kernels. */
+extern const LlmBackendOps llm_cpu_ref_ops;
+
+/* Create a CPU backend with n_threads compute threads. */
+LlmStatus	llm_backend_cpu_new(int n_threads, LlmBackend **out, LlmError *err);
+void		llm_backend_free(LlmBackend *be);
+
+#endif							/* LLM_BACKEND_H */

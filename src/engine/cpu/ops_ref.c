@@ -1,0 +1,334 @@
+/*
+ * ops_ref.c
+ *		The CPU backend's scalar reference kernels: plain C, the fallback on
+ *		any processor and the oracle every fast kernel is tested against.
+ *
+ * Work is split over the thread pool: matmuls by chunks of output rows,
+ * attention by (token, head) pairs, element-wise ops by ranges.
+ */
+#include "backend.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MATMUL_ROWS_PER_TASK 16
+#define ELEMS_PER_TASK 16384
+#define ATTN_TILE 32			/* keys scored per tile of the online softmax */
+
+/* Convert n stored KV values to floats. */
+static inline void
+kv_load(const LlmKvCache *kv, const void *src, float *dst, int n)
+{
+	if (kv->type == LLM_KV_F32)
+		memcpy(dst, src, (size_t) n * sizeof(float));
+	else
+	{
+		const uint16_t *h = src;
+
+		for (int i = 0; i < n; i++)
+			dst[i] = llm_fp16_to_fp32(h[i]);
+	}
+}
+
+/* Convert n floats to the stored KV type. */
+static inline void
+kv_save(const LlmKvCache *kv, const float *src, void *dst, int n)
+{
+	if (kv->type == LLM_KV_F32)
+		memcpy(dst, src, (size_t) n * sizeof(float));
+	else
+	{
+		uint16_t   *h = dst;
+
+		for (int i = 0; i < n; i++)
+			h[i] = llm_fp32_to_fp16(src[i]);
+	}
+}
+
+typedef struct MatmulTask
+{
+	const LlmWeight *w;
+	const float *x;				/* (n, cols) */
+	float	   *y;				/* (n, rows) */
+	int			n;
+} MatmulTask;
+
+/* One chunk of output rows for every token. */
+static void
+matmul_task(void *arg, int chunk)
+{
+	const MatmulTask *t = arg;
+	const LlmWeight *w = t->w;
+	int64_t		r0 = (int64_t) chunk * MATMUL_ROWS_PER_TASK;
+	int64_t		r1 = r0 + MATMUL_ROWS_PER_TASK < w->rows ? r0 + MATMUL_ROWS_PER_TASK : w->rows;
+
+	for (int64_t r = r0; r < r1; r++)
+	{
+		const uint8_t *row = w->data + (size_t) r * w->row_bytes;
+
+		for (int i = 0; i < t->n; i++)
+			t->y[(size_t) i * w->rows + r] = llm_dot_row_ref(w->type, row, t->x + (size_t) i * w->cols, w->cols);
+	}
+}
+
+/* y (n, rows) = x (n, cols) times w transposed. */
+static void
+ref_matmul(LlmBackend *be, const LlmWeight *w, const float *x, float *y, int n)
+{
+	MatmulTask	t = {w, x, y, n};
+
+	llm_pool_run(be->pool, (int) ((w->rows + MATMUL_ROWS_PER_TASK - 1) / MATMUL_ROWS_PER_TASK), matmul_task, &t);
+}
+
+/* out (n, cols) = rows ids of w as floats, times scale. */
+static void
+ref_get_rows(LlmBackend *be, const LlmWeight *w, const int32_t *ids, int n, float scale, float *out)
+{
+	for (int i = 0; i < n; i++)
+	{
+		float	   *o = out + (size_t) i * w->cols;
+
+		llm_dequant_row(w->type, w->data + (size_t) ids[i] * w->row_bytes, o, w->cols);
+		if (scale != 1.0f)
+			for (int64_t j = 0; j < w->cols; j++)
+				o[j] *= scale;
+	}
+}
+
+/* y (n, dim) = x / rms(x) * w (or * (1 + w)). */
+static void
+ref_rmsnorm(LlmBackend *be, const float *x, const float *w, float *y, int n, int dim, float eps, bool add_one)
+{
+	for (int i = 0; i < n; i++)
+	{
+		const float *xi = x + (size_t) i * dim;
+		float	   *yi = y + (size_t) i * dim;
+		float		ss = 0.0f;
+		float		inv;
+
+		for (int j = 0; j < dim; j++)
+			ss += xi[j] * xi[j];
+		inv = 1.0f / sqrtf(ss / dim + eps);
+		for (int j = 0; j < dim; j++)
+			yi[j] = xi[j] * inv * (add_one ? 1.0f + w[j] : w[j]);
+	}
+}
+
+/* Rotate the first rope_dim values of each head of x (n, n_heads * head_dim) by pos. */
+static void
+ref_rope(LlmBackend *be, float *x, const int32_t *pos, int n, int n_heads, int head_dim,
+		 int rope_dim, const float *inv_freq, LlmRopeMode mode)
+{
+	int			half = rope_dim / 2;
+
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < half; k++)
+		{
+			float		angle = (float) pos[i] * inv_freq[k];
+			float		c = cosf(angle);
+			float		s = sinf(angle);
+
+			for (int h = 0; h < n_heads; h++)
+			{
+				float	   *v = x + ((size_t) i * n_heads + h) * head_dim;
+				int			a = mode == LLM_ROPE_ADJACENT ? 2 * k : k;
+				int			b = mode == LLM_ROPE_ADJACENT ? 2 * k + 1 : k + half;
+				float		x0 = v[a];
+				float		x1 = v[b];
+
+				v[a] = x0 * c - x1 * s;
+				v[b] = x0 * s + x1 * c;
+			}
+		}
+}
+
+/* Store k and v (n, kv_dim) at (seq[i], pos[i]) of layer. */
+static void
+ref_kv_store(LlmBackend *be, LlmKvCache *kv, int layer, LlmKvSeq *const *seq, const int32_t *pos,
+			 const float *k, const float *v, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		kv_save(kv, k + (size_t) i * kv->kv_dim, llm_kv_k_at(kv, seq[i], layer, pos[i]), kv->kv_dim);
+		kv_save(kv, v + (size_t) i * kv->kv_dim, llm_kv_v_at(kv, seq[i], layer, pos[i]), kv->kv_dim);
+	}
+}
+
+typedef struct AttnTask
+{
+	const LlmKvCache *kv;
+	int			layer;
+	const LlmAttnArgs *a;
+} AttnTask;
+
+/*
+ * Attention of one query token and head: one pass over its keys in tiles,
+ * keeping the running maximum m, the running sum l of exp(s - m) and the
+ * accumulator acc of exp(s - m) * v (FlashAttention's online softmax, Dao
+ * et al. 2022), so no score row longer than a tile is ever stored.
+ */
+static void
+attn_task(void *arg, int task)
+{
+	const AttnTask *t = arg;
+	const LlmAttnArgs *a = t->a;
+	const LlmKvCache *kv = t->kv;
+	int			i = task / a->n_heads;
+	int			h = task % a->n_heads;
+	int			hd = a->head_dim;
+	int			kvh = h / (a->n_heads / a->n_kv_heads);
+	const float *q = a->q + ((size_t) i * a->n_heads + h) * hd;
+	float	   *out = a->out + ((size_t) i * a->n_heads + h) * hd;
+	int			hi = a->pos[i];
+	int			lo = a->window > 0 && hi - a->window + 1 > 0 ? hi - a->window + 1 : 0;
+	float		m = -INFINITY;
+	float		l = 0.0f;
+	float		acc[hd];
+	float		kvec[hd];
+	float		s[ATTN_TILE];
+
+	memset(acc, 0, sizeof(acc));
+	for (int p0 = lo; p0 <= hi; p0 += ATTN_TILE)
+	{
+		int			nt = hi - p0 + 1 < ATTN_TILE ? hi - p0 + 1 : ATTN_TILE;
+		float		m_new = m;
+		float		corr;
+
+		/* scores of this tile */
+		for (int j = 0; j < nt; j++)
+		{
+			const uint8_t *kp = llm_kv_k_at(kv, a->seq[i], t->layer, p0 + j);
+			float		dot = 0.0f;
+
+			kv_load(kv, kp + (size_t) kvh * hd * kv->elem_size, kvec, hd);
+			for (int d = 0; d < hd; d++)
+				dot += q[d] * kvec[d];
+			dot *= a->scale;
+			if (a->softcap > 0.0f)
+				dot = a->softcap * tanhf(dot / a->softcap);
+			s[j] = dot;
+			if (dot > m_new)
+				m_new = dot;
+		}
+		/* rescale what was accumulated under the old maximum */
+		corr = expf(m - m_new);
+		l *= corr;
+		for (int d = 0; d < hd; d++)
+			acc[d] *= corr;
+		m = m_new;
+		/* accumulate this tile's values */
+		for (int j = 0; j < nt; j++)
+		{
+			const uint8_t *vp = llm_kv_v_at(kv, a->seq[i], t->layer, p0 + j);
+			float		w = expf(s[j] - m);
+
+			kv_load(kv, vp + (size_t) kvh * hd * kv->elem_size, kvec, hd);
+			l += w;
+			for (int d = 0; d < hd; d++)
+				acc[d] += w * kvec[d];
+		}
+	}
+	for (int d = 0; d < hd; d++)
+		out[d] = acc[d] / l;
+}
+
+/* Fused attention over the paged cache of layer, one task per (token, head). */
+static void
+ref_attention(LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArgs *a)
+{
+	AttnTask	t = {kv, layer, a};
+
+	llm_pool_run(be->pool, a->n * a->n_heads, attn_task, &t);
+}
+
+/* GELU, tanh approximation, as in Gemma. */
+static inline float
+gelu_tanh(float x)
+{
+	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+typedef struct GluTask
+{
+	const float *gate;
+	const float *up;
+	float	   *out;
+	int64_t		n;
+	LlmActivation act;
+} GluTask;
+
+/* One range of act(gate) * up. */
+static void
+glu_task(void *arg, int chunk)
+{
+	const GluTask *t = arg;
+	int64_t		i0 = (int64_t) chunk * ELEMS_PER_TASK;
+	int64_t		i1 = i0 + ELEMS_PER_TASK < t->n ? i0 + ELEMS_PER_TASK : t->n;
+
+	for (int64_t i = i0; i < i1; i++)
+	{
+		float		g = t->gate[i];
+		float		a = t->act == LLM_ACT_SILU ? g / (1.0f + expf(-g)) : gelu_tanh(g);
+
+		t->out[i] = a * t->up[i];
+	}
+}
+
+/* out (n) = act(gate) * up. */
+static void
+ref_glu(LlmBackend *be, const float *gate, const float *up, float *out, int64_t n, LlmActivation act)
+{
+	GluTask		t = {gate, up, out, n, act};
+
+	llm_pool_run(be->pool, (int) ((n + ELEMS_PER_TASK - 1) / ELEMS_PER_TASK), glu_task, &t);
+}
+
+/* x (n) += y (n). */
+static void
+ref_add(LlmBackend *be, float *x, const float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		x[i] += y[i];
+}
+
+const LlmBackendOps llm_cpu_ref_ops = {
+	.name = "cpu-ref",
+	.matmul = ref_matmul,
+	.get_rows = ref_get_rows,
+	.rmsnorm = ref_rmsnorm,
+	.rope = ref_rope,
+	.kv_store = ref_kv_store,
+	.attention = ref_attention,
+	.glu = ref_glu,
+	.add = ref_add,
+};
+
+/* Create a CPU backend with n_threads compute threads. */
+LlmStatus
+llm_backend_cpu_new(int n_threads, LlmBackend **out, LlmError *err)
+{
+	LlmBackend *be = calloc(1, sizeof(*be));
+	LlmStatus	st;
+
+	if (be == NULL)
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the backend");
+	if ((st = llm_pool_new(n_threads, &be->pool, err)))
+	{
+		free(be);
+		return st;
+	}
+	be->ops = &llm_cpu_ref_ops;
+	*out = be;
+	return LLM_OK;
+}
+
+/* Free a backend; NULL is allowed. */
+void
+llm_backend_free(LlmBackend *be)
+{
+	if (be == NULL)
+		return;
+	llm_pool_free(be->pool);
+	free(be);
+}

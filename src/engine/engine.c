@@ -1,0 +1,644 @@
+/*
+ * engine.c
+ *		Sequences and the iteration-level scheduler behind engine.h.
+ *
+ * A sequence keeps all its tokens (prompt, then generated) and how many of
+ * them are in its KV blocks (n_past).  Each step feeds every running
+ * sequence the tokens it has not fed yet: one for a decoding sequence, a
+ * chunk for a prompt, under the step's token budget (decoding sequences
+ * first, so prompts never stall generation).  When a chunk reaches the end
+ * of the sequence's tokens, its last position yields logits and a new token.
+ * Prefill and decode are the same operation, which also makes preemption
+ * simple: when the KV pool runs dry, the newest running sequence gives back
+ * its blocks (n_past = 0) and waits; later it recomputes its tokens
+ * (Kwon et al., SOSP 2023, recomputation).
+ */
+#include "engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward.h"
+#include "kv.h"
+#include "model.h"
+#include "sampler.h"
+
+#define DEFAULT_KV_CAP_BYTES ((size_t) 1 << 30)
+
+typedef enum SeqState
+{
+	SEQ_WAITING,
+	SEQ_RUNNING,
+	SEQ_FINISHED
+} SeqState;
+
+typedef struct Seq
+{
+	int64_t		id;
+	SeqState	state;
+	int32_t    *tokens;			/* (cap) prompt, then generated tokens */
+	int			n_tokens;
+	int			cap;
+	int			n_prompt;
+	int			n_past;			/* tokens whose keys and values are in kv */
+	int			max_tokens;
+	bool		ignore_eos;
+	LlmSampler	sampler;
+	char	  **stop;			/* (n_stop) */
+	int			n_stop;
+	char	   *text;			/* generated text, NUL-terminated */
+	size_t		text_len;
+	size_t		text_cap;
+	LlmFinishReason reason;
+	char	   *error;
+	bool		polled;
+	LlmKvSeq	kv;
+} Seq;
+
+struct LlmEngine
+{
+	LlmModel   *model;
+	LlmEngineConfig config;
+	LlmBackend *backend;
+	LlmKvCache	kv;
+	LlmRunState run;
+	float	   *logits;			/* (max_out, n_vocab) */
+	int			max_out;
+
+	Seq		  **seqs;			/* (n_seqs) every unreleased sequence, in arrival order */
+	int			n_seqs;
+	int			seqs_cap;
+	int64_t		next_id;
+
+	/* the step's batch, (max_batch_tokens) each */
+	int32_t    *b_token;
+	int32_t    *b_pos;
+	LlmKvSeq  **b_seq;
+	bool	   *b_want;
+	Seq		  **b_owner;		/* sequence of each token */
+
+	LlmEngineStats stats;
+};
+
+/* Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks of 16, f32 KV. */
+void
+llm_engine_config_default(LlmEngineConfig *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->n_threads = 1;
+	c->n_ctx = 0;
+	c->max_batch_tokens = 512;
+	c->max_seqs = 16;
+	c->kv_block_size = 16;
+	c->kv_cache_bytes = 0;
+	c->kv_type = LLM_KV_F32;
+}
+
+/* Request defaults: greedy, 128 tokens, filters off. */
+void
+llm_request_default(LlmRequest *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->max_tokens = 128;
+	r->top_p = 1.0f;
+	r->repeat_penalty = 1.0f;
+}
+
+/* "stop", "length", "cancelled", "error". */
+const char *
+llm_finish_reason_name(LlmFinishReason r)
+{
+	switch (r)
+	{
+		case LLM_FINISH_NONE:
+			return "running";
+		case LLM_FINISH_STOP:
+			return "stop";
+		case LLM_FINISH_LENGTH:
+			return "length";
+		case LLM_FINISH_CANCELLED:
+			return "cancelled";
+		case LLM_FINISH_ERROR:
+			return "error";
+	}
+	return "unknown";
+}
+
+/* Create an engine serving model m. */
+LlmStatus
+llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmError *err)
+{
+	LlmEngine  *e;
+	const LlmConfig *mc = &m->config;
+	int			kv_dim = mc->n_kv_heads * mc->head_dim;
+	size_t		block_bytes;
+	size_t		kv_bytes;
+	int			n_blocks;
+	int			nb;
+	LlmStatus	st;
+
+	if (cfg->n_threads < 1 || cfg->max_batch_tokens < 1 || cfg->max_seqs < 1 ||
+		cfg->kv_block_size < 1 || cfg->n_ctx < 0)
+		return llm_error_set(err, LLM_ERR_INVALID,
+							 "invalid engine configuration: threads %d, batch tokens %d, sequences %d, block size %d, context %d",
+							 cfg->n_threads, cfg->max_batch_tokens, cfg->max_seqs, cfg->kv_block_size, cfg->n_ctx);
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the engine");
+	e->model = m;
+	e->config = *cfg;
+	if (e->config.n_ctx == 0 || e->config.n_ctx > mc->n_ctx)
+		e->config.n_ctx = mc->n_ctx;
+	e->next_id = 1;
+
+	/* the KV pool: as configured, else max_seqs full contexts up to a cap (at least one context) */
+	block_bytes = llm_kv_block_bytes(mc->n_layers, kv_dim, cfg->kv_block_size, cfg->kv_type);
+	nb = (e->config.n_ctx + cfg->kv_block_size - 1) / cfg->kv_block_size;
+	kv_bytes = cfg->kv_cache_bytes;
+	if (kv_bytes == 0)
+	{
+		kv_bytes = (size_t) nb * block_bytes * (size_t) cfg->max_seqs;
+		if (kv_bytes > DEFAULT_KV_CAP_BYTES)
+			kv_bytes = DEFAULT_KV_CAP_BYTES > (size_t) nb * block_bytes ? DEFAULT_KV_CAP_BYTES : (size_t) nb * block_bytes;
+	}
+	if (kv_bytes / block_bytes < 1 || kv_bytes / block_bytes > INT32_MAX)
+	{
+		free(e);
+		return llm_error_set(err, LLM_ERR_INVALID, "KV cache size %zu bytes holds no %zu-byte block",
+							 kv_bytes, block_bytes);
+	}
+	n_blocks = (int) (kv_bytes / block_bytes);
+
+	e->max_out = cfg->max_seqs < cfg->max_batch_tokens ? cfg->max_seqs : cfg->max_batch_tokens;
+	if ((st = llm_backend_cpu_new(cfg->n_threads, &e->backend, err)) ||
+		(st = llm_kv_init(&e->kv, mc->n_layers, kv_dim, cfg->kv_block_size, n_blocks, cfg->kv_type, err)) ||
+		(st = llm_run_state_init(&e->run, mc, cfg->max_batch_tokens, err)))
+	{
+		llm_engine_free(e);
+		return st;
+	}
+	e->logits = malloc((size_t) e->max_out * mc->n_vocab * sizeof(float));
+	e->b_token = malloc((size_t) cfg->max_batch_tokens * sizeof(int32_t));
+	e->b_pos = malloc((size_t) cfg->max_batch_tokens * sizeof(int32_t));
+	e->b_seq = malloc((size_t) cfg->max_batch_tokens * sizeof(LlmKvSeq *));
+	e->b_want = malloc((size_t) cfg->max_batch_tokens * sizeof(bool));
+	e->b_owner = malloc((size_t) cfg->max_batch_tokens * sizeof(Seq *));
+	if (!e->logits || !e->b_token || !e->b_pos || !e->b_seq || !e->b_want || !e->b_owner)
+	{
+		llm_engine_free(e);
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the engine's step buffers");
+	}
+	e->stats.kv_blocks_total = n_blocks;
+	*out = e;
+	return LLM_OK;
+}
+
+/* Free a sequence and everything it holds (its KV blocks go back first). */
+static void
+seq_free(LlmEngine *e, Seq *s)
+{
+	llm_kv_seq_release(&e->kv, &s->kv);
+	llm_kv_seq_free(&s->kv);
+	llm_sampler_free(&s->sampler);
+	for (int i = 0; i < s->n_stop; i++)
+		free(s->stop[i]);
+	free(s->stop);
+	free(s->tokens);
+	free(s->text);
+	free(s->error);
+	free(s);
+}
+
+/* Free the engine and all its sequences; NULL is allowed. */
+void
+llm_engine_free(LlmEngine *e)
+{
+	if (e == NULL)
+		return;
+	for (int i = 0; i < e->n_seqs; i++)
+		seq_free(e, e->seqs[i]);
+	free(e->seqs);
+	llm_run_state_free(&e->run);
+	llm_kv_free(&e->kv);
+	llm_backend_free(e->backend);
+	free(e->logits);
+	free(e->b_token);
+	free(e->b_pos);
+	free(e->b_seq);
+	free(e->b_want);
+	free(e->b_owner);
+	free(e);
+}
+
+/* The engine's per-sequence context limit. */
+int
+llm_engine_n_ctx(const LlmEngine *e)
+{
+	return e->config.n_ctx;
+}
+
+/* Append bytes to a sequence's text. */
+static bool
+seq_append_text(Seq *s, const char *p, size_t len)
+{
+	if (s->text_len + len + 1 > s->text_cap)
+	{
+		size_t		cap = s->text_cap ? s->text_cap : 256;
+		char	   *t;
+
+		while (cap < s->text_len + len + 1)
+			cap *= 2;
+		t = realloc(s->text, cap);
+		if (t == NULL)
+			return false;
+		s->text = t;
+		s->text_cap = cap;
+	}
+	memcpy(s->text + s->text_len, p, len);
+	s->text_len += len;
+	s->text[s->text_len] = '\0';
+	return true;
+}
+
+/* Mark s finished with reason and give its KV blocks back at once. */
+static void
+seq_finish(LlmEngine *e, Seq *s, LlmFinishReason reason, const char *error)
+{
+	s->state = SEQ_FINISHED;
+	s->reason = reason;
+	if (error != NULL && s->error == NULL)
+		s->error = strdup(error);
+	llm_kv_seq_release(&e->kv, &s->kv);
+	s->n_past = 0;
+}
+
+/* Copy the request's stop strings (empty ones are ignored). */
+static LlmStatus
+seq_copy_stops(Seq *s, const LlmRequest *r, LlmError *err)
+{
+	if (r->n_stop <= 0)
+		return LLM_OK;
+	s->stop = calloc((size_t) r->n_stop, sizeof(char *));
+	if (s->stop == NULL)
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for stop strings");
+	for (int i = 0; i < r->n_stop; i++)
+	{
+		if (r->stop[i] == NULL || r->stop[i][0] == '\0')
+			continue;
+		if ((s->stop[s->n_stop] = strdup(r->stop[i])) == NULL)
+			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for stop strings");
+		s->n_stop++;
+	}
+	return LLM_OK;
+}
+
+/* Queue a sequence. */
+LlmStatus
+llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
+{
+	LlmSamplerParams sp;
+	Seq		   *s;
+	int			n_ctx = e->config.n_ctx;
+	int			want;
+	LlmStatus	st;
+
+	if (r->n_prompt < 1)
+		return llm_error_set(err, LLM_ERR_INVALID, "the prompt has no tokens");
+	if (r->max_tokens < 0)
+		return llm_error_set(err, LLM_ERR_INVALID, "max_tokens must not be negative, got %d", r->max_tokens);
+	if (r->n_prompt >= n_ctx && r->max_tokens > 0)
+		return llm_error_set(err, LLM_ERR_LIMIT, "the prompt has %d tokens; the context length is %d",
+							 r->n_prompt, n_ctx);
+	for (int i = 0; i < r->n_prompt; i++)
+		if (r->prompt[i] < 0 || r->prompt[i] >= e->model->config.n_vocab)
+			return llm_error_set(err, LLM_ERR_INVALID, "prompt token %d is %d, outside the vocabulary",
+								 i, r->prompt[i]);
+	/* the sequence must fit the whole pool by itself, or it could never finish */
+	want = r->n_prompt + r->max_tokens < n_ctx ? r->n_prompt + r->max_tokens : n_ctx;
+	if (llm_kv_blocks_for(&e->kv, want) > e->kv.n_blocks)
+		return llm_error_set(err, LLM_ERR_LIMIT,
+							 "the request needs %d KV blocks of %d tokens but the pool has only %d",
+							 llm_kv_blocks_for(&e->kv, want), e->kv.block_size, e->kv.n_blocks);
+
+	llm_sampler_params_default(&sp);
+	sp.temperature = r->temperature;
+	sp.top_k = r->top_k;
+	sp.top_p = r->top_p;
+	sp.min_p = r->min_p;
+	sp.repeat_penalty = r->repeat_penalty;
+	sp.seed = r->seed;
+	if ((st = llm_sampler_params_check(&sp, err)))
+		return st;
+
+	if (e->n_seqs == e->seqs_cap)
+	{
+		int			cap = e->seqs_cap ? 2 * e->seqs_cap : 64;
+		Seq		  **seqs = realloc(e->seqs, (size_t) cap * sizeof(Seq *));
+
+		if (seqs == NULL)
+			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for sequences");
+		e->seqs = seqs;
+		e->seqs_cap = cap;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a sequence");
+	s->cap = want + 1;
+	s->tokens = malloc((size_t) s->cap * sizeof(int32_t));
+	if (s->tokens == NULL || !seq_append_text(s, "", 0))
+	{
+		seq_free(e, s);
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a sequence of %d tokens", want);
+	}
+	if ((st = llm_sampler_init(&s->sampler, &sp, e->model->config.n_vocab, err)) ||
+		(st = seq_copy_stops(s, r, err)))
+	{
+		seq_free(e, s);
+		return st;
+	}
+	memcpy(s->tokens, r->prompt, (size_t) r->n_prompt * sizeof(int32_t));
+	s->n_tokens = s->n_prompt = r->n_prompt;
+	s->max_tokens = r->max_tokens;
+	s->ignore_eos = r->ignore_eos;
+	s->id = e->next_id++;
+	s->state = SEQ_WAITING;
+	if (s->max_tokens == 0)
+		seq_finish(e, s, LLM_FINISH_LENGTH, NULL);
+	e->seqs[e->n_seqs++] = s;
+	*id = s->id;
+	return LLM_OK;
+}
+
+/* Whether any sequence is queued or running. */
+bool
+llm_engine_busy(const LlmEngine *e)
+{
+	for (int i = 0; i < e->n_seqs; i++)
+		if (e->seqs[i]->state != SEQ_FINISHED)
+			return true;
+	return false;
+}
+
+/* Index of sequence id in e->seqs, or -1. */
+static int
+seq_index(const LlmEngine *e, int64_t id)
+{
+	for (int i = 0; i < e->n_seqs; i++)
+		if (e->seqs[i]->id == id)
+			return i;
+	return -1;
+}
+
+/* Send a running sequence back to waiting, giving back its blocks (it recomputes later). */
+static void
+seq_preempt(LlmEngine *e, Seq *s)
+{
+	llm_kv_seq_release(&e->kv, &s->kv);
+	s->n_past = 0;
+	s->state = SEQ_WAITING;
+	e->stats.preemptions++;
+}
+
+/* The most recently admitted running sequence other than except, or NULL. */
+static Seq *
+newest_running(LlmEngine *e, const Seq *except)
+{
+	for (int i = e->n_seqs - 1; i >= 0; i--)
+		if (e->seqs[i]->state == SEQ_RUNNING && e->seqs[i] != except)
+			return e->seqs[i];
+	return NULL;
+}
+
+/*
+ * Reserve KV for s to hold n_tokens positions, preempting newer running
+ * sequences while the pool is short.  Returns false when s itself had to
+ * be preempted (it is then the newest and nothing else can give way).
+ */
+static bool
+reserve_or_preempt(LlmEngine *e, Seq *s, int n_tokens, int batch_start)
+{
+	while (llm_kv_seq_reserve(&e->kv, &s->kv, n_tokens, NULL) != LLM_OK)
+	{
+		Seq		   *victim = newest_running(e, NULL);
+
+		/* never preempt a sequence that already has tokens in this step's batch */
+		for (int i = 0; i < batch_start; i++)
+			if (e->b_owner[i] == victim)
+				victim = NULL;
+		if (victim == NULL || victim == s)
+		{
+			seq_preempt(e, s);
+			return false;
+		}
+		seq_preempt(e, victim);
+	}
+	return true;
+}
+
+/* Add up to budget of s's unfed tokens to the batch; returns how many were added. */
+static int
+batch_add_seq(LlmEngine *e, Seq *s, int n_batch, int budget)
+{
+	int			take = s->n_tokens - s->n_past;
+
+	if (take > budget)
+		take = budget;
+	if (take <= 0 || !reserve_or_preempt(e, s, s->n_past + take, n_batch))
+		return 0;
+	for (int j = 0; j < take; j++)
+	{
+		int			b = n_batch + j;
+
+		e->b_token[b] = s->tokens[s->n_past + j];
+		e->b_pos[b] = s->n_past + j;
+		e->b_seq[b] = &s->kv;
+		e->b_owner[b] = s;
+		e->b_want[b] = (s->n_past + j == s->n_tokens - 1);
+	}
+	return take;
+}
+
+/* Check s's text for a stop string that ends in its newest bytes (added_len); cut it there. */
+static bool
+seq_hit_stop(Seq *s, size_t added_len)
+{
+	for (int i = 0; i < s->n_stop; i++)
+	{
+		size_t		slen = strlen(s->stop[i]);
+		size_t		from = s->text_len - added_len;
+		char	   *hit;
+
+		from = from > slen - 1 ? from - (slen - 1) : 0;
+		hit = strstr(s->text + from, s->stop[i]);
+		if (hit != NULL)
+		{
+			s->text_len = (size_t) (hit - s->text);
+			s->text[s->text_len] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Sample s's next token from logits and decide whether s is finished. */
+static void
+seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
+{
+	const LlmTokenizer *tok = e->model->tokenizer;
+	int32_t		t = llm_sampler_sample(&s->sampler, logits, s->tokens, s->n_tokens);
+	const char *piece;
+	size_t		len = 0;
+
+	if (llm_tokenizer_is_eog(tok, t) && !s->ignore_eos)
+	{
+		seq_finish(e, s, LLM_FINISH_STOP, NULL);
+		return;
+	}
+	s->tokens[s->n_tokens++] = t;
+	e->stats.tokens_generated++;
+	piece = llm_token_piece(tok, t, &len);
+	if (piece != NULL && !seq_append_text(s, piece, len))
+	{
+		seq_finish(e, s, LLM_FINISH_ERROR, "out of memory for the generated text");
+		return;
+	}
+	if (seq_hit_stop(s, len))
+		seq_finish(e, s, LLM_FINISH_STOP, NULL);
+	else if (s->n_tokens - s->n_prompt >= s->max_tokens || s->n_tokens >= e->config.n_ctx)
+		seq_finish(e, s, LLM_FINISH_LENGTH, NULL);
+}
+
+/* Run one step: admit, batch, forward, sample, finish. */
+LlmStatus
+llm_engine_step(LlmEngine *e, LlmError *err)
+{
+	int			n_running = 0;
+	int			n_batch = 0;
+	int			n_out = 0;
+	int			budget = e->config.max_batch_tokens;
+	LlmBatch	batch;
+	LlmStatus	st;
+
+	/* admit waiting sequences in arrival order */
+	for (int i = 0; i < e->n_seqs; i++)
+		if (e->seqs[i]->state == SEQ_RUNNING)
+			n_running++;
+	for (int i = 0; i < e->n_seqs && n_running < e->config.max_seqs; i++)
+		if (e->seqs[i]->state == SEQ_WAITING)
+		{
+			e->seqs[i]->state = SEQ_RUNNING;
+			n_running++;
+		}
+
+	/* decoding sequences first (one token each), then prompt chunks, while logits rows last */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < e->n_seqs && n_batch < budget && n_out < e->max_out; i++)
+		{
+			Seq		   *s = e->seqs[i];
+			bool		decoding = s->n_tokens - s->n_past == 1;
+			int			added;
+
+			if (s->state != SEQ_RUNNING || decoding != (pass == 0))
+				continue;
+			added = batch_add_seq(e, s, n_batch, budget - n_batch);
+			if (added > 0 && e->b_want[n_batch + added - 1])
+				n_out++;
+			if (s->n_past < s->n_prompt)
+				e->stats.tokens_prefilled += added;
+			n_batch += added;
+		}
+	if (n_batch == 0)
+		return LLM_OK;
+
+	batch.n = n_batch;
+	batch.token = e->b_token;
+	batch.pos = e->b_pos;
+	batch.seq = e->b_seq;
+	batch.want_logits = e->b_want;
+	st = llm_forward(e->model, e->backend, &e->kv, &e->run, &batch, e->logits, err);
+	e->stats.steps++;
+	if (st != LLM_OK)
+	{
+		/* fail the sequences of this batch, keep the engine usable */
+		for (int b = 0; b < n_batch; b++)
+			if (e->b_owner[b]->state == SEQ_RUNNING)
+				seq_finish(e, e->b_owner[b], LLM_FINISH_ERROR, err ? err->msg : "forward pass failed");
+		return st;
+	}
+
+	n_out = 0;
+	for (int b = 0; b < n_batch; b++)
+	{
+		Seq		   *s = e->b_owner[b];
+
+		s->n_past++;
+		if (e->b_want[b])
+			seq_accept_logits(e, s, e->logits + (size_t) n_out++ * e->model->config.n_vocab);
+	}
+	return LLM_OK;
+}
+
+/* Take the next finished (not yet polled) sequence; false when none. */
+bool
+llm_engine_poll(LlmEngine *e, LlmResult *out)
+{
+	for (int i = 0; i < e->n_seqs; i++)
+	{
+		Seq		   *s = e->seqs[i];
+
+		if (s->state != SEQ_FINISHED || s->polled)
+			continue;
+		s->polled = true;
+		out->id = s->id;
+		out->reason = s->reason;
+		out->n_prompt = s->n_prompt;
+		out->n_generated = s->n_tokens - s->n_prompt;
+		out->tokens = s->tokens + s->n_prompt;
+		out->text = s->text;
+		out->text_len = s->text_len;
+		out->error = s->error;
+		return true;
+	}
+	return false;
+}
+
+/* Cancel a queued or running sequence; unknown ids are ignored. */
+void
+llm_engine_cancel(LlmEngine *e, int64_t id)
+{
+	int			i = seq_index(e, id);
+
+	if (i >= 0 && e->seqs[i]->state != SEQ_FINISHED)
+		seq_finish(e, e->seqs[i], LLM_FINISH_CANCELLED, NULL);
+}
+
+/* Forget a sequence, finished or not. */
+void
+llm_engine_release(LlmEngine *e, int64_t id)
+{
+	int			i = seq_index(e, id);
+
+	if (i < 0)
+		return;
+	seq_free(e, e->seqs[i]);
+	memmove(&e->seqs[i], &e->seqs[i + 1], (size_t) (e->n_seqs - i - 1) * sizeof(Seq *));
+	e->n_seqs--;
+}
+
+/* Counters for llm_stats. */
+void
+llm_engine_stats(const LlmEngine *e, LlmEngineStats *out)
+{
+	*out = e->stats;
+	out->n_waiting = 0;
+	out->n_running = 0;
+	for (int i = 0; i < e->n_seqs; i++)
+	{
+		if (e->seqs[i]->state == SEQ_WAITING)
+			out->n_waiting++;
+		else if (e->seqs[i]->state == SEQ_RUNNING)
+			out->n_running++;
+	}
+	out->kv_blocks_used = e->kv.n_blocks - e->kv.n_free;
+	out->kv_blocks_total = e->kv.n_blocks;
+}

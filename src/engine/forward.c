@@ -1,0 +1,153 @@
+/*
+ * forward.c
+ *		The decoder's forward pass over a batch of tokens (see forward.h).
+ *
+ * It reads top to bottom like the papers: embed; per layer, RMSNorm, the
+ * Q/K/V projections, RoPE, store K/V in the paged cache, attention, the
+ * output projection and residual; RMSNorm, the gated FFN and residual; a
+ * final RMSNorm and the vocabulary projection for the tokens that want
+ * logits.  Every weight is applied to the whole batch at once (one matmul
+ * per weight per step), and every op goes through the backend's table.
+ */
+#include "forward.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Allocate activation buffers for up to max_tokens tokens a step. */
+LlmStatus
+llm_run_state_init(LlmRunState *s, const LlmConfig *c, int max_tokens, LlmError *err)
+{
+	size_t		n = (size_t) max_tokens;
+	size_t		q_dim = (size_t) c->n_heads * c->head_dim;
+	size_t		kv_dim = (size_t) c->n_kv_heads * c->head_dim;
+
+	memset(s, 0, sizeof(*s));
+	if (max_tokens < 1)
+		return llm_error_set(err, LLM_ERR_INVALID, "a step must hold at least one token, got %d", max_tokens);
+	s->max_tokens = max_tokens;
+	s->x = malloc(n * c->dim * sizeof(float));
+	s->xb = malloc(n * c->dim * sizeof(float));
+	s->xb2 = malloc(n * c->dim * sizeof(float));
+	s->q = malloc(n * q_dim * sizeof(float));
+	s->k = malloc(n * kv_dim * sizeof(float));
+	s->v = malloc(n * kv_dim * sizeof(float));
+	s->att = malloc(n * q_dim * sizeof(float));
+	s->hb = malloc(n * c->ffn_dim * sizeof(float));
+	s->hb2 = malloc(n * c->ffn_dim * sizeof(float));
+	s->xo = malloc(n * c->dim * sizeof(float));
+	s->out_idx = malloc(n * sizeof(int32_t));
+	if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 ||
+		!s->xo || !s->out_idx)
+	{
+		llm_run_state_free(s);
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for activations of %d tokens", max_tokens);
+	}
+	return LLM_OK;
+}
+
+/* Free the activation buffers; safe on a zeroed struct. */
+void
+llm_run_state_free(LlmRunState *s)
+{
+	free(s->x);
+	free(s->xb);
+	free(s->xb2);
+	free(s->q);
+	free(s->k);
+	free(s->v);
+	free(s->att);
+	free(s->hb);
+	free(s->hb2);
+	free(s->xo);
+	free(s->out_idx);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Per-head RMSNorm of x (n * n_heads rows of head_dim), in place (gemma3's Q/K norm). */
+static void
+head_norm(LlmBackend *be, const LlmConfig *c, float *x, int n, int n_heads, const float *w)
+{
+	be->ops->rmsnorm(be, x, w, x, n * n_heads, c->head_dim, c->rms_eps, c->norm_add_one);
+}
+
+/* Run batch b through the model; logits (n_want, n_vocab) for the tokens that want them. */
+LlmStatus
+llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
+			const LlmBatch *b, float *logits, LlmError *err)
+{
+	const LlmConfig *c = &m->config;
+	const LlmWeights *w = &m->weights;
+	const LlmBackendOps *ops = be->ops;
+	int			n = b->n;
+	int			dim = c->dim;
+	int			n_out = 0;
+
+	if (n < 1 || n > s->max_tokens)
+		return llm_error_set(err, LLM_ERR_INVALID, "batch of %d tokens, expected 1 to %d", n, s->max_tokens);
+	for (int i = 0; i < n; i++)
+		if (b->token[i] < 0 || b->token[i] >= c->n_vocab)
+			return llm_error_set(err, LLM_ERR_INVALID, "token id %d is outside the vocabulary (%d)",
+								 b->token[i], c->n_vocab);
+
+	/* token embeddings: x (n, dim) */
+	ops->get_rows(be, &w->tok_embd, b->token, n, c->embd_scale, s->x);
+
+	for (int l = 0; l < c->n_layers; l++)
+	{
+		const LlmLayerWeights *lw = &w->layers[l];
+		const float *inv_freq = lw->is_local ? m->rope_inv_freq_local : m->rope_inv_freq;
+		LlmAttnArgs attn = {
+			.n = n,.q = s->q,.out = s->att,.seq = b->seq,.pos = b->pos,
+			.n_heads = c->n_heads,.n_kv_heads = c->n_kv_heads,.head_dim = c->head_dim,
+			.scale = c->attn_scale,.softcap = c->attn_softcap,
+			.window = lw->is_local ? c->sliding_window : 0,
+		};
+
+		/* attention: xb = rmsnorm(x); q, k, v = xb Wq, xb Wk, xb Wv */
+		ops->rmsnorm(be, s->x, lw->attn_norm, s->xb, n, dim, c->rms_eps, c->norm_add_one);
+		ops->matmul(be, &lw->wq, s->xb, s->q, n);
+		ops->matmul(be, &lw->wk, s->xb, s->k, n);
+		ops->matmul(be, &lw->wv, s->xb, s->v, n);
+		if (lw->q_norm != NULL)
+			head_norm(be, c, s->q, n, c->n_heads, lw->q_norm);
+		if (lw->k_norm != NULL)
+			head_norm(be, c, s->k, n, c->n_kv_heads, lw->k_norm);
+
+		/* rotary position embedding of q and k; keys are cached rotated */
+		ops->rope(be, s->q, b->pos, n, c->n_heads, c->head_dim, c->rope_dim, inv_freq, c->rope_mode);
+		ops->rope(be, s->k, b->pos, n, c->n_kv_heads, c->head_dim, c->rope_dim, inv_freq, c->rope_mode);
+		ops->kv_store(be, kv, l, b->seq, b->pos, s->k, s->v, n);
+
+		/* softmax(q k^T * scale) v over each token's cached positions, then Wo */
+		ops->attention(be, kv, l, &attn);
+		ops->matmul(be, &lw->wo, s->att, s->xb2, n);
+		if (lw->post_attn_norm != NULL)
+			ops->rmsnorm(be, s->xb2, lw->post_attn_norm, s->xb2, n, dim, c->rms_eps, c->norm_add_one);
+		ops->add(be, s->x, s->xb2, (int64_t) n * dim);
+
+		/* feed-forward: x += W_down (act(xb W_gate) * xb W_up) */
+		ops->rmsnorm(be, s->x, lw->ffn_norm, s->xb, n, dim, c->rms_eps, c->norm_add_one);
+		ops->matmul(be, &lw->w_gate, s->xb, s->hb, n);
+		ops->matmul(be, &lw->w_up, s->xb, s->hb2, n);
+		ops->glu(be, s->hb, s->hb2, s->hb, (int64_t) n * c->ffn_dim, c->act);
+		ops->matmul(be, &lw->w_down, s->hb, s->xb2, n);
+		if (lw->post_ffn_norm != NULL)
+			ops->rmsnorm(be, s->xb2, lw->post_ffn_norm, s->xb2, n, dim, c->rms_eps, c->norm_add_one);
+		ops->add(be, s->x, s->xb2, (int64_t) n * dim);
+	}
+
+	/* final norm and vocabulary projection, only for the rows that want logits */
+	for (int i = 0; i < n; i++)
+		if (b->want_logits[i])
+			memcpy(s->xb + (size_t) n_out++ * dim, s->x + (size_t) i * dim, dim * sizeof(float));
+	if (n_out == 0)
+		return LLM_OK;
+	ops->rmsnorm(be, s->xb, w->output_norm, s->xo, n_out, dim, c->rms_eps, c->norm_add_one);
+	ops->matmul(be, &w->output, s->xo, logits, n_out);
+	if (c->final_softcap > 0.0f)
+		for (size_t i = 0; i < (size_t) n_out * c->n_vocab; i++)
+			logits[i] = c->final_softcap * tanhf(logits[i] / c->final_softcap);
+	return LLM_OK;
+}

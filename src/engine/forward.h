@@ -1,0 +1,51 @@
+/*
+ * forward.h
+ *		One batched forward pass: any number of tokens from any number of
+ *		sequences, each at its own position, through every layer at once.
+ */
+#ifndef LLM_FORWARD_H
+#define LLM_FORWARD_H
+
+#include "backend.h"
+#include "kv.h"
+#include "model.h"
+
+/* The tokens of one step. */
+typedef struct LlmBatch
+{
+	int			n;				/* tokens */
+	const int32_t *token;		/* (n) */
+	const int32_t *pos;			/* (n) position of each token in its sequence */
+	LlmKvSeq *const *seq;		/* (n) each token's block table, reserved up to pos */
+	const bool *want_logits;	/* (n) whether to compute logits for the token */
+} LlmBatch;
+
+/* Activation buffers for up to max_tokens tokens a step (llama2.c's RunState). */
+typedef struct LlmRunState
+{
+	int			max_tokens;
+	float	   *x;				/* (max_tokens, dim) residual stream */
+	float	   *xb;				/* (max_tokens, dim) normed input of a block */
+	float	   *xb2;			/* (max_tokens, dim) output of a block */
+	float	   *q;				/* (max_tokens, n_heads * head_dim) */
+	float	   *k;				/* (max_tokens, kv_dim) */
+	float	   *v;				/* (max_tokens, kv_dim) */
+	float	   *att;			/* (max_tokens, n_heads * head_dim) attention output */
+	float	   *hb;				/* (max_tokens, ffn_dim) gate, then act(gate) * up */
+	float	   *hb2;			/* (max_tokens, ffn_dim) up */
+	float	   *xo;				/* (max_tokens, dim) rows that want logits */
+	int32_t    *out_idx;		/* (max_tokens) */
+} LlmRunState;
+
+LlmStatus	llm_run_state_init(LlmRunState *s, const LlmConfig *c, int max_tokens, LlmError *err);
+void		llm_run_state_free(LlmRunState *s);
+
+/*
+ * Run batch b through the model, storing its keys and values in kv, and
+ * write the logits of the tokens that want them, in batch order, to logits
+ * (n_want, n_vocab).  b->n must not exceed the run state's max_tokens.
+ */
+LlmStatus	llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
+						const LlmBatch *b, float *logits, LlmError *err);
+
+#endif							/* LLM_FORWARD_H */

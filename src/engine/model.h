@@ -1,0 +1,110 @@
+/*
+ * model.h
+ *		The model as three plain structs, as in llama2.c: hyper-parameters
+ *		(LlmConfig), weights (LlmWeights, pointing into the mapped GGUF file in
+ *		their stored types) and, in forward.h, the run state.
+ */
+#ifndef LLM_MODEL_H
+#define LLM_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "gguf.h"
+#include "quant.h"
+#include "tokenizer.h"
+
+typedef enum LlmArch
+{
+	LLM_ARCH_LLAMA,
+	LLM_ARCH_GEMMA3
+} LlmArch;
+
+typedef enum LlmRopeMode
+{
+	LLM_ROPE_ADJACENT,			/* rotate (x[2i], x[2i+1]): GGUF's llama layout */
+	LLM_ROPE_NEOX				/* rotate (x[i], x[i + rope_dim/2]) */
+} LlmRopeMode;
+
+typedef enum LlmActivation
+{
+	LLM_ACT_SILU,				/* SwiGLU: silu(gate) * up */
+	LLM_ACT_GELU_TANH			/* GeGLU: gelu_tanh(gate) * up */
+} LlmActivation;
+
+typedef struct LlmConfig
+{
+	LlmArch		arch;
+	int			dim;			/* embedding width */
+	int			n_layers;
+	int			n_heads;		/* query heads */
+	int			n_kv_heads;		/* key/value heads (GQA) */
+	int			head_dim;		/* width of one head */
+	int			ffn_dim;		/* hidden width of the FFN */
+	int			n_vocab;
+	int			n_ctx;			/* trained context length */
+	int			rope_dim;		/* leading dims of each head that are rotated */
+	float		rope_base;		/* global layers */
+	float		rope_base_local;	/* sliding-window layers (gemma3) */
+	LlmRopeMode rope_mode;
+	float		rms_eps;
+	LlmActivation act;
+	float		attn_scale;		/* multiplies q.k (1/sqrt(head_dim) unless the model says) */
+	float		embd_scale;		/* multiplies the token embedding (1, or sqrt(dim) in gemma3) */
+	bool		norm_add_one;	/* RMSNorm weight used as (1 + w) */
+	int			sliding_window; /* 0 = none */
+	int			sliding_pattern;	/* every n-th layer is global (gemma3: 6), 0 = all global */
+	float		attn_softcap;	/* 0 = off */
+	float		final_softcap;	/* 0 = off */
+} LlmConfig;
+
+/* A weight matrix in its stored type: rows of cols values. */
+typedef struct LlmWeight
+{
+	const char *name;
+	LlmType		type;
+	int64_t		cols;			/* ne[0]: input width */
+	int64_t		rows;			/* ne[1]: output width */
+	size_t		row_bytes;
+	const uint8_t *data;		/* (rows, row_bytes), in the map */
+} LlmWeight;
+
+typedef struct LlmLayerWeights
+{
+	float	   *attn_norm;		/* (dim) */
+	LlmWeight	wq;				/* (n_heads * head_dim, dim) */
+	LlmWeight	wk;				/* (n_kv_heads * head_dim, dim) */
+	LlmWeight	wv;				/* (n_kv_heads * head_dim, dim) */
+	LlmWeight	wo;				/* (dim, n_heads * head_dim) */
+	float	   *q_norm;			/* (head_dim) gemma3, else NULL */
+	float	   *k_norm;			/* (head_dim) gemma3, else NULL */
+	float	   *post_attn_norm; /* (dim) gemma3, else NULL */
+	float	   *ffn_norm;		/* (dim) */
+	LlmWeight	w_gate;			/* (ffn_dim, dim) */
+	LlmWeight	w_up;			/* (ffn_dim, dim) */
+	LlmWeight	w_down;			/* (dim, ffn_dim) */
+	float	   *post_ffn_norm;	/* (dim) gemma3, else NULL */
+	bool		is_local;		/* sliding-window layer */
+} LlmLayerWeights;
+
+typedef struct LlmWeights
+{
+	LlmWeight	tok_embd;		/* (n_vocab, dim) */
+	float	   *output_norm;	/* (dim) */
+	LlmWeight	output;			/* (n_vocab, dim); the embedding when tied */
+	LlmLayerWeights *layers;	/* (n_layers) */
+} LlmWeights;
+
+struct LlmModel
+{
+	LlmGguf    *gguf;
+	LlmConfig	config;
+	LlmWeights	weights;
+	LlmTokenizer *tokenizer;
+	LlmModelInfo info;
+	float	   *rope_inv_freq;	/* (rope_dim / 2) global layers */
+	float	   *rope_inv_freq_local;	/* (rope_dim / 2) sliding-window layers */
+};
+
+#endif							/* LLM_MODEL_H */

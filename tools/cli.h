@@ -1,0 +1,14 @@
+/*
+ * cli.h
+ *		The subcommands of llm-cli, each in its own file.
+ */
+#ifndef LLM_CLI_H
+#define LLM_CLI_H
+
+int			cli_generate(int argc, char **argv);
+int			cli_tokenize(int argc, char **argv);
+int			cli_perplexity(int argc, char **argv);
+int			cli_bench(int argc, char **argv);
+int			cli_quantize(int argc, char **argv);
+
+#endif							/* LLM_CLI_H */

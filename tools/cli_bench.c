@@ -1,0 +1,125 @@
+/*
+ * cli_bench.c
+ *		llm-cli bench: prefill and decode throughput through the engine, for
+ *		several numbers of concurrent sequences, printed as a table.
+ *
+ * For each batch size b, b sequences with random prompts of -p tokens are
+ * added at once and generate -n tokens each (EOS ignored).  Prefill time
+ * runs until every sequence has its first token; decode time is the rest.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_common.h"
+#include "cli_options.h"
+#include "engine.h"
+#include "sampler.h"
+
+typedef struct BenchRow
+{
+	int			batch;
+	double		prefill_tps;
+	double		decode_tps;
+	double		seconds;
+} BenchRow;
+
+/* Run one batch size; false with a message on failure. */
+static bool
+bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
+{
+	LlmEngineConfig ec;
+	LlmEngine  *e = NULL;
+	LlmEngineStats st;
+	LlmError	err;
+	LlmRng		rng;
+	int32_t    *prompt = malloc((size_t) o->n_prompt * sizeof(int32_t));
+	int			n_vocab = llm_model_info(m)->n_vocab;
+	double		t0,
+				t_first = 0.0,
+				t1;
+	bool		ok = false;
+
+	cli_engine_config(o, &ec);
+	ec.max_seqs = batch;
+	ec.n_ctx = o->n_prompt + o->n_predict;
+	if (prompt == NULL || llm_engine_new(m, &ec, &e, &err) != LLM_OK)
+	{
+		fprintf(stderr, "llm-cli bench: %s\n", prompt ? err.msg : "out of memory");
+		goto done;
+	}
+	llm_rng_seed(&rng, (uint64_t) batch);
+	for (int s = 0; s < batch; s++)
+	{
+		LlmRequest	r;
+		int64_t		id;
+
+		for (int i = 0; i < o->n_prompt; i++)
+			prompt[i] = (int32_t) (3 + llm_rng_next(&rng) % (uint64_t) (n_vocab - 3));
+		llm_request_default(&r);
+		r.prompt = prompt;
+		r.n_prompt = o->n_prompt;
+		r.max_tokens = o->n_predict;
+		r.ignore_eos = true;
+		if (llm_engine_add(e, &r, &id, &err) != LLM_OK)
+		{
+			fprintf(stderr, "llm-cli bench: %s\n", err.msg);
+			goto done;
+		}
+	}
+	t0 = cli_now();
+	while (llm_engine_busy(e))
+	{
+		if (llm_engine_step(e, &err) != LLM_OK)
+		{
+			fprintf(stderr, "llm-cli bench: %s\n", err.msg);
+			goto done;
+		}
+		llm_engine_stats(e, &st);
+		if (t_first == 0.0 && st.tokens_generated >= batch)
+			t_first = cli_now();
+	}
+	t1 = cli_now();
+	row->batch = batch;
+	row->prefill_tps = (double) batch * o->n_prompt / (t_first - t0);
+	row->decode_tps = o->n_predict > 1 ? (double) batch * (o->n_predict - 1) / (t1 - t_first) : 0.0;
+	row->seconds = t1 - t0;
+	ok = true;
+
+done:
+	free(prompt);
+	llm_engine_free(e);
+	return ok;
+}
+
+/* llm-cli bench: a table of prefill and decode tok/s per batch size. */
+int
+cli_bench(int argc, char **argv)
+{
+	CliOptions	o;
+	LlmModel   *m;
+	const LlmModelInfo *info;
+	BenchRow	rows[CLI_MAX_BATCHES];
+
+	if (!cli_parse_options(argc, argv, "-m -p -n -b --threads --kv", &o))
+		return 2;
+	if ((m = cli_load_model(&o)) == NULL)
+		return 1;
+	info = llm_model_info(m);
+	fprintf(stderr, "model: %s (%s), %.1fM parameters, %s; %d threads\n", info->name, info->arch,
+			info->n_params / 1e6, info->weight_types, o.threads);
+	for (int i = 0; i < o.n_batches; i++)
+		if (!bench_one(m, &o, o.batches[i], &rows[i]))
+		{
+			llm_model_free(m);
+			return 1;
+		}
+	printf("| batch | prompt | new | prefill tok/s | decode tok/s | seconds |\n");
+	printf("|------:|-------:|----:|--------------:|-------------:|--------:|\n");
+	for (int i = 0; i < o.n_batches; i++)
+		printf("| %5d | %6d | %3d | %13.1f | %12.1f | %7.2f |\n", rows[i].batch, o.n_prompt,
+			   o.n_predict, rows[i].prefill_tps, rows[i].decode_tps, rows[i].seconds);
+	llm_model_free(m);
+	return 0;
+}

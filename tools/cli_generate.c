@@ -1,0 +1,169 @@
+/*
+ * cli_generate.c
+ *		llm-cli generate and tokenize.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_common.h"
+#include "cli_options.h"
+#include "engine.h"
+#include "gguf.h"
+#include "tokenizer.h"
+
+/* Read all of stdin into a new buffer; NULL on failure. */
+static char *
+read_stdin(size_t *len)
+{
+	size_t		cap = 4096;
+	size_t		n = 0;
+	char	   *buf = malloc(cap);
+
+	while (buf != NULL)
+	{
+		size_t		got = fread(buf + n, 1, cap - n, stdin);
+
+		n += got;
+		if (got == 0)
+			break;
+		if (n == cap)
+		{
+			char	   *b = realloc(buf, cap * 2);
+
+			if (b == NULL)
+				free(buf);
+			buf = b;
+			cap *= 2;
+		}
+	}
+	*len = n;
+	return buf;
+}
+
+/* llm-cli generate: the continuation on stdout, timings on stderr. */
+int
+cli_generate(int argc, char **argv)
+{
+	CliOptions	o;
+	LlmEngineConfig ec;
+	LlmModel   *m;
+	LlmEngine  *e = NULL;
+	LlmRequest	r;
+	LlmResult	res;
+	LlmError	err;
+	int32_t    *ids = NULL;
+	int			n_ids = 0;
+	int64_t		id;
+	double		t0,
+				t1;
+	int			rc = 1;
+
+	if (!cli_parse_options(argc, argv,
+						   "-m -p -n --temp --top-k --top-p --min-p --repeat-penalty --seed --threads --kv --ctx --stop --no-bos --special",
+						   &o))
+		return 2;
+	if (o.prompt == NULL)
+	{
+		fprintf(stderr, "llm-cli generate: -p PROMPT is required\n");
+		return 2;
+	}
+	if ((m = cli_load_model(&o)) == NULL)
+		return 1;
+	cli_engine_config(&o, &ec);
+	ec.max_seqs = 1;
+	if (llm_engine_new(m, &ec, &e, &err) != LLM_OK ||
+		llm_tokenize(llm_model_tokenizer(m), o.prompt, strlen(o.prompt), o.bos, o.special,
+					 &ids, &n_ids, &err) != LLM_OK)
+	{
+		fprintf(stderr, "llm-cli generate: %s\n", err.msg);
+		goto done;
+	}
+	llm_request_default(&r);
+	r.prompt = ids;
+	r.n_prompt = n_ids;
+	r.max_tokens = o.n_predict;
+	r.temperature = (float) o.temp;
+	r.top_k = o.top_k;
+	r.top_p = (float) o.top_p;
+	r.min_p = (float) o.min_p;
+	r.repeat_penalty = (float) o.repeat_penalty;
+	r.seed = o.seed;
+	r.stop = o.stop;
+	r.n_stop = o.n_stop;
+	t0 = cli_now();
+	if (llm_engine_add(e, &r, &id, &err) != LLM_OK)
+	{
+		fprintf(stderr, "llm-cli generate: %s\n", err.msg);
+		goto done;
+	}
+	while (llm_engine_busy(e))
+		if (llm_engine_step(e, &err) != LLM_OK)
+		{
+			fprintf(stderr, "llm-cli generate: %s\n", err.msg);
+			goto done;
+		}
+	t1 = cli_now();
+	if (!llm_engine_poll(e, &res))
+	{
+		fprintf(stderr, "llm-cli generate: the sequence did not finish\n");
+		goto done;
+	}
+	if (res.reason == LLM_FINISH_ERROR)
+	{
+		fprintf(stderr, "llm-cli generate: %s\n", res.error);
+		goto done;
+	}
+	fwrite(res.text, 1, res.text_len, stdout);
+	fflush(stdout);
+	fprintf(stderr, "\n[%d prompt tokens, %d generated, finish: %s, %.3f s, %.1f tok/s]\n",
+			res.n_prompt, res.n_generated, llm_finish_reason_name(res.reason), t1 - t0,
+			(res.n_prompt + res.n_generated) / (t1 - t0));
+	rc = 0;
+
+done:
+	free(ids);
+	llm_engine_free(e);
+	llm_model_free(m);
+	return rc;
+}
+
+/* llm-cli tokenize: the token ids of stdin's text on one line. */
+int
+cli_tokenize(int argc, char **argv)
+{
+	CliOptions	o;
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = NULL;
+	LlmError	err;
+	char	   *text;
+	size_t		len;
+	int32_t    *ids = NULL;
+	int			n_ids = 0;
+	int			rc = 1;
+
+	if (!cli_parse_options(argc, argv, "-m --bos --special", &o))
+		return 2;
+	if ((text = read_stdin(&len)) == NULL)
+	{
+		fprintf(stderr, "llm-cli tokenize: could not read standard input\n");
+		return 1;
+	}
+	if (llm_gguf_open(o.model, &g, &err) != LLM_OK ||
+		llm_tokenizer_load(g, &t, &err) != LLM_OK ||
+		llm_tokenize(t, text, len, o.bos, o.special, &ids, &n_ids, &err) != LLM_OK)
+		fprintf(stderr, "llm-cli tokenize: %s\n", err.msg);
+	else
+	{
+		for (int i = 0; i < n_ids; i++)
+			printf(i ? " %d" : "%d", ids[i]);
+		printf("\n");
+		rc = 0;
+	}
+	free(ids);
+	free(text);
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	return rc;
+}

@@ -1,0 +1,226 @@
+/*
+ * cli_options.c
+ *		Option parsing shared by llm-cli's subcommands (see cli_options.h).
+ */
+#include "cli_options.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_common.h"
+
+/* Whether opt is a whole word of the space-separated list allowed. */
+static bool
+option_allowed(const char *allowed, const char *opt)
+{
+	size_t		n = strlen(opt);
+
+	for (const char *p = strstr(allowed, opt); p != NULL; p = strstr(p + 1, opt))
+		if ((p == allowed || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+/* Parse "1,4,16" into o->batches. */
+static bool
+parse_batches(const char *s, CliOptions *o)
+{
+	char		buf[256];
+	char	   *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	o->n_batches = 0;
+	for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save))
+	{
+		long		v;
+
+		if (o->n_batches == CLI_MAX_BATCHES)
+		{
+			fprintf(stderr, "too many batch sizes in -b (at most %d)\n", CLI_MAX_BATCHES);
+			return false;
+		}
+		if (!cli_parse_int("-b", tok, 1, 4096, &v))
+			return false;
+		o->batches[o->n_batches++] = (int) v;
+	}
+	return o->n_batches > 0;
+}
+
+/* Parse argv into o, accepting only the options in allowed. */
+bool
+cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->n_predict = 64;
+	o->n_prompt = 128;
+	o->chunk = 256;
+	o->batches[0] = 1;
+	o->batches[1] = 4;
+	o->batches[2] = 16;
+	o->n_batches = 3;
+	o->top_p = 1.0;
+	o->repeat_penalty = 1.0;
+	o->threads = 1;
+	o->kv = LLM_KV_F32;
+	o->bos = strcmp(argv[0], "tokenize") != 0;
+
+	for (int i = 1; i < argc; i++)
+	{
+		const char *opt = argv[i];
+		bool		has_value = !(strcmp(opt, "--bos") == 0 || strcmp(opt, "--no-bos") == 0 ||
+								  strcmp(opt, "--special") == 0);
+		const char *val = NULL;
+		long		iv;
+		double		fv;
+
+		if (!option_allowed(allowed, opt))
+		{
+			fprintf(stderr, "llm-cli %s: unknown option \"%s\"\n", argv[0], opt);
+			return false;
+		}
+		if (has_value)
+		{
+			if (i + 1 >= argc)
+			{
+				fprintf(stderr, "llm-cli %s: option %s needs a value\n", argv[0], opt);
+				return false;
+			}
+			val = argv[++i];
+		}
+		if (strcmp(opt, "-m") == 0)
+			o->model = val;
+		else if (strcmp(opt, "-f") == 0)
+			o->file = val;
+		else if (strcmp(opt, "-p") == 0 && strcmp(argv[0], "bench") == 0)
+		{
+			if (!cli_parse_int(opt, val, 1, 1 << 20, &iv))
+				return false;
+			o->n_prompt = (int) iv;
+		}
+		else if (strcmp(opt, "-p") == 0)
+			o->prompt = val;
+		else if (strcmp(opt, "-n") == 0)
+		{
+			if (!cli_parse_int(opt, val, 0, 1 << 24, &iv))
+				return false;
+			o->n_predict = (int) iv;
+		}
+		else if (strcmp(opt, "-c") == 0)
+		{
+			if (!cli_parse_int(opt, val, 2, 1 << 20, &iv))
+				return false;
+			o->chunk = (int) iv;
+		}
+		else if (strcmp(opt, "-b") == 0)
+		{
+			if (!parse_batches(val, o))
+				return false;
+		}
+		else if (strcmp(opt, "--temp") == 0)
+		{
+			if (!cli_parse_float(opt, val, &fv))
+				return false;
+			o->temp = fv;
+		}
+		else if (strcmp(opt, "--top-k") == 0)
+		{
+			if (!cli_parse_int(opt, val, 0, 1 << 24, &iv))
+				return false;
+			o->top_k = (int) iv;
+		}
+		else if (strcmp(opt, "--top-p") == 0)
+		{
+			if (!cli_parse_float(opt, val, &fv))
+				return false;
+			o->top_p = fv;
+		}
+		else if (strcmp(opt, "--min-p") == 0)
+		{
+			if (!cli_parse_float(opt, val, &fv))
+				return false;
+			o->min_p = fv;
+		}
+		else if (strcmp(opt, "--repeat-penalty") == 0)
+		{
+			if (!cli_parse_float(opt, val, &fv))
+				return false;
+			o->repeat_penalty = fv;
+		}
+		else if (strcmp(opt, "--seed") == 0)
+		{
+			if (!cli_parse_int(opt, val, 0, __LONG_MAX__, &iv))
+				return false;
+			o->seed = (uint64_t) iv;
+		}
+		else if (strcmp(opt, "--threads") == 0)
+		{
+			if (!cli_parse_int(opt, val, 1, 1024, &iv))
+				return false;
+			o->threads = (int) iv;
+		}
+		else if (strcmp(opt, "--ctx") == 0)
+		{
+			if (!cli_parse_int(opt, val, 1, 1 << 24, &iv))
+				return false;
+			o->ctx = (int) iv;
+		}
+		else if (strcmp(opt, "--kv") == 0)
+		{
+			if (strcmp(val, "f32") == 0)
+				o->kv = LLM_KV_F32;
+			else if (strcmp(val, "f16") == 0)
+				o->kv = LLM_KV_F16;
+			else
+			{
+				fprintf(stderr, "llm-cli %s: unsupported KV type \"%s\" (supported: f32, f16)\n", argv[0], val);
+				return false;
+			}
+		}
+		else if (strcmp(opt, "--stop") == 0)
+		{
+			if (o->n_stop == CLI_MAX_STOPS)
+			{
+				fprintf(stderr, "llm-cli %s: at most %d stop strings\n", argv[0], CLI_MAX_STOPS);
+				return false;
+			}
+			o->stop[o->n_stop++] = val;
+		}
+		else if (strcmp(opt, "--bos") == 0)
+			o->bos = true;
+		else if (strcmp(opt, "--no-bos") == 0)
+			o->bos = false;
+		else if (strcmp(opt, "--special") == 0)
+			o->special = true;
+	}
+	if (o->model == NULL)
+	{
+		fprintf(stderr, "llm-cli %s: -m MODEL is required\n", argv[0]);
+		return false;
+	}
+	return true;
+}
+
+/* Engine configuration from the options (threads, context, KV type). */
+void
+cli_engine_config(const CliOptions *o, LlmEngineConfig *c)
+{
+	llm_engine_config_default(c);
+	c->n_threads = o->threads;
+	c->n_ctx = o->ctx;
+	c->kv_type = o->kv;
+}
+
+/* Load the model named by -m, printing any error; NULL on failure. */
+LlmModel *
+cli_load_model(const CliOptions *o)
+{
+	LlmModel   *m = NULL;
+	LlmError	err;
+
+	if (llm_model_load(o->model, &m, &err) != LLM_OK)
+	{
+		fprintf(stderr, "llm-cli: could not load model \"%s\": %s\n", o->model, err.msg);
+		return NULL;
+	}
+	return m;
+}

@@ -1,0 +1,53 @@
+/*
+ * cli_options.h
+ *		The options of llm-cli's subcommands, parsed by one function.
+ */
+#ifndef LLM_CLI_OPTIONS_H
+#define LLM_CLI_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+#define CLI_MAX_STOPS 16
+#define CLI_MAX_BATCHES 16
+
+typedef struct CliOptions
+{
+	const char *model;			/* -m */
+	const char *prompt;			/* -p (generate) */
+	const char *file;			/* -f */
+	int			n_predict;		/* -n */
+	int			n_prompt;		/* -p (bench) */
+	int			chunk;			/* -c */
+	int			batches[CLI_MAX_BATCHES];	/* -b */
+	int			n_batches;
+	double		temp;
+	int			top_k;
+	double		top_p;
+	double		min_p;
+	double		repeat_penalty;
+	uint64_t	seed;
+	int			threads;
+	LlmKvType	kv;
+	int			ctx;
+	const char *stop[CLI_MAX_STOPS];
+	int			n_stop;
+	bool		bos;			/* tokenize --bos; generate unless --no-bos */
+	bool		special;
+} CliOptions;
+
+/*
+ * Parse argv (argv[0] is the subcommand) into o.  allowed lists the options
+ * the subcommand takes, e.g. "-m -p -n --temp"; others are refused.
+ */
+bool		cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o);
+
+/* Engine configuration from the options (threads, context, KV type). */
+void		cli_engine_config(const CliOptions *o, LlmEngineConfig *c);
+
+/* Load the model named by -m, printing any error; NULL on failure. */
+LlmModel   *cli_load_model(const CliOptions *o);
+
+#endif							/* LLM_CLI_OPTIONS_H */

@@ -1,0 +1,52 @@
+/*
+ * llm-cli.c
+ *		The engine's command line: generate, tokenize, perplexity, bench,
+ *		quantize.  Output formats are the ones DESIGN.md promises.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* Print the usage of every subcommand. */
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+			"usage: llm-cli COMMAND [OPTIONS]\n"
+			"  generate   -m MODEL.gguf -p PROMPT [-n 64] [--temp 0] [--top-k 0] [--top-p 1]\n"
+			"             [--min-p 0] [--repeat-penalty 1] [--seed N] [--threads N]\n"
+			"             [--kv f32|f16] [--ctx N] [--stop STRING]... [--no-bos]\n"
+			"  tokenize   -m MODEL_OR_VOCAB.gguf [--bos] [--special] < text\n"
+			"  perplexity -m MODEL.gguf -f TEXT [-c 256] [--threads N] [--kv f32|f16]\n"
+			"  bench      -m MODEL.gguf [-p 128] [-n 64] [-b 1,4,16] [--threads N]\n"
+			"  quantize   IN.gguf OUT.gguf TYPE   (TYPE: F32, F16, BF16, Q8_0, Q4_0)\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2)
+	{
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "generate") == 0)
+		return cli_generate(argc - 1, argv + 1);
+	if (strcmp(argv[1], "tokenize") == 0)
+		return cli_tokenize(argc - 1, argv + 1);
+	if (strcmp(argv[1], "perplexity") == 0)
+		return cli_perplexity(argc - 1, argv + 1);
+	if (strcmp(argv[1], "bench") == 0)
+		return cli_bench(argc - 1, argv + 1);
+	if (strcmp(argv[1], "quantize") == 0)
+		return cli_quantize(argc - 1, argv + 1);
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0)
+	{
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "llm-cli: unknown command \"%s\"\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
