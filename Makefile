@@ -7,7 +7,13 @@
 
 PG_CONFIG ?= pg_config
 
+ifeq ($(SANITIZE),1)
+BUILD := build-asan
+BIN := build-asan/bin
+else
 BUILD := build
+BIN := bin
+endif
 ENGINE_SRCS := $(wildcard src/engine/*.c src/engine/cpu/*.c)
 ENGINE_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ENGINE_SRCS))
 ENGINE_LIB := $(BUILD)/libllmengine.a
@@ -25,7 +31,7 @@ endif
 
 all: engine-all
 
-engine-all: $(ENGINE_LIB) bin/llm-cli bin/llm-random-model $(TEST_BINS)
+engine-all: $(ENGINE_LIB) $(BIN)/llm-cli $(BIN)/llm-random-model $(TEST_BINS)
 
 $(BUILD)/%.o: %.c $(wildcard src/engine/*.h src/engine/cpu/*.h tools/*.h) | build-dirs
 	$(CC) $(ECFLAGS) -c $< -o $@
@@ -36,23 +42,24 @@ $(ENGINE_LIB): $(ENGINE_OBJS)
 
 CLI_OBJS := $(patsubst %.c,$(BUILD)/%.o,tools/llm-cli.c $(wildcard tools/cli_*.c))
 
-bin/llm-cli: $(CLI_OBJS) $(ENGINE_LIB) | build-dirs
+$(BIN)/llm-cli: $(CLI_OBJS) $(ENGINE_LIB) | build-dirs
 	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $(CLI_OBJS) $(ENGINE_LIB) $(ENGINE_LIBS)
 
-bin/llm-random-model: $(BUILD)/tools/llm-random-model.o $(ENGINE_LIB) | build-dirs
+$(BIN)/llm-random-model: $(BUILD)/tools/llm-random-model.o $(ENGINE_LIB) | build-dirs
 	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
 
 $(BUILD)/test/%: test/%.c test/test.h $(ENGINE_LIB) | build-dirs
 	$(CC) $(ECFLAGS) $(ELDFLAGS) -Itest -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
 
 build-dirs:
-	@mkdir -p bin $(BUILD)/src/engine/cpu $(BUILD)/tools $(BUILD)/test
+	@mkdir -p $(BIN) $(BUILD)/src/engine/cpu $(BUILD)/tools $(BUILD)/test
 
 check-engine: engine-all
+	$(MAKE) SANITIZE=1 engine-all
 	test/run_engine_tests.sh
 
 clean-engine:
-	rm -rf $(BUILD) bin
+	rm -rf build build-asan bin
 
 .PHONY: all engine-all build-dirs check-engine clean-engine
 

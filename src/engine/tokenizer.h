@@ -66,6 +66,8 @@ int			llm_tokenizer_n_vocab(const LlmTokenizer *t);
 LlmTokenizerKind llm_tokenizer_kind(const LlmTokenizer *t);
 int32_t		llm_tokenizer_bos(const LlmTokenizer *t);	/* -1 when none */
 int32_t		llm_tokenizer_eos(const LlmTokenizer *t);	/* -1 when none */
+/* Whether the model wants BOS in front of a prompt (tokenizer.ggml.add_bos_token; default: SPM yes, BPE no). */
+bool		llm_tokenizer_add_bos(const LlmTokenizer *t);
 /* Whether id ends generation (EOS, EOT, or another end-of-generation token). */
 bool		llm_tokenizer_is_eog(const LlmTokenizer *t, int32_t id);
 /* The id of a token whose text is exactly s, or -1. */

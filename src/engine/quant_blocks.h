@@ -1,0 +1,180 @@
+/*
+ * quant_blocks.h
+ *		Private: the byte layouts of ggml's quantized blocks, for the reference
+ *		kernels in quant_ref.c and the fast kernels that must agree with them.
+ *
+ * Each struct is one block exactly as GGUF stores it (ggml-common.h), field
+ * names as in ggml so that its documentation can be read alongside.  Every
+ * member is a byte or a 16-bit half, so the structs have no padding and need
+ * only 2-byte alignment; their sizes are checked at compile time against the
+ * formulas of the type traits in quant.c (and test_quant.c checks them
+ * against llm_type_traits at run time).  All multi-byte fields are
+ * little-endian, which is also the only host byte order supported.
+ *
+ * "fp16" below is an IEEE binary16 bit pattern: decode with llm_fp16_to_fp32.
+ */
+#ifndef LLM_QUANT_BLOCKS_H
+#define LLM_QUANT_BLOCKS_H
+
+#include <stdint.h>
+
+#include "quant.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the quantized block layouts assume a little-endian host"
+#endif
+
+/* Q4_0: x = d * (q - 8), q a nibble; value j in the low nibble of qs[j], value j+16 in the high one. */
+typedef struct LlmBlockQ4_0
+{
+	uint16_t	d;				/* fp16 scale */
+	uint8_t		qs[LLM_QK / 2]; /* nibbles */
+} LlmBlockQ4_0;
+
+/* Q4_1: x = d * q + m, nibbles placed as in Q4_0. */
+typedef struct LlmBlockQ4_1
+{
+	uint16_t	d;				/* fp16 scale */
+	uint16_t	m;				/* fp16 minimum */
+	uint8_t		qs[LLM_QK / 2]; /* nibbles */
+} LlmBlockQ4_1;
+
+/* Q5_0: x = d * (q - 16), q = nibble | bit j of qh (a little-endian uint32) << 4. */
+typedef struct LlmBlockQ5_0
+{
+	uint16_t	d;				/* fp16 scale */
+	uint8_t		qh[4];			/* fifth bits, bit j for value j */
+	uint8_t		qs[LLM_QK / 2]; /* low four bits, placed as in Q4_0 */
+} LlmBlockQ5_0;
+
+/* Q5_1: x = d * q + m, q as in Q5_0. */
+typedef struct LlmBlockQ5_1
+{
+	uint16_t	d;				/* fp16 scale */
+	uint16_t	m;				/* fp16 minimum */
+	uint8_t		qh[4];			/* fifth bits, bit j for value j */
+	uint8_t		qs[LLM_QK / 2]; /* low four bits, placed as in Q4_0 */
+} LlmBlockQ5_1;
+
+/* Q8_0: x = d * q. */
+typedef struct LlmBlockQ8_0
+{
+	uint16_t	d;				/* fp16 scale */
+	int8_t		qs[LLM_QK];		/* signed quants */
+} LlmBlockQ8_0;
+
+/*
+ * Q2_K: 16 sub-blocks of 16 values; x = d * (sc & 15) * q - dmin * (sc >> 4).
+ * Value 128*h + 32*j + 16*s + l (h < 2, j < 4, s < 2, l < 16) is bits 2j..2j+1
+ * of qs[32*h + 16*s + l], with scale byte scales[8*h + 2*j + s].
+ */
+typedef struct LlmBlockQ2_K
+{
+	uint8_t		scales[LLM_QK_K / 16];	/* 4-bit scale | 4-bit min << 4 */
+	uint8_t		qs[LLM_QK_K / 4];	/* 2-bit quants */
+	uint16_t	d;				/* fp16 super-block scale of the scales */
+	uint16_t	dmin;			/* fp16 super-block scale of the mins */
+} LlmBlockQ2_K;
+
+/*
+ * Q3_K: 16 sub-blocks of 16 values; x = d * (sc - 32) * (q - (hbit ? 0 : 4)),
+ * sc a 6-bit scale (llm_q3k_scale).  Value 128*h + 32*j + 16*s + l takes its
+ * two low bits as Q2_K does and its high bit from bit 4*h + j of
+ * hmask[16*s + l]; its scale is number 8*h + 2*j + s.
+ */
+typedef struct LlmBlockQ3_K
+{
+	uint8_t		hmask[LLM_QK_K / 8];	/* high bits of the quants */
+	uint8_t		qs[LLM_QK_K / 4];	/* low two bits of the quants */
+	uint8_t		scales[12];		/* 16 6-bit scales, packed */
+	uint16_t	d;				/* fp16 super-block scale */
+} LlmBlockQ3_K;
+
+/*
+ * Q4_K: 8 sub-blocks of 32 values; x = d * sc * q - dmin * m with 6-bit sc, m
+ * (llm_k4_scale_min).  Value 64*c + l (l < 32) is the low nibble of
+ * qs[32*c + l] in sub-block 2*c; value 64*c + 32 + l its high nibble, in
+ * sub-block 2*c + 1.
+ */
+typedef struct LlmBlockQ4_K
+{
+	uint16_t	d;				/* fp16 super-block scale of the scales */
+	uint16_t	dmin;			/* fp16 super-block scale of the mins */
+	uint8_t		scales[12];		/* 8 6-bit scales and 8 6-bit mins, packed */
+	uint8_t		qs[LLM_QK_K / 2];	/* nibbles */
+} LlmBlockQ4_K;
+
+/*
+ * Q5_K: as Q4_K, plus a fifth bit: sub-block t (= 2*c or 2*c + 1) takes it
+ * from bit t of qh[l].
+ */
+typedef struct LlmBlockQ5_K
+{
+	uint16_t	d;				/* fp16 super-block scale of the scales */
+	uint16_t	dmin;			/* fp16 super-block scale of the mins */
+	uint8_t		scales[12];		/* 8 6-bit scales and 8 6-bit mins, packed */
+	uint8_t		qh[LLM_QK_K / 8];	/* fifth bits */
+	uint8_t		qs[LLM_QK_K / 2];	/* low four bits */
+} LlmBlockQ5_K;
+
+/*
+ * Q6_K: 16 sub-blocks of 16 values; x = d * scales[k] * (q - 32), q 6 bits.
+ * Value 128*h + 32*g + l (g < 4, l < 32): low four bits from
+ * ql[64*h + l + 32*(g & 1)] (low nibble for g < 2, high for g >= 2), high
+ * two bits from bits 2g..2g+1 of qh[32*h + l]; scale scales[8*h + 2*g + l/16].
+ */
+typedef struct LlmBlockQ6_K
+{
+	uint8_t		ql[LLM_QK_K / 2];	/* low four bits */
+	uint8_t		qh[LLM_QK_K / 4];	/* high two bits */
+	int8_t		scales[LLM_QK_K / 16];	/* 8-bit signed scales */
+	uint16_t	d;				/* fp16 super-block scale */
+} LlmBlockQ6_K;
+
+_Static_assert(sizeof(LlmBlockQ4_0) == 2 + LLM_QK / 2, "Q4_0 block size");
+_Static_assert(sizeof(LlmBlockQ4_1) == 4 + LLM_QK / 2, "Q4_1 block size");
+_Static_assert(sizeof(LlmBlockQ5_0) == 2 + 4 + LLM_QK / 2, "Q5_0 block size");
+_Static_assert(sizeof(LlmBlockQ5_1) == 4 + 4 + LLM_QK / 2, "Q5_1 block size");
+_Static_assert(sizeof(LlmBlockQ8_0) == 2 + LLM_QK, "Q8_0 block size");
+_Static_assert(sizeof(LlmBlockQ2_K) == LLM_QK_K / 16 + LLM_QK_K / 4 + 4, "Q2_K block size");
+_Static_assert(sizeof(LlmBlockQ3_K) == LLM_QK_K / 8 + LLM_QK_K / 4 + 12 + 2, "Q3_K block size");
+_Static_assert(sizeof(LlmBlockQ4_K) == 4 + 12 + LLM_QK_K / 2, "Q4_K block size");
+_Static_assert(sizeof(LlmBlockQ5_K) == 4 + 12 + LLM_QK_K / 8 + LLM_QK_K / 2, "Q5_K block size");
+_Static_assert(sizeof(LlmBlockQ6_K) == LLM_QK_K / 2 + LLM_QK_K / 4 + LLM_QK_K / 16 + 2, "Q6_K block size");
+
+/*
+ * The 6-bit scale and min of sub-block j (< 8) of a Q4_K or Q5_K block:
+ * for j < 4 the low six bits of q[j] and q[j + 4]; for j >= 4 the nibbles
+ * of q[j + 4] with, as their two high bits, the top two bits of q[j - 4]
+ * (scale) and q[j] (min).
+ */
+static inline void
+llm_k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
+{
+	if (j < 4)
+	{
+		*sc = q[j] & 63;
+		*m = q[j + 4] & 63;
+	}
+	else
+	{
+		*sc = (uint8_t) ((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
+		*m = (uint8_t) ((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+	}
+}
+
+/*
+ * The signed scale (-32 .. 31) of sub-block k (< 16) of a Q3_K block: its
+ * low nibble is the low (k < 8) or high (k >= 8) nibble of q[k % 8], its two
+ * high bits are bits 2*(k/4) .. 2*(k/4)+1 of q[8 + k % 4].
+ */
+static inline int
+llm_q3k_scale(int k, const uint8_t *q)
+{
+	int			lo = k < 8 ? (q[k] & 0xf) : (q[k - 8] >> 4);
+	int			hi = (q[8 + (k & 3)] >> (2 * (k >> 2))) & 3;
+
+	return (lo | (hi << 4)) - 32;
+}
+
+#endif							/* LLM_QUANT_BLOCKS_H */

@@ -1,0 +1,569 @@
+/*
+ * quant_ref.c
+ *		Scalar reference dequantizers, dot product and quantizers (see quant.h).
+ *
+ * This is the oracle every fast kernel is tested against, so it is written
+ * to be obviously right rather than fast: one function per block type,
+ * decoding in the same order as ggml's dequantize_row_* (block layouts in
+ * quant_blocks.h).  Every value is computed in float32 in ggml's order of
+ * operations -- for the K types first scale = d * sc and offset = dmin * m,
+ * then scale * q - offset -- so that results are bit-exact with ggml and
+ * with the golden vectors in shared/golden/quant.  Where a product is
+ * followed by an addition (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K) the product is
+ * exact in float -- an fp16 scale (11 significant bits) times a 6-bit scale
+ * times a quant of at most 5 bits needs at most 22 -- so the result is the
+ * same whether or not the compiler fuses multiply and add into an FMA.
+ *
+ * The quantizers follow ggml's quantize_row_*_ref: Q8_0 with d = amax / 127
+ * and q = round(x / d); Q4_0 with d = max / -8 where max is the value of
+ * largest magnitude, sign kept, and q = min(15, trunc(x / d + 8.5)).
+ *
+ * Callers pass n as a multiple of the type's block size; a trailing partial
+ * block is ignored.  An unsupported type decodes as zeros, dots as zero and
+ * quantizes to nothing (llm_type_can_quantize says which types can be
+ * produced): the engine never aborts.
+ */
+#include "quant.h"
+#include "quant_blocks.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Decode nb F32 values (a copy). */
+static void
+dequant_f32(const void *src, float *dst, int64_t nb)
+{
+	memcpy(dst, src, (size_t) nb * sizeof(float));
+}
+
+/* Decode nb F16 values. */
+static void
+dequant_f16(const void *src, float *dst, int64_t nb)
+{
+	const uint8_t *p = src;
+
+	for (int64_t i = 0; i < nb; i++)
+	{
+		uint16_t	h;
+
+		memcpy(&h, p + 2 * i, sizeof(h));
+		dst[i] = llm_fp16_to_fp32(h);
+	}
+}
+
+/* Decode nb BF16 values. */
+static void
+dequant_bf16(const void *src, float *dst, int64_t nb)
+{
+	const uint8_t *p = src;
+
+	for (int64_t i = 0; i < nb; i++)
+	{
+		uint16_t	h;
+
+		memcpy(&h, p + 2 * i, sizeof(h));
+		dst[i] = llm_bf16_to_fp32(h);
+	}
+}
+
+/* Decode nb Q4_0 blocks: x = d * (nibble - 8). */
+static void
+dequant_q4_0(const void *src, float *dst, int64_t nb)
+{
+	const LlmBlockQ4_0 *b = src;
+
+	for (int64_t i = 0; i < nb; i++, b++, dst += LLM_QK)
+	{
+		const float d = llm_fp16_to_fp32(b->d);
+
+		for (int j = 0; j < LLM_QK / 2; j++)
+		{
+			const int	x0 = (b->qs[j] & 0xf) - 8;
+			const int	x1 = (b->qs[j] >> 4) - 8;
+
+			dst[j] = x0 * d;
+			dst[j + LLM_QK / 2] = x1 * d;
+		}
+	}
+}
+
+/* Decode nb Q4_1 blocks: x = d * nibble + m. */
+static void
+dequant_q4_1(const void *src, float *dst, int64_t nb)
+{
+	const LlmBlockQ4_1 *b = src;
+
+	for (int64_t i = 0; i < nb; i++, b++, dst += LLM_QK)
+	{
+		const float d = llm_fp16_to_fp32(b->d);
+		const float m = llm_fp16_to_fp32(b->m);
+
+		for (int j = 0; j < LLM_QK / 2; j++)
+		{
+			dst[j] = (b->qs[j] & 0xf) * d + m;
+			dst[j + LLM_QK / 2] = (b->qs[j] >> 4) * d + m;
+		}
+	}
+}
+
+/* The 32 fifth bits of a Q5 block as one integer, bit j for value j. */
+static uint32_t
+q5_high_bits(const uint8_t *qh)
+{
+	return (uint32_t) qh[0] | ((uint32_t) qh[1] << 8) |
+		((uint32_t) qh[2] << 16) | ((uint32_t) qh[3] << 24);
+}
+
+/* Decode nb Q5_0 blocks: x = d * (q - 16). */
+static void
+dequant_q5_0(const void *src, float *dst, int64_t nb)
+{
+	const LlmBlockQ5_0 *b = src;
+
+	for (int64_t i = 0; i < nb; i++, b++, dst += LLM_QK)
+	{
+		const float d = llm_fp16_to_fp32(b->d);
+		const uint32_t qh = q5_high_bits(b->qh);
+
+		for (int j = 0; j < LLM_QK / 2; j++)
+		{
+			const int	h0 = (qh >> j) & 1;
+			const int	h1 = (qh >> (j + LLM_QK / 2)) & 1;
+			const int	x0 = ((b->qs[j] & 0xf) | (h0 << 4)) - 16;
+			const int	x1 = ((b->qs[j] >> 4) | (h1 << 4)) - 16;
+
+			dst[j] = x0 * d;
+			dst[j + LLM_QK / 2] = x1 * d;
+		}
+	}
+}
+
+/* Decode nb Q5_1 blocks: x = d * q + m. */
+static void
+dequant_q5_1(const void *src, float *dst, int64_t nb)
+{
+	const LlmBlockQ5_1 *b = src;
+
+	for (int64_t i = 0; i < nb; i++, b++, dst += LLM_QK)
+	{
+		const float d = llm_fp16_to_fp32(b->d);
+		const float m = llm_fp16_to_fp32(b->m);
+		const uint32_t qh = q5_high_bits(b->qh);
+
+		for (int j = 0; j < LLM_QK / 2; j++)
+		{
+			const int	h0 = (qh >> j) & 1;
+			const int	h1 = (qh >> (j + LLM_QK / 2)) & 1;
+			const int	x0 = (b->qs[j] & 0xf) | (h0 << 4);
+			const int	x1 = (b->qs[j] >> 4) | (h1 << 4);
+
+			dst[j] = x0 * d + m;
+			dst[j + LLM_QK / 2] = x1 * d + m;
+		}
+	}
+}
+
+/* Decode nb Q8_0 blocks: x = d * q. */
+static void
+dequant_q8_0(const void *src, float *dst, int64_t nb)
+{
+	const LlmBlockQ8_0 *b = src;
+
+	for (int64_t i = 0; i < nb; i++, b++, dst += LLM_QK)
+	{
+		const float d = llm_fp16_to_fp32(b->d);
+
+		for (int j = 0; j < LLM_QK; j++)
+			dst[j] = b->qs[j] * d;
+	}
+}
+
+/* Decode nb Q2_K super-blocks: x = d * (sc & 15) * q - dmin * (sc >> 4). */
+static void
+dequant_q2_k(const void *src, float *dst, int64_t nb)
+{
+	const LlmBlockQ2_K *b = src;
+
+	for (int64_t i = 0; i < nb; i++, b++)
+	{
+		const float d = llm_fp16_to_fp32(b->d);
+		const float dmin = llm_fp16_to_fp32(b->dmin);
+		const uint8_t *sc = b->scales;
+
+		for (int h = 0; h < 2; h++)
+		{
+			const uint8_t *q = b->qs + 32 * h;
+
+			for (int j = 0; j < 4; j++)
+			{
+				for (int s = 0; s < 2; s++)
+				{
+					const float scale = d * (*sc & 0xf);
+					const float offset = dmin * (*sc >> 4);
+
+					sc++;
+					for (int l = 0; l < 16; l++)
+						*dst++ = scale * ((q[16 * s + l] >> (2 * j)) & 3) - offset;
+				}
+			}
+		}
+	}
+}
+
+/* Decode nb Q3_K super-blocks: x = d * sc * (q - (hbit ? 0 : 4)). */
+static void
+dequant_q3_k(const void *src, float *dst, int64_t nb)
+{
+	const LlmBlockQ3_K *b = src;
+
+	for (int64_t i = 0; i < nb; i++, b++)
+	{
+		const float d = llm_fp16_to_fp32(b->d);
+		int			k = 0;		/* sub-block, 0 .. 15 */
+
+		for (int h = 0; h < 2; h++)
+		{
+			const uint8_t *q = b->qs + 32 * h;
+
+			for (int j = 0; j < 4; j++)
+			{
+				const int	mask = 1 << (4 * h + j);
+
+				for (int s = 0; s < 2; s++, k++)
+				{
+					const float scale = d * llm_q3k_scale(k, b->scales);
+
+					for (int l = 0; l < 16; l++)
+					{
+						const int	lo = (q[16 * s + l] >> (2 * j)) & 3;
+						const int	hi = (b->hmask[16 * s + l] & mask) ? 0 : 4;
+
+						*dst++ = scale * (lo - hi);
+					}
+				}
+			}
+		}
+	}
+}
+
+/* Decode nb Q4_K super-blocks: x = d * sc * nibble - dmin * m. */
+static void
+dequant_q4_k(const void *src, float *dst, int64_t nb)
+{
+	const LlmBlockQ4_K *b = src;
+
+	for (int64_t i = 0; i < nb; i++, b++)
+	{
+		const float d = llm_fp16_to_fp32(b->d);
+		const float dmin = llm_fp16_to_fp32(b->dmin);
+
+		for (int c = 0; c < 4; c++)
+		{
+			const uint8_t *q = b->qs + 32 * c;
+			uint8_t		sc;
+			uint8_t		m;
+			float		scale0;
+			float		offset0;
+			float		scale1;
+			float		offset1;
+
+			llm_k4_scale_min(2 * c, b->scales, &sc, &m);
+			scale0 = d * sc;
+			offset0 = dmin * m;
+			llm_k4_scale_min(2 * c + 1, b->scales, &sc, &m);
+			scale1 = d * sc;
+			offset1 = dmin * m;
+			for (int l = 0; l < 32; l++)
+				*dst++ = scale0 * (q[l] & 0xf) - offset0;
+			for (int l = 0; l < 32; l++)
+				*dst++ = scale1 * (q[l] >> 4) - offset1;
+		}
+	}
+}
+
+/* Decode nb Q5_K super-blocks: x = d * sc * q - dmin * m, q five bits. */
+static void
+dequant_q5_k(const void *src, float *dst, int64_t nb)
+{
+	const LlmBlockQ5_K *b = src;
+
+	for (int64_t i = 0; i < nb; i++, b++)
+	{
+		const float d = llm_fp16_to_fp32(b->d);
+		const float dmin = llm_fp16_to_fp32(b->dmin);
+
+		for (int c = 0; c < 4; c++)
+		{
+			const uint8_t *q = b->qs + 32 * c;
+			const int	bit0 = 1 << (2 * c);
+			const int	bit1 = 1 << (2 * c + 1);
+			uint8_t		sc;
+			uint8_t		m;
+			float		scale0;
+			float		offset0;
+			float		scale1;
+			float		offset1;
+
+			llm_k4_scale_min(2 * c, b->scales, &sc, &m);
+			scale0 = d * sc;
+			offset0 = dmin * m;
+			llm_k4_scale_min(2 * c + 1, b->scales, &sc, &m);
+			scale1 = d * sc;
+			offset1 = dmin * m;
+			for (int l = 0; l < 32; l++)
+				*dst++ = scale0 * ((q[l] & 0xf) + ((b->qh[l] & bit0) ? 16 : 0)) - offset0;
+			for (int l = 0; l < 32; l++)
+				*dst++ = scale1 * ((q[l] >> 4) + ((b->qh[l] & bit1) ? 16 : 0)) - offset1;
+		}
+	}
+}
+
+/* Decode nb Q6_K super-blocks: x = d * scale * (q - 32), q six bits. */
+static void
+dequant_q6_k(const void *src, float *dst, int64_t nb)
+{
+	const LlmBlockQ6_K *b = src;
+
+	for (int64_t i = 0; i < nb; i++, b++)
+	{
+		const float d = llm_fp16_to_fp32(b->d);
+
+		for (int h = 0; h < 2; h++, dst += 128)
+		{
+			const uint8_t *ql = b->ql + 64 * h;
+			const uint8_t *qh = b->qh + 32 * h;
+			const int8_t *sc = b->scales + 8 * h;
+
+			for (int l = 0; l < 32; l++)
+			{
+				const int	is = l / 16;
+				const int	q0 = ((ql[l] & 0xf) | (((qh[l] >> 0) & 3) << 4)) - 32;
+				const int	q1 = ((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32;
+				const int	q2 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+				const int	q3 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+
+				dst[l] = d * sc[is + 0] * q0;
+				dst[l + 32] = d * sc[is + 2] * q1;
+				dst[l + 64] = d * sc[is + 4] * q2;
+				dst[l + 96] = d * sc[is + 6] * q3;
+			}
+		}
+	}
+}
+
+/* Decode n values (a multiple of the block size) of a row of type into dst. */
+void
+llm_dequant_row(LlmType type, const void *src, float *dst, int64_t n)
+{
+	const LlmTypeTraits *t = llm_type_traits(type);
+	int64_t		nb;
+
+	if (n <= 0)
+		return;
+	if (t == NULL)
+	{
+		memset(dst, 0, (size_t) n * sizeof(float));
+		return;
+	}
+	nb = n / t->block_size;
+	switch (type)
+	{
+		case LLM_TYPE_F32:
+			dequant_f32(src, dst, nb);
+			break;
+		case LLM_TYPE_F16:
+			dequant_f16(src, dst, nb);
+			break;
+		case LLM_TYPE_BF16:
+			dequant_bf16(src, dst, nb);
+			break;
+		case LLM_TYPE_Q4_0:
+			dequant_q4_0(src, dst, nb);
+			break;
+		case LLM_TYPE_Q4_1:
+			dequant_q4_1(src, dst, nb);
+			break;
+		case LLM_TYPE_Q5_0:
+			dequant_q5_0(src, dst, nb);
+			break;
+		case LLM_TYPE_Q5_1:
+			dequant_q5_1(src, dst, nb);
+			break;
+		case LLM_TYPE_Q8_0:
+			dequant_q8_0(src, dst, nb);
+			break;
+		case LLM_TYPE_Q2_K:
+			dequant_q2_k(src, dst, nb);
+			break;
+		case LLM_TYPE_Q3_K:
+			dequant_q3_k(src, dst, nb);
+			break;
+		case LLM_TYPE_Q4_K:
+			dequant_q4_k(src, dst, nb);
+			break;
+		case LLM_TYPE_Q5_K:
+			dequant_q5_k(src, dst, nb);
+			break;
+		case LLM_TYPE_Q6_K:
+			dequant_q6_k(src, dst, nb);
+			break;
+		default:
+			memset(dst, 0, (size_t) n * sizeof(float));
+			break;
+	}
+}
+
+/*
+ * Scalar reference dot product of a row of type with n floats, accumulated
+ * in float: decode one block (or, for the one-value "blocks" of F32, F16 and
+ * BF16, up to LLM_QK_K values) into a stack buffer, then multiply and add
+ * value by value, in order.
+ */
+float
+llm_dot_row_ref(LlmType type, const void *row, const float *x, int64_t n)
+{
+	const LlmTypeTraits *t = llm_type_traits(type);
+	const uint8_t *src = row;
+	float		buf[LLM_QK_K];
+	float		sum = 0.0f;
+	int64_t		chunk;
+
+	if (t == NULL || n <= 0)
+		return 0.0f;
+	chunk = t->block_size == 1 ? LLM_QK_K : t->block_size;
+	n -= n % t->block_size;
+	for (int64_t i = 0; i < n; i += chunk)
+	{
+		int64_t		m = n - i < chunk ? n - i : chunk;
+
+		llm_dequant_row(type, src + llm_type_row_size(type, i), buf, m);
+		for (int64_t j = 0; j < m; j++)
+			sum += buf[j] * x[i + j];
+	}
+	return sum;
+}
+
+/* Whether llm_quantize_row can produce type (F32, F16, BF16, Q8_0, Q4_0). */
+bool
+llm_type_can_quantize(LlmType type)
+{
+	switch (type)
+	{
+		case LLM_TYPE_F32:
+		case LLM_TYPE_F16:
+		case LLM_TYPE_BF16:
+		case LLM_TYPE_Q8_0:
+		case LLM_TYPE_Q4_0:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/* Encode nb blocks of 32 floats as Q8_0 (ggml's quantize_row_q8_0_ref). */
+static void
+quantize_q8_0(const float *src, LlmBlockQ8_0 *dst, int64_t nb)
+{
+	for (int64_t i = 0; i < nb; i++, src += LLM_QK, dst++)
+	{
+		float		amax = 0.0f;
+		float		d;
+		float		id;
+
+		for (int j = 0; j < LLM_QK; j++)
+			amax = fmaxf(amax, fabsf(src[j]));
+		d = amax / 127.0f;
+		id = d != 0.0f ? 1.0f / d : 0.0f;
+		dst->d = llm_fp32_to_fp16(d);
+		for (int j = 0; j < LLM_QK; j++)
+		{
+			float		q = roundf(src[j] * id);
+
+			/* |q| <= 127 for finite input; the clamp only guards against NaN and infinity */
+			if (!(q >= -127.0f))
+				q = isnan(q) ? 0.0f : -127.0f;
+			else if (q > 127.0f)
+				q = 127.0f;
+			dst->qs[j] = (int8_t) q;
+		}
+	}
+}
+
+/* Encode nb blocks of 32 floats as Q4_0 (ggml's quantize_row_q4_0_ref). */
+static void
+quantize_q4_0(const float *src, LlmBlockQ4_0 *dst, int64_t nb)
+{
+	for (int64_t i = 0; i < nb; i++, src += LLM_QK, dst++)
+	{
+		float		amax = 0.0f;
+		float		max = 0.0f;
+		float		d;
+		float		id;
+
+		/* the value of largest magnitude, sign kept; the first one on ties */
+		for (int j = 0; j < LLM_QK; j++)
+		{
+			if (amax < fabsf(src[j]))
+			{
+				amax = fabsf(src[j]);
+				max = src[j];
+			}
+		}
+		d = max / -8.0f;
+		id = d != 0.0f ? 1.0f / d : 0.0f;
+		dst->d = llm_fp32_to_fp16(d);
+		for (int j = 0; j < LLM_QK / 2; j++)
+		{
+			int			q[2];
+
+			for (int k = 0; k < 2; k++)
+			{
+				float		v = src[j + k * LLM_QK / 2] * id + 8.5f;
+
+				/* ggml: min(15, (int8_t) v); v >= 0.5 for finite input */
+				q[k] = v >= 15.0f ? 15 : (v > 0.0f ? (int) v : 0);
+			}
+			dst->qs[j] = (uint8_t) (q[0] | (q[1] << 4));
+		}
+	}
+}
+
+/* Encode n floats (a multiple of the block size) as type into dst, as ggml's reference quantizers do. */
+void
+llm_quantize_row(LlmType type, const float *src, void *dst, int64_t n)
+{
+	uint8_t    *p = dst;
+
+	if (n <= 0)
+		return;
+	switch (type)
+	{
+		case LLM_TYPE_F32:
+			memcpy(dst, src, (size_t) n * sizeof(float));
+			break;
+		case LLM_TYPE_F16:
+			for (int64_t i = 0; i < n; i++)
+			{
+				uint16_t	h = llm_fp32_to_fp16(src[i]);
+
+				memcpy(p + 2 * i, &h, sizeof(h));
+			}
+			break;
+		case LLM_TYPE_BF16:
+			for (int64_t i = 0; i < n; i++)
+			{
+				uint16_t	h = llm_fp32_to_bf16(src[i]);
+
+				memcpy(p + 2 * i, &h, sizeof(h));
+			}
+			break;
+		case LLM_TYPE_Q8_0:
+			quantize_q8_0(src, dst, n / LLM_QK);
+			break;
+		case LLM_TYPE_Q4_0:
+			quantize_q4_0(src, dst, n / LLM_QK);
+			break;
+		default:
+			break;
+	}
+}

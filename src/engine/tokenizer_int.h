@@ -1,0 +1,169 @@
+/*
+ * tokenizer_int.h
+ *		Private structures of the tokenizers (tokenizer.c, tokenizer_spm.c,
+ *		tokenizer_bpe.c).
+ *
+ * The tokenizer owns copies of every string it uses (token texts, pieces,
+ * merges), so it outlives the GGUF file it was loaded from.  After loading
+ * it is read-only: llm_tokenize may run in several threads at once on one
+ * tokenizer, each call allocating its own scratch memory.
+ */
+#ifndef LLM_TOKENIZER_INT_H
+#define LLM_TOKENIZER_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "tokenizer.h"
+
+/* Token types, numbered as in tokenizer.ggml.token_type. */
+typedef enum LlmTokenType
+{
+	LLM_TOKEN_TYPE_UNDEFINED = 0,
+	LLM_TOKEN_TYPE_NORMAL = 1,
+	LLM_TOKEN_TYPE_UNKNOWN = 2,
+	LLM_TOKEN_TYPE_CONTROL = 3,
+	LLM_TOKEN_TYPE_USER_DEFINED = 4,
+	LLM_TOKEN_TYPE_UNUSED = 5,
+	LLM_TOKEN_TYPE_BYTE = 6
+} LlmTokenType;
+
+/* The GPT-2-family pre-tokenizer expressions we know. */
+typedef enum LlmPreTokenizer
+{
+	LLM_PRE_GPT2,
+	LLM_PRE_LLAMA3,
+	LLM_PRE_QWEN2
+} LlmPreTokenizer;
+
+/* One slot of an open-addressing string table. */
+typedef struct LlmStrTabSlot
+{
+	const char *key;			/* NULL: empty slot */
+	uint32_t	len;
+	uint32_t	hash;
+	int32_t		value;
+} LlmStrTabSlot;
+
+/* A string -> int32 hash table with linear probing; keys are not copied. */
+typedef struct LlmStrTab
+{
+	LlmStrTabSlot *slots;		/* (cap) */
+	uint32_t	cap;			/* a power of two, at least twice n */
+	uint32_t	n;
+} LlmStrTab;
+
+/* A growable array of token ids: the output of one llm_tokenize call. */
+typedef struct LlmTokBuf
+{
+	int32_t    *ids;			/* (cap) */
+	int			n;
+	int			cap;
+} LlmTokBuf;
+
+/* A symbol in a doubly linked chain over a text buffer (both algorithms). */
+typedef struct LlmSymbol
+{
+	int32_t		prev;			/* index of the previous live symbol, or -1 */
+	int32_t		next;			/* index of the next live symbol, or -1 */
+	uint32_t	off;			/* byte offset into the text */
+	uint32_t	n;				/* byte length; 0 once merged into its left neighbour */
+} LlmSymbol;
+
+/* A candidate merge of two adjacent symbols. */
+typedef struct LlmBigram
+{
+	double		prio;			/* higher pops first (SPM: score; BPE: -rank) */
+	int32_t		left;			/* symbol indexes */
+	int32_t		right;
+	uint32_t	size;			/* left.n + right.n when queued; stale if it changed */
+} LlmBigram;
+
+/* A binary max-heap of bigrams: highest prio first, then leftmost. */
+typedef struct LlmBigramHeap
+{
+	LlmBigram  *items;			/* (cap) */
+	size_t		n;
+	size_t		cap;
+} LlmBigramHeap;
+
+struct LlmTokenizer
+{
+	LlmTokenizerKind kind;
+	int32_t		n_vocab;
+
+	/* the vocabulary, as stored */
+	char	   *text_arena;		/* all token texts, each NUL-terminated */
+	const char **text;			/* (n_vocab) into text_arena */
+	uint32_t   *text_len;		/* (n_vocab) */
+	float	   *score;			/* (n_vocab) SPM merge priority; 0 when absent */
+	uint8_t    *type;			/* (n_vocab) LlmTokenType */
+	LlmStrTab	vocab;			/* text -> first id with that text */
+
+	/* output bytes of each token, computed at load */
+	char	   *piece_arena;
+	const char **piece;			/* (n_vocab) into piece_arena */
+	uint32_t   *piece_len;		/* (n_vocab) */
+
+	/* special ids (-1: none) and flags */
+	int32_t		bos;
+	int32_t		eos;
+	int32_t		unk;
+	int32_t		pad;
+	bool		add_bos;		/* tokenizer.ggml.add_bos_token (model's wish) */
+	bool		add_space_prefix;	/* SPM: prepend a space to text at the start */
+	uint8_t    *eog;			/* (n_vocab) 1 when the token ends generation */
+
+	/*
+	 * Control and user-defined tokens matched in the input with
+	 * parse_special: ids sorted by first byte, then longest first;
+	 * special_start[b] .. special_start[b + 1] are those starting with b.
+	 */
+	int32_t    *special;		/* (n_special) */
+	int			n_special;
+	int32_t		special_start[257];
+
+	/* SPM: the token for each byte (<0xNN>, else the one-byte text), or -1 */
+	int32_t		byte_token[256];
+
+	/* BPE */
+	char	   *merge_arena;	/* copies of the merge strings */
+	LlmStrTab	merges;			/* "left right" -> rank */
+	LlmPreTokenizer pre;
+	bool		ignore_merges;	/* a whole pre-token that is in the vocabulary is kept */
+	pcre2_code *re;			/* the pre-tokenizer expression, compiled once */
+	uint16_t	byte_cp[256];	/* GPT-2 bytes_to_unicode: byte -> code point */
+	int16_t		cp_byte[324];	/* its inverse for code points < 324, else -1 */
+};
+
+/* tokenizer.c: shared helpers */
+uint32_t	llm_str_hash(const char *s, size_t len);
+LlmStatus	llm_strtab_init(LlmStrTab *tab, uint32_t n_expected, LlmError *err);
+void		llm_strtab_free(LlmStrTab *tab);
+bool		llm_strtab_insert(LlmStrTab *tab, const char *key, uint32_t len, int32_t value);
+int32_t		llm_strtab_find(const LlmStrTab *tab, const char *key, size_t len);
+int32_t		llm_strtab_find_pair(const LlmStrTab *tab, const char *a, size_t alen,
+									char sep, const char *b, size_t blen);
+LlmStatus	llm_tokbuf_push(LlmTokBuf *buf, int32_t id, LlmError *err);
+LlmStatus	llm_heap_push(LlmBigramHeap *h, const LlmBigram *b, LlmError *err);
+bool		llm_heap_pop(LlmBigramHeap *h, LlmBigram *out);
+void		llm_heap_free(LlmBigramHeap *h);
+size_t		llm_utf8_len(const uint8_t *s, size_t n);
+int32_t		llm_tokenizer_lookup(const LlmTokenizer *t, const char *s, size_t len);
+
+/* tokenizer_spm.c */
+LlmStatus	llm_spm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
+								  bool space_prefix, LlmTokBuf *out, LlmError *err);
+
+/* tokenizer_bpe.c */
+LlmStatus	llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, LlmError *err);
+void		llm_bpe_free(LlmTokenizer *t);
+LlmStatus	llm_bpe_tokenize(const LlmTokenizer *t, const char *text, size_t len,
+								  LlmTokBuf *out, LlmError *err);
+size_t		llm_bpe_decode_text(const LlmTokenizer *t, const char *s, size_t len, char *dst);
+
+#endif							/* LLM_TOKENIZER_INT_H */

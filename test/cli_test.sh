@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# End-to-end checks of bin/llm-cli on real files from ../shared:
+#   - generate reproduces every line of golden/stories260K-greedy.tsv exactly;
+#   - perplexity of stories260K on data/stories260K-samples.txt (-c 256) is
+#     within 0.2% of llama.cpp's 2.8958;
+#   - tokenize reproduces both vocabulary test suites;
+#   - the random-model writer and quantize produce loadable models;
+#   - bad arguments and bad files fail with a message, never a crash.
+# Prints "cli: N passed, N failed" and exits non-zero on any failure.
+set -u
+cd "$(dirname "$0")/.."
+SHARED=${LLM_SHARED:-../shared}
+CLI=bin/llm-cli
+MODEL=$SHARED/models/stories260K.gguf
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL cli: $*" >&2; }
+
+# generate: every golden line, byte for byte ("\n" in the file is a newline)
+while IFS=$'\t' read -r prompt n expected; do
+    case "$prompt" in '#'*) continue ;; esac
+    "$CLI" generate -m "$MODEL" --kv f32 --temp 0 -n "$n" -p "$prompt" > "$TMP/got" 2>"$TMP/err"
+    printf '%s' "$expected" | python3 -c 'import sys; sys.stdout.write(sys.stdin.read().replace("\\n", "\n"))' > "$TMP/want"
+    if cmp -s "$TMP/got" "$TMP/want"; then ok; else fail "generate \"$prompt\": got '$(cat "$TMP/got")'"; fi
+done < "$SHARED/golden/stories260K-greedy.tsv"
+
+# perplexity within 0.2% of 2.8958
+ppl=$("$CLI" perplexity -m "$MODEL" -f "$SHARED/data/stories260K-samples.txt" -c 256 --threads 2 2>/dev/null | sed -n 's/^PPL = //p')
+if python3 -c "import sys; v=float('$ppl'); sys.exit(0 if abs(v-2.8958)/2.8958 <= 0.002 else 1)" 2>/dev/null; then
+    ok; echo "cli: perplexity $ppl (reference 2.8958)"
+else
+    fail "perplexity '$ppl', expected 2.8958 within 0.2%"
+fi
+
+# tokenize: both suites, each input (between separator lines) against its .out line
+for vocab in llama-spm gpt-2; do
+    python3 - "$CLI" "$SHARED/vocab/ggml-vocab-$vocab.gguf" > "$TMP/tok" <<'PY'
+import subprocess, sys
+cli, vocab = sys.argv[1], sys.argv[2]
+inputs = open(vocab + ".inp", encoding="utf-8", newline="").read().split("\n__ggml_vocab_test__\n")
+expected = open(vocab + ".out", encoding="utf-8", newline="").read().split("\n")
+for lst in (inputs, expected):
+    if lst and lst[-1] == "":
+        lst.pop()
+if len(inputs) != len(expected):
+    print(0, "%d inputs but %d expected lines" % (len(inputs), len(expected)))
+    sys.exit(0)
+good = bad = 0
+for i, text in enumerate(inputs):
+    r = subprocess.run([cli, "tokenize", "-m", vocab], input=text.encode(), capture_output=True)
+    if r.stdout.decode().split() == expected[i].split():
+        good += 1
+    else:
+        bad += 1
+        print("mismatch %d: %r -> %s want %s" % (i, text, r.stdout.decode().strip(), expected[i]), file=sys.stderr)
+print(good, bad)
+PY
+    read -r good bad < "$TMP/tok"
+    if [ "${bad:-1}" = 0 ] && [ "${good:-0}" -gt 0 ]; then ok; echo "cli: tokenize $vocab: $good of $good"; else fail "tokenize $vocab: $good good, $bad bad"; fi
+done
+
+# random model writer + quantize: each type loads and generates
+if bin/llm-random-model -o "$TMP/r.gguf" --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 --ctx 128 2>"$TMP/err"; then
+    ok
+    for t in F16 BF16 Q8_0 Q4_0; do
+        if "$CLI" quantize "$TMP/r.gguf" "$TMP/r-$t.gguf" "$t" 2>"$TMP/err" &&
+           "$CLI" generate -m "$TMP/r-$t.gguf" -p "hello" -n 8 > /dev/null 2>"$TMP/err"; then ok; else fail "quantize/generate $t: $(cat "$TMP/err")"; fi
+    done
+else
+    fail "llm-random-model: $(cat "$TMP/err")"
+fi
+
+# errors: a clear message and exit status, never a crash (status > 128)
+expect_error() {
+    local what=$1; shift
+    "$@" > /dev/null 2> "$TMP/err"
+    local rc=$?
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ -s "$TMP/err" ]; then ok; else fail "$what: exit $rc, stderr '$(cat "$TMP/err")'"; fi
+}
+head -c 1000 "$MODEL" > "$TMP/trunc.gguf"
+expect_error "missing model" "$CLI" generate -m "$TMP/none.gguf" -p hi
+expect_error "truncated model" "$CLI" generate -m "$TMP/trunc.gguf" -p hi
+expect_error "vocab-only file as model" "$CLI" generate -m "$SHARED/vocab/ggml-vocab-gpt-2.gguf" -p hi
+expect_error "bad -n" "$CLI" generate -m "$MODEL" -p hi -n abc
+expect_error "bad top-p" "$CLI" generate -m "$MODEL" -p hi --top-p 2
+expect_error "bad kv" "$CLI" generate -m "$MODEL" -p hi --kv q4
+expect_error "unknown option" "$CLI" generate -m "$MODEL" -p hi --bogus 1
+expect_error "unknown command" "$CLI" frobnicate
+expect_error "quantize to K type" "$CLI" quantize "$MODEL" "$TMP/x.gguf" Q4_K
+expect_error "prompt over context" "$CLI" generate -m "$MODEL" -p "$(printf 'word %.0s' $(seq 1 200))" --ctx 64
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,424 @@
+/*
+ * test_engine.c
+ *		The engine end to end on the real stories260K model: greedy output
+ *		equals the golden file; batched generation equals one-at-a-time
+ *		generation exactly (mixed lengths, sequences joining mid-way,
+ *		preemption forced by a tiny KV pool); stop strings, max_tokens,
+ *		cancel, seeded sampling; no KV block leaks.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "test.h"
+
+#define N_PROMPTS 6
+
+static const char *prompts[N_PROMPTS] = {
+	"Once upon a time",
+	"Lily and Ben",
+	"The cat sat on",
+	"One day, a little boy named Tim went to the park with his mom. He saw",
+	"The sun",
+	"Sue had a red ball. She",
+};
+
+static LlmModel *model;
+
+/* Tokenize s with BOS into a new array. */
+static int32_t *
+tokenize(const char *s, int *n)
+{
+	int32_t    *ids = NULL;
+	LlmError	err;
+
+	if (llm_tokenize(llm_model_tokenizer(model), s, strlen(s), true, false, &ids, n, &err) != LLM_OK)
+	{
+		fprintf(stderr, "tokenize: %s\n", err.msg);
+		exit(1);
+	}
+	return ids;
+}
+
+/* Make an engine with the given limits (f32 KV). */
+static LlmEngine *
+make_engine(int max_seqs, int max_batch_tokens, size_t kv_bytes, int block_size)
+{
+	LlmEngineConfig c;
+	LlmEngine  *e = NULL;
+	LlmError	err;
+
+	llm_engine_config_default(&c);
+	c.max_seqs = max_seqs;
+	c.max_batch_tokens = max_batch_tokens;
+	c.kv_cache_bytes = kv_bytes;
+	c.kv_block_size = block_size;
+	c.n_ctx = 512;
+	if (llm_engine_new(model, &c, &e, &err) != LLM_OK)
+	{
+		fprintf(stderr, "engine: %s\n", err.msg);
+		exit(1);
+	}
+	return e;
+}
+
+/* Step until idle; returns the number of steps. */
+static int
+run_to_idle(LlmEngine *e)
+{
+	LlmError	err;
+	int			steps = 0;
+
+	while (llm_engine_busy(e))
+	{
+		LlmStatus	st = llm_engine_step(e, &err);
+
+		TEST_CHECK(st == LLM_OK, "step failed: %s", err.msg);
+		if (st != LLM_OK || ++steps > 100000)
+			break;
+	}
+	return steps;
+}
+
+/* Add prompt p with n new tokens (greedy). */
+static int64_t
+add(LlmEngine *e, const char *p, int n)
+{
+	LlmRequest	r;
+	LlmError	err;
+	int64_t		id = -1;
+	int			n_ids;
+	int32_t    *ids = tokenize(p, &n_ids);
+
+	llm_request_default(&r);
+	r.prompt = ids;
+	r.n_prompt = n_ids;
+	r.max_tokens = n;
+	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_OK, "add: %s", err.msg);
+	free(ids);
+	return id;
+}
+
+/* Poll the result of id (must be finished); copies its text. */
+static char *
+result_text(LlmEngine *e, int64_t id, LlmResult *out)
+{
+	LlmResult	r;
+
+	while (llm_engine_poll(e, &r))
+		if (r.id == id)
+		{
+			*out = r;
+			return strdup(r.text);
+		}
+	return NULL;
+}
+
+/* The greedy text of each prompt, generated alone. */
+static char *reference[N_PROMPTS];
+
+/* Each prompt alone, greedy, 48 tokens. */
+static void
+test_reference(void)
+{
+	for (int i = 0; i < N_PROMPTS; i++)
+	{
+		LlmEngine  *e = make_engine(1, 512, 0, 16);
+		int64_t		id = add(e, prompts[i], 48);
+		LlmResult	r;
+
+		run_to_idle(e);
+		reference[i] = result_text(e, id, &r);
+		TEST_CHECK(reference[i] != NULL && r.n_generated > 0, "prompt %d produced nothing", i);
+		llm_engine_free(e);
+	}
+	/* the golden file's first line, prefix-checked (48 of its 64 tokens) */
+	TEST_CHECK(strncmp(reference[0], ", there was a little girl named Lily. She loved to play outside in the park.", 70) == 0,
+			   "golden mismatch: %s", reference[0]);
+}
+
+
+/* Collect all results (any order) into texts[] by id position. */
+static void
+collect(LlmEngine *e, const int64_t *ids, char **texts)
+{
+	LlmResult	r;
+
+	while (llm_engine_poll(e, &r))
+		for (int i = 0; i < N_PROMPTS; i++)
+			if (r.id == ids[i])
+				texts[i] = strdup(r.text);
+}
+
+/* Compare collected texts with the references, then release. */
+static void
+check_collected(LlmEngine *e, const int64_t *ids, char **texts, const char *what)
+{
+	for (int i = 0; i < N_PROMPTS; i++)
+	{
+		TEST_CHECK(texts[i] != NULL && strcmp(texts[i], reference[i]) == 0,
+				   "%s: prompt %d differs:\n  got  %s\n  want %s", what, i, texts[i] ? texts[i] : "(none)", reference[i]);
+		free(texts[i]);
+		texts[i] = NULL;
+		llm_engine_release(e, ids[i]);
+	}
+}
+
+/* All prompts at once, with several batch budgets (prompts split in chunks). */
+static void
+test_batched(void)
+{
+	int			budgets[] = {512, 7, 1};
+
+	for (int b = 0; b < 3; b++)
+	{
+		LlmEngine  *e = make_engine(N_PROMPTS, budgets[b], 0, 16);
+		int64_t		ids[N_PROMPTS];
+		char	   *texts[N_PROMPTS] = {0};
+		LlmEngineStats st;
+		char		what[64];
+
+		for (int i = 0; i < N_PROMPTS; i++)
+			ids[i] = add(e, prompts[i], 48);
+		run_to_idle(e);
+		collect(e, ids, texts);
+		snprintf(what, sizeof(what), "batched, budget %d", budgets[b]);
+		check_collected(e, ids, texts, what);
+		llm_engine_stats(e, &st);
+		TEST_CHECK(st.kv_blocks_used == 0, "%d KV blocks leaked", st.kv_blocks_used);
+		llm_engine_free(e);
+	}
+}
+
+/* Sequences joining mid-way, and a pool so small that sequences are preempted. */
+static void
+test_join_and_preempt(void)
+{
+	/* block of 4 tokens, pool of 40 blocks: every sequence fits alone, not all together */
+	size_t		block_bytes = 2 * 5 * 4 * 32 * sizeof(float);
+	LlmEngine  *e = make_engine(N_PROMPTS, 16, 40 * block_bytes, 4);
+	int64_t		ids[N_PROMPTS];
+	char	   *texts[N_PROMPTS] = {0};
+	LlmEngineStats st;
+	LlmError	err;
+
+	for (int i = 0; i < N_PROMPTS; i++)
+	{
+		ids[i] = add(e, prompts[i], 48);
+		/* a few steps between arrivals */
+		for (int s = 0; s < 5; s++)
+			TEST_CHECK(llm_engine_step(e, &err) == LLM_OK, "step: %s", err.msg);
+		collect(e, ids, texts);
+	}
+	run_to_idle(e);
+	collect(e, ids, texts);
+	llm_engine_stats(e, &st);
+	TEST_CHECK(st.preemptions > 0, "the tiny pool should have forced preemption");
+	check_collected(e, ids, texts, "joining + preemption");
+	llm_engine_stats(e, &st);
+	TEST_CHECK(st.kv_blocks_used == 0, "%d KV blocks leaked", st.kv_blocks_used);
+	llm_engine_free(e);
+}
+
+/* A request that cannot fit the pool alone is refused with a clear error. */
+static void
+test_too_big(void)
+{
+	size_t		block_bytes = 2 * 5 * 16 * 32 * sizeof(float);
+	LlmEngine  *e = make_engine(2, 64, 2 * block_bytes, 16);
+	LlmRequest	r;
+	LlmError	err;
+	int64_t		id;
+	int			n_ids;
+	int32_t    *ids = tokenize(prompts[3], &n_ids);
+
+	llm_request_default(&r);
+	r.prompt = ids;
+	r.n_prompt = n_ids;
+	r.max_tokens = 100;
+	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_LIMIT && strstr(err.msg, "KV blocks") != NULL,
+			   "expected a KV limit error, got %s", err.msg);
+	/* prompt longer than the context */
+	r.max_tokens = 1;
+	r.n_prompt = 600;
+	ids = realloc(ids, 600 * sizeof(int32_t));
+	for (int i = n_ids; i < 600; i++)
+		ids[i] = 5;
+	r.prompt = ids;
+	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_LIMIT && strstr(err.msg, "600") != NULL,
+			   "expected a context error, got %s", err.msg);
+	/* bad parameters */
+	r.n_prompt = n_ids;
+	r.top_p = 1.5f;
+	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_INVALID && strstr(err.msg, "top_p") != NULL,
+			   "expected a top_p error, got %s", err.msg);
+	r.top_p = 1.0f;
+	r.max_tokens = -1;
+	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_INVALID, "negative max_tokens accepted");
+	r.max_tokens = 4;
+	ids[1] = 100000;
+	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_INVALID, "out-of-vocabulary token accepted");
+	free(ids);
+	llm_engine_free(e);
+}
+
+/* Stop strings cut the text; max_tokens 0 finishes at once; cancel frees blocks. */
+static void
+test_stop_cancel(void)
+{
+	LlmEngine  *e = make_engine(4, 64, 0, 16);
+	LlmRequest	r;
+	LlmResult	res;
+	LlmError	err;
+	LlmEngineStats st;
+	int64_t		a,
+				b,
+				c;
+	int			n_ids;
+	int32_t    *ids = tokenize(prompts[0], &n_ids);
+	const char *stops[] = {"Lily"};
+	char	   *t;
+
+	llm_request_default(&r);
+	r.prompt = ids;
+	r.n_prompt = n_ids;
+	r.max_tokens = 64;
+	r.stop = stops;
+	r.n_stop = 1;
+	TEST_CHECK(llm_engine_add(e, &r, &a, &err) == LLM_OK, "add: %s", err.msg);
+	r.n_stop = 0;
+	r.max_tokens = 0;
+	TEST_CHECK(llm_engine_add(e, &r, &b, &err) == LLM_OK, "add: %s", err.msg);
+	r.max_tokens = 64;
+	TEST_CHECK(llm_engine_add(e, &r, &c, &err) == LLM_OK, "add: %s", err.msg);
+	TEST_CHECK(llm_engine_step(e, &err) == LLM_OK, "step: %s", err.msg);
+	llm_engine_cancel(e, c);
+	run_to_idle(e);
+
+	t = result_text(e, a, &res);
+	TEST_CHECK(t != NULL && strcmp(t, ", there was a little girl named ") == 0 && res.reason == LLM_FINISH_STOP,
+			   "stop string: got \"%s\" (%s)", t ? t : "", llm_finish_reason_name(res.reason));
+	free(t);
+	llm_engine_release(e, a);
+	t = result_text(e, b, &res);
+	TEST_CHECK(t != NULL && t[0] == '\0' && res.reason == LLM_FINISH_LENGTH && res.n_generated == 0,
+			   "max_tokens 0: got \"%s\"", t ? t : "");
+	free(t);
+	llm_engine_release(e, b);
+	t = result_text(e, c, &res);
+	TEST_CHECK(t != NULL && res.reason == LLM_FINISH_CANCELLED, "cancel: %s", llm_finish_reason_name(res.reason));
+	free(t);
+	llm_engine_release(e, c);
+	llm_engine_stats(e, &st);
+	TEST_CHECK(st.kv_blocks_used == 0 && st.n_running == 0, "blocks %d, running %d after all finished",
+			   st.kv_blocks_used, st.n_running);
+	/* unknown ids are ignored */
+	llm_engine_cancel(e, 12345);
+	llm_engine_release(e, 12345);
+	free(ids);
+	llm_engine_free(e);
+}
+
+/* Same seed, same text; sampling differs from greedy. */
+static void
+test_seeded(void)
+{
+	char	   *texts[3];
+
+	for (int k = 0; k < 3; k++)
+	{
+		LlmEngine  *e = make_engine(1, 64, 0, 16);
+		LlmRequest	r;
+		LlmResult	res;
+		LlmError	err;
+		int64_t		id;
+		int			n_ids;
+		int32_t    *ids = tokenize(prompts[0], &n_ids);
+
+		llm_request_default(&r);
+		r.prompt = ids;
+		r.n_prompt = n_ids;
+		r.max_tokens = 48;
+		r.temperature = 1.0f;
+		r.top_p = 0.9f;
+		r.seed = k < 2 ? 42 : 7;
+		TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_OK, "add: %s", err.msg);
+		run_to_idle(e);
+		texts[k] = result_text(e, id, &res);
+		free(ids);
+		llm_engine_free(e);
+	}
+	TEST_CHECK(texts[0] && texts[1] && strcmp(texts[0], texts[1]) == 0, "same seed, different text");
+	TEST_CHECK(texts[0] && texts[2] && strcmp(texts[0], texts[2]) != 0, "different seeds, same text");
+	TEST_CHECK(texts[0] && strcmp(texts[0], reference[0]) != 0, "temperature 1 gave the greedy text");
+	for (int k = 0; k < 3; k++)
+		free(texts[k]);
+}
+
+/* Random add / step / cancel / release sequences never leak or double-free blocks. */
+static void
+test_random_ops(void)
+{
+	size_t		block_bytes = 2 * 5 * 4 * 32 * sizeof(float);
+	LlmEngine  *e = make_engine(5, 24, 30 * block_bytes, 4);
+	uint64_t	x = 12345;
+	int64_t		live[64];
+	int			n_live = 0;
+	LlmEngineStats st;
+	LlmError	err;
+
+	for (int it = 0; it < 400; it++)
+	{
+		int			op;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		op = (int) (x % 10);
+		if (op < 3 && n_live < 64)
+			live[n_live++] = add(e, prompts[x % N_PROMPTS], (int) ((x >> 8) % 20));
+		else if (op == 3 && n_live > 0)
+			llm_engine_cancel(e, live[(x >> 8) % (uint64_t) n_live]);
+		else if (op == 4 && n_live > 0)
+		{
+			int			k = (int) ((x >> 8) % (uint64_t) n_live);
+
+			llm_engine_release(e, live[k]);
+			live[k] = live[--n_live];
+		}
+		else
+			TEST_CHECK(llm_engine_step(e, &err) == LLM_OK, "step: %s", err.msg);
+		llm_engine_stats(e, &st);
+		TEST_CHECK(st.kv_blocks_used >= 0 && st.kv_blocks_used <= st.kv_blocks_total, "blocks used %d of %d",
+				   st.kv_blocks_used, st.kv_blocks_total);
+	}
+	run_to_idle(e);
+	llm_engine_stats(e, &st);
+	TEST_CHECK(st.kv_blocks_used == 0, "%d KV blocks still used when idle", st.kv_blocks_used);
+	for (int i = 0; i < n_live; i++)
+		llm_engine_release(e, live[i]);
+	llm_engine_free(e);
+}
+
+int
+main(void)
+{
+	char		path[1024];
+	LlmError	err;
+
+	snprintf(path, sizeof(path), "%s/models/stories260K.gguf", test_shared_dir());
+	if (llm_model_load(path, &model, &err) != LLM_OK)
+	{
+		fprintf(stderr, "could not load %s: %s\n", path, err.msg);
+		return 1;
+	}
+	test_reference();
+	test_batched();
+	test_join_and_preempt();
+	test_too_big();
+	test_stop_cancel();
+	test_seeded();
+	test_random_ops();
+	for (int i = 0; i < N_PROMPTS; i++)
+		free(reference[i]);
+	llm_model_free(model);
+	return test_summary("engine");
+}

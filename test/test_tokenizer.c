@@ -1,0 +1,771 @@
+/*
+ * test_tokenizer.c
+ *		Tests of the SPM ("llama") and byte-level BPE ("gpt2") tokenizers.
+ *
+ * The reference suites in ../shared/vocab come from llama.cpp: each .inp
+ * holds inputs, every one followed by a line "__ggml_vocab_test__" (so an
+ * input is the text between two "\n__ggml_vocab_test__\n" separators; the
+ * newline before a separator line is not part of the input), and line i of
+ * the .out holds the ids of input i without BOS.  Both suites must match
+ * exactly with either parse_special setting.  Then: round trips of chosen
+ * and random byte strings (the random ones include ill-formed UTF-8), empty
+ * input, special tokens, pieces, load errors on synthetic vocabularies built
+ * in memory, and a 100 kB timing check.  Run from the repository root.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gguf.h"
+#include "test.h"
+#include "tokenizer.h"
+
+#define SEPARATOR "\n__ggml_vocab_test__\n"
+
+/* Read a whole file into a malloc'd NUL-terminated buffer; NULL on failure. */
+static char *
+read_file(const char *path, size_t *len)
+{
+	FILE	   *f = fopen(path, "rb");
+	char	   *buf;
+	long		n;
+
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t) n + 1);
+	if (buf != NULL && fread(buf, 1, (size_t) n, f) != (size_t) n)
+	{
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf != NULL)
+	{
+		buf[n] = '\0';
+		*len = (size_t) n;
+	}
+	return buf;
+}
+
+/* Open a GGUF file and load its tokenizer; NULL (and a failed check) on error. */
+static LlmTokenizer *
+load(const char *name, LlmGguf **g)
+{
+	char		path[512];
+	LlmError	err = {0};
+	LlmTokenizer *t = NULL;
+	LlmStatus	st;
+
+	snprintf(path, sizeof(path), "%s/%s", test_shared_dir(), name);
+	st = llm_gguf_open(path, g, &err);
+	TEST_CHECK(st == LLM_OK, "open %s: %s", path, err.msg);
+	if (st != LLM_OK)
+		return NULL;
+	st = llm_tokenizer_load(*g, &t, &err);
+	TEST_CHECK(st == LLM_OK, "load tokenizer of %s: %s", path, err.msg);
+	return st == LLM_OK ? t : NULL;
+}
+
+/* Tokenize a NUL-terminated string; returns the count, ids in *ids (caller frees). */
+static int
+tok(const LlmTokenizer *t, const char *s, size_t len, bool bos, bool special, int32_t **ids)
+{
+	LlmError	err = {0};
+	int			n = -1;
+	LlmStatus	st = llm_tokenize(t, s, len, bos, special, ids, &n, &err);
+
+	TEST_CHECK(st == LLM_OK, "tokenize: %s", err.msg);
+	return st == LLM_OK ? n : -1;
+}
+
+/*
+ * Whether decode(tokenize(s)) gives s back.  For SPM (spm) the decoded text
+ * starts with the space prefix, and a literal U+2581 in s comes back as a
+ * space: SentencePiece writes spaces as U+2581, so the two cannot be told
+ * apart (SentencePiece itself behaves the same).
+ */
+static bool
+round_trips(const LlmTokenizer *t, const char *s, size_t len, bool spm)
+{
+	int32_t    *ids = NULL;
+	int			n = tok(t, s, len, false, false, &ids);
+	char	   *out = NULL;
+	char	   *want = malloc(len + 2);
+	size_t		olen = 0,
+				wlen = 0;
+	LlmError	err = {0};
+	bool		ok;
+
+	if (n < 0)
+	{
+		free(want);
+		return false;
+	}
+	if (spm && len > 0)
+		want[wlen++] = ' ';
+	for (size_t i = 0; i < len;)
+	{
+		if (spm && i + 3 <= len && memcmp(s + i, "\xE2\x96\x81", 3) == 0)
+		{
+			want[wlen++] = ' ';
+			i += 3;
+		}
+		else
+			want[wlen++] = s[i++];
+	}
+	ok = llm_detokenize(t, ids, n, &out, &olen, &err) == LLM_OK;
+	ok = ok && olen == wlen && memcmp(out, want, wlen) == 0;
+	free(ids);
+	free(out);
+	free(want);
+	return ok;
+}
+
+/* Run one reference suite; returns the number of inputs that matched. */
+static int
+run_suite(const char *vocab, bool parse_special, int *n_total)
+{
+	char		path[512];
+	char	   *inp,
+			   *outf;
+	size_t		inp_len,
+				out_len;
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = load(vocab, &g);
+	int			n_ok = 0,
+				n = 0;
+	char	   *pos,
+			   *line;
+
+	*n_total = 0;
+	snprintf(path, sizeof(path), "%s/%s.inp", test_shared_dir(), vocab);
+	inp = read_file(path, &inp_len);
+	snprintf(path, sizeof(path), "%s/%s.out", test_shared_dir(), vocab);
+	outf = read_file(path, &out_len);
+	TEST_CHECK(inp != NULL && outf != NULL, "read the suite of %s", vocab);
+	if (t == NULL || inp == NULL || outf == NULL)
+		goto done;
+
+	pos = inp;
+	line = outf;
+	for (;;)
+	{
+		char	   *sep = strstr(pos, SEPARATOR);
+		char	   *eol;
+		int32_t    *ids = NULL;
+		int			n_ids;
+		int32_t		want[1024];
+		int			n_want = 0;
+		bool		same;
+
+		/* the first input starts the file; the others follow a separator */
+		if (sep == NULL)
+			break;
+		eol = strchr(line, '\n');
+		TEST_CHECK(eol != NULL, "%s: .out has fewer lines than .inp has inputs", vocab);
+		if (eol == NULL)
+			break;
+		*eol = '\0';
+		for (char *p = line; *p != '\0';)
+		{
+			char	   *end;
+			long		v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (n_want < 1024)
+				want[n_want++] = (int32_t) v;
+			p = end;
+		}
+		n_ids = tok(t, pos, (size_t) (sep - pos), false, parse_special, &ids);
+		same = n_ids == n_want && (n_ids == 0 || memcmp(ids, want, (size_t) n_ids * 4) == 0);
+		TEST_CHECK(same, "%s input %d (%.*s): %d ids, want %d (first %d vs %d)", vocab, n,
+				   (int) (sep - pos), pos, n_ids, n_want,
+				   n_ids > 0 ? ids[0] : -1, n_want > 0 ? want[0] : -1);
+		n_ok += same;
+		n++;
+		free(ids);
+		pos = sep + strlen(SEPARATOR);
+		line = eol + 1;
+		/* the separator after the last input ends the file */
+		if (*pos == '\0')
+			break;
+	}
+	TEST_CHECK(*line == '\0', "%s: .out has more lines than .inp has inputs", vocab);
+	*n_total = n;
+
+done:
+	free(inp);
+	free(outf);
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	return n_ok;
+}
+
+/* Strings every tokenizer must round-trip. */
+static const char *const roundtrip_strings[] = {
+	"Hello world", "Once upon a time, there was a little girl named Lily.",
+	"  leading spaces", "trailing spaces   ", "a  b   c    d", "\t\ttabs\tand\nnewlines\n\n\n",
+	"\r\nWindows line\r\n", "caf\xC3\xA9 na\xC3\xAFve r\xC3\xA9sum\xC3\xA9", "\303\234ber F\xC3\xBChrer",
+	"\xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C", /* 你好，世界 */
+	"\xE3\x81\x93\xE3\x82\x93\xE3\x81\xAB\xE3\x81\xA1\xE3\x81\xAF", /* こんにちは */
+	"\xF0\x9F\x98\x80\xF0\x9F\x9A\x80 emoji \xF0\x9F\xA6\x99\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD",
+	"\xD0\x9F\xD1\x80\xD0\xB8\xD0\xB2\xD0\xB5\xD1\x82 \xD0\xBC\xD0\xB8\xD1\x80", /* Привет мир */
+	"\xCE\xB1\xCE\xB2\xCE\xB3 \xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D \xD8\xB3\xD9\x84\xD8\xA7\xD9\x85",
+	"int main(void) { return 0; }\n", "x = 3.14159 * r ** 2  # area", "$$$ !!! ??? ... ---",
+	"I'm sure they'll've done it, 'twas", "<s> not special </s> <unk> <|endoftext|>", "\xE2\x96\x81 literal",
+	"1234567890 12 345 6789", " ", "\n", "\t", "~", "\x01\x02\x7F control bytes",
+};
+
+/* Round trips of chosen strings. */
+static void
+test_roundtrip_strings(const LlmTokenizer *t, bool spm, const char *name)
+{
+	for (size_t i = 0; i < sizeof(roundtrip_strings) / sizeof(roundtrip_strings[0]); i++)
+		TEST_CHECK(round_trips(t, roundtrip_strings[i], strlen(roundtrip_strings[i]), spm),
+				   "%s round trip of \"%s\"", name, roundtrip_strings[i]);
+}
+
+/* xorshift64 for reproducible random bytes. */
+static uint64_t
+rng_next(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Random byte strings (ill-formed UTF-8 included) never fail and round-trip. */
+static void
+test_random_bytes(const LlmTokenizer *t, bool spm, const char *name, int count)
+{
+	static const char *const parts[] = {
+		" ", "  ", "a", "e", "the", "\n", "\t", "<s>", "</s>", "<|endoftext|>", "'s", "1",
+		"\xC3\xA9", "\xE4\xBD\xA0", "\xF0\x9F\x98\x80", "\xE2\x96\x81", "\xC3", "\xE4\xBD", "\xF0\x9F",
+		"\x80", "\xBF", "\xFF", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\x00"
+	};
+	uint64_t	seed = 0x9E3779B97F4A7C15ull;
+	int			n_bad = 0,
+				n_fail = 0;
+
+	for (int k = 0; k < count; k++)
+	{
+		char		buf[256];
+		size_t		len = 0;
+		size_t		target = rng_next(&seed) % 48;
+		int32_t    *ids = NULL;
+		int			n;
+		LlmError	err = {0};
+
+		while (len < target)
+		{
+			if (k % 2 == 0)
+				buf[len++] = (char) (rng_next(&seed) & 0xFF);
+			else
+			{
+				const char *p = parts[rng_next(&seed) % (sizeof(parts) / sizeof(parts[0]))];
+				size_t		pl = strlen(p);
+
+				if (pl == 0)
+					pl = 1;		/* the NUL byte */
+				memcpy(buf + len, p, pl);
+				len += pl;
+			}
+		}
+		if (!round_trips(t, buf, len, spm))
+		{
+			if (n_bad++ < 3)
+				fprintf(stderr, "%s: random string %d (%zu bytes) does not round-trip\n", name, k, len);
+		}
+		/* with parse_special it must not fail either */
+		if (llm_tokenize(t, buf, len, true, true, &ids, &n, &err) != LLM_OK)
+			n_fail++;
+		free(ids);
+	}
+	TEST_CHECK(n_bad == 0, "%s: %d of %d random strings do not round-trip", name, n_bad, count);
+	TEST_CHECK(n_fail == 0, "%s: %d of %d random strings failed with parse_special", name, n_fail, count);
+}
+
+/* Seconds of monotonic time. */
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* 100 kB of text in several shapes tokenizes fast and round-trips. */
+static void
+test_speed(const LlmTokenizer *t, bool spm, const char *name)
+{
+	static const char *const unit[] = {
+		"The quick brown fox jumps over the lazy dog. \xE4\xBD\xA0\xE5\xA5\xBD \xF0\x9F\x98\x80 1234\n",
+		"a", " ", "\xE4\xBD\xA0", "ab ", "\n", "\xFF", "\xE4\xBD", " \xF0\x9F\x98\x80",
+	};
+	const size_t size = 100 * 1000;
+	char	   *buf = malloc(size + 64);
+
+	for (size_t u = 0; u < sizeof(unit) / sizeof(unit[0]); u++)
+	{
+		size_t		len = 0,
+					ul = strlen(unit[u]);
+		int32_t    *ids = NULL;
+		int			n;
+		double		t0,
+					dt;
+
+		while (len + ul <= size)
+		{
+			memcpy(buf + len, unit[u], ul);
+			len += ul;
+		}
+		t0 = now();
+		n = tok(t, buf, len, false, false, &ids);
+		dt = now() - t0;
+		TEST_CHECK(n > 0 && dt < 1.0, "%s: %zu bytes of \"%s\" took %.3f s", name, len, unit[u], dt);
+		if (u == 0)
+			printf("%s: %zu bytes -> %d tokens in %.3f s\n", name, len, n, dt);
+		free(ids);
+		TEST_CHECK(round_trips(t, buf, len, spm), "%s: 100 kB of \"%s\" round-trips", name, unit[u]);
+	}
+	free(buf);
+}
+
+/* Whether ids[0..n) equals the list want (terminated by -2). */
+static bool
+ids_are(const int32_t *ids, int n, const int32_t *want)
+{
+	int			k = 0;
+
+	while (want[k] != -2)
+		k++;
+	if (n != k)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (ids[i] != want[i])
+			return false;
+	return true;
+}
+
+/* Whether the pieces of id equal s. */
+static bool
+piece_is(const LlmTokenizer *t, int32_t id, const char *s, size_t len)
+{
+	size_t		n;
+	const char *p = llm_token_piece(t, id, &n);
+
+	return p != NULL && n == len && memcmp(p, s, len) == 0;
+}
+
+/* The llama-spm vocabulary: ids, special tokens, pieces, empty input. */
+static void
+test_spm(void)
+{
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = load("vocab/ggml-vocab-llama-spm.gguf", &g);
+	int32_t    *ids = NULL;
+	int			n;
+	char	   *text = NULL;
+	size_t		len;
+	LlmError	err = {0};
+	int32_t		bad[] = {5, 32000};
+
+	if (t == NULL)
+		return;
+	TEST_CHECK(llm_tokenizer_kind(t) == LLM_TOKENIZER_SPM, "kind");
+	TEST_CHECK(llm_tokenizer_n_vocab(t) == 32000, "n_vocab %d", llm_tokenizer_n_vocab(t));
+	TEST_CHECK(llm_tokenizer_bos(t) == 1 && llm_tokenizer_eos(t) == 2, "bos/eos");
+	TEST_CHECK(llm_tokenizer_add_bos(t), "llama wants BOS");
+	TEST_CHECK(llm_tokenizer_is_eog(t, 2) && !llm_tokenizer_is_eog(t, 1) &&
+			   !llm_tokenizer_is_eog(t, -1) && !llm_tokenizer_is_eog(t, 32000), "eog");
+	TEST_CHECK(llm_tokenizer_find(t, "<s>") == 1 && llm_tokenizer_find(t, "\xE2\x96\x81Hello") == 15043 &&
+			   llm_tokenizer_find(t, "no such token") == -1, "find");
+	TEST_CHECK(strcmp(llm_token_text(t, 13), "<0x0A>") == 0 && llm_token_text(t, 32000) == NULL, "text");
+
+	/* pieces */
+	TEST_CHECK(piece_is(t, 13, "\n", 1) && piece_is(t, 3, "\0", 1), "byte pieces");
+	TEST_CHECK(piece_is(t, 15043, " Hello", 6) && piece_is(t, 29871, " ", 1), "text pieces");
+	TEST_CHECK(piece_is(t, 0, "", 0) && piece_is(t, 1, "", 0) && piece_is(t, 2, "", 0), "control pieces");
+	TEST_CHECK(llm_token_piece(t, -1, &len) == NULL && llm_token_piece(t, 32000, &len) == NULL, "range");
+	TEST_CHECK(llm_detokenize(t, bad, 2, &text, &len, &err) == LLM_ERR_INVALID && text == NULL,
+			   "detokenize rejects id 32000");
+
+	/* empty input */
+	n = tok(t, "", 0, false, false, &ids);
+	TEST_CHECK(n == 0 && ids != NULL, "empty: %d tokens", n);
+	free(ids);
+	n = tok(t, "", 0, true, true, &ids);
+	TEST_CHECK(n == 1 && ids[0] == 1, "empty with BOS: %d tokens", n);
+	free(ids);
+	n = tok(t, "Hello world", 11, true, false, &ids);
+	TEST_CHECK(ids_are(ids, n, (const int32_t[]) {1, 15043, 3186, -2}), "BOS Hello world");
+	free(ids);
+
+	/* special tokens: matched with parse_special, text without */
+	n = tok(t, "<s>Hello world</s>", 18, false, true, &ids);
+	TEST_CHECK(ids_are(ids, n, (const int32_t[]) {1, 15043, 3186, 2, -2}), "parse_special <s>...</s>: %d", n);
+	free(ids);
+	n = tok(t, "Hello<s>world", 13, false, true, &ids);
+	TEST_CHECK(ids_are(ids, n, (const int32_t[]) {15043, 1, 3186, -2}),
+			   "text after a special token gets the space prefix: %d", n);
+	free(ids);
+	n = tok(t, "<s></s>", 7, false, true, &ids);
+	TEST_CHECK(ids_are(ids, n, (const int32_t[]) {1, 2, -2}), "only special tokens: %d", n);
+	free(ids);
+	n = tok(t, "<s>Hello world</s>", 18, false, false, &ids);
+	TEST_CHECK(n > 4, "without parse_special <s> is text: %d", n);
+	for (int i = 0; i < n; i++)
+		TEST_CHECK(ids[i] != 1 && ids[i] != 2, "no control token from text (id %d)", ids[i]);
+	free(ids);
+	TEST_CHECK(round_trips(t, "<s>Hello world</s>", 18, true), "<s> as text round-trips");
+	n = tok(t, "<unk>", 5, false, true, &ids);
+	TEST_CHECK(n > 1, "unknown tokens are not special: %d", n);
+	free(ids);
+
+	test_roundtrip_strings(t, true, "llama-spm");
+	test_random_bytes(t, true, "llama-spm", 3000);
+	test_speed(t, true, "llama-spm");
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+}
+
+/* The gpt-2 vocabulary: ids, special tokens, pieces, empty input. */
+static void
+test_bpe(void)
+{
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = load("vocab/ggml-vocab-gpt-2.gguf", &g);
+	int32_t    *ids = NULL;
+	int			n;
+	size_t		len;
+
+	if (t == NULL)
+		return;
+	TEST_CHECK(llm_tokenizer_kind(t) == LLM_TOKENIZER_BPE, "kind");
+	TEST_CHECK(llm_tokenizer_n_vocab(t) == 50257, "n_vocab");
+	TEST_CHECK(llm_tokenizer_bos(t) == 50256 && llm_tokenizer_eos(t) == 50256, "bos/eos");
+	TEST_CHECK(!llm_tokenizer_add_bos(t), "gpt2 does not want BOS");
+	TEST_CHECK(llm_tokenizer_is_eog(t, 50256) && !llm_tokenizer_is_eog(t, 198), "eog");
+	TEST_CHECK(llm_tokenizer_find(t, "<|endoftext|>") == 50256, "find");
+
+	TEST_CHECK(piece_is(t, 198, "\n", 1) && piece_is(t, 220, " ", 1), "whitespace pieces");
+	TEST_CHECK(piece_is(t, 18435, " Hello", 6) && piece_is(t, 50256, "", 0), "pieces");
+	TEST_CHECK(llm_token_piece(t, 50257, &len) == NULL, "range");
+
+	n = tok(t, "", 0, false, false, &ids);
+	TEST_CHECK(n == 0, "empty: %d tokens", n);
+	free(ids);
+	n = tok(t, "", 0, true, false, &ids);
+	TEST_CHECK(n == 1 && ids[0] == 50256, "empty with BOS: %d", n);
+	free(ids);
+
+	n = tok(t, "Hello<|endoftext|> world", 24, false, true, &ids);
+	TEST_CHECK(ids_are(ids, n, (const int32_t[]) {15496, 50256, 995, -2}), "parse_special: %d", n);
+	free(ids);
+	n = tok(t, "Hello<|endoftext|> world", 24, false, false, &ids);
+	TEST_CHECK(n > 3, "without parse_special: %d", n);
+	for (int i = 0; i < n; i++)
+		TEST_CHECK(ids[i] != 50256, "no control token from text");
+	free(ids);
+
+	test_roundtrip_strings(t, false, "gpt-2");
+	test_random_bytes(t, false, "gpt-2", 3000);
+	test_speed(t, false, "gpt-2");
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+}
+
+/* The tokenizer of the real stories260K model. */
+static void
+test_stories(void)
+{
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = load("models/stories260K.gguf", &g);
+	int32_t    *ids = NULL;
+	int			n;
+	char	   *text = NULL;
+	size_t		len = 0;
+	LlmError	err = {0};
+
+	if (t == NULL)
+		return;
+	TEST_CHECK(llm_tokenizer_n_vocab(t) == 512 && llm_tokenizer_kind(t) == LLM_TOKENIZER_SPM, "stories vocab");
+	n = tok(t, "Once upon a time", 16, true, false, &ids);
+	TEST_CHECK(n >= 3 && n <= 12 && ids[0] == 1, "Once upon a time: %d tokens", n);
+	for (int i = 1; i < n; i++)
+		TEST_CHECK(ids[i] >= 3 + 256 && ids[i] < 512, "a text token, not a byte: %d (%s)",
+				   ids[i], llm_token_text(t, ids[i]));
+	TEST_CHECK(llm_detokenize(t, ids, n, &text, &len, &err) == LLM_OK &&
+			   strcmp(text, " Once upon a time") == 0, "decode: \"%s\"", text ? text : "");
+	free(text);
+	free(ids);
+	test_roundtrip_strings(t, true, "stories260K");
+	test_random_bytes(t, true, "stories260K", 1000);
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+}
+
+/* A tiny GGUF image built in memory. */
+typedef struct MemGguf
+{
+	uint8_t    *buf;
+	size_t		len;
+	size_t		cap;
+	uint64_t	n_kv;
+} MemGguf;
+
+/* Append bytes. */
+static void
+mg_put(MemGguf *m, const void *p, size_t n)
+{
+	if (m->len + n > m->cap)
+	{
+		m->cap = (m->len + n) * 2 + 64;
+		m->buf = realloc(m->buf, m->cap);
+	}
+	memcpy(m->buf + m->len, p, n);
+	m->len += n;
+}
+
+/* Append a little-endian integer of n bytes. */
+static void
+mg_int(MemGguf *m, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		uint8_t		b = (uint8_t) (v >> (8 * i));
+
+		mg_put(m, &b, 1);
+	}
+}
+
+/* Append a GGUF string. */
+static void
+mg_str(MemGguf *m, const char *s)
+{
+	mg_int(m, strlen(s), 8);
+	mg_put(m, s, strlen(s));
+}
+
+/* Append a key and its type. */
+static void
+mg_key(MemGguf *m, const char *key, uint32_t type)
+{
+	mg_str(m, key);
+	mg_int(m, type, 4);
+	m->n_kv++;
+}
+
+/* Append a string array value. */
+static void
+mg_strs(MemGguf *m, const char *key, const char *const *v, int n)
+{
+	mg_key(m, key, LLM_GGUF_ARRAY);
+	mg_int(m, LLM_GGUF_STRING, 4);
+	mg_int(m, (uint64_t) n, 8);
+	for (int i = 0; i < n; i++)
+		mg_str(m, v[i]);
+}
+
+/* Append an int32 array value. */
+static void
+mg_i32s(MemGguf *m, const char *key, const int32_t *v, int n)
+{
+	mg_key(m, key, LLM_GGUF_ARRAY);
+	mg_int(m, LLM_GGUF_INT32, 4);
+	mg_int(m, (uint64_t) n, 8);
+	for (int i = 0; i < n; i++)
+		mg_int(m, (uint32_t) v[i], 4);
+}
+
+/* Append a float32 array value. */
+static void
+mg_f32s(MemGguf *m, const char *key, const float *v, int n)
+{
+	mg_key(m, key, LLM_GGUF_ARRAY);
+	mg_int(m, LLM_GGUF_FLOAT32, 4);
+	mg_int(m, (uint64_t) n, 8);
+	for (int i = 0; i < n; i++)
+		mg_put(m, &v[i], 4);
+}
+
+/* Append a uint32 value. */
+static void
+mg_u32(MemGguf *m, const char *key, uint32_t v)
+{
+	mg_key(m, key, LLM_GGUF_UINT32);
+	mg_int(m, v, 4);
+}
+
+/* Append a string value. */
+static void
+mg_strv(MemGguf *m, const char *key, const char *v)
+{
+	mg_key(m, key, LLM_GGUF_STRING);
+	mg_str(m, v);
+}
+
+/* Wrap the key/values in a header and try to load a tokenizer from it. */
+static LlmStatus
+mg_load(MemGguf *m, LlmGguf **g, LlmTokenizer **t, LlmError *err)
+{
+	MemGguf		full = {0};
+	LlmStatus	st;
+
+	mg_int(&full, LLM_GGUF_MAGIC, 4);
+	mg_int(&full, 3, 4);
+	mg_int(&full, 0, 8);		/* tensors */
+	mg_int(&full, m->n_kv, 8);
+	mg_put(&full, m->buf, m->len);
+	free(m->buf);
+	*m = full;
+	*t = NULL;
+	st = llm_gguf_open_memory(m->buf, m->len, g, err);
+	TEST_CHECK(st == LLM_OK, "synthetic GGUF opens: %s", err->msg);
+	if (st != LLM_OK)
+		return st;
+	return llm_tokenizer_load(*g, t, err);
+}
+
+/* Load errors, duplicate texts, unknown-token fallback and EOG texts on synthetic vocabularies. */
+static void
+test_synthetic(void)
+{
+	static const char *const toks[] = {
+		"<unk>", "<s>", "</s>", "a", "b", "\xE2\x96\x81", "ab", "\342\226\201ab", "a", "<end_of_turn>", "<tag>"
+	};
+	const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1, 1, 3, 4};
+	const float scores[] = {0, 0, 0, -1, -1, -1, -2, -3, -1, 0, 0};
+	MemGguf		m = {0};
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = NULL;
+	LlmError	err = {0};
+	LlmStatus	st;
+	int32_t    *ids = NULL;
+	int			n;
+
+	/* an unsupported model is named */
+	mg_strv(&m, "tokenizer.ggml.model", "bert");
+	mg_strs(&m, "tokenizer.ggml.tokens", toks, 11);
+	st = mg_load(&m, &g, &t, &err);
+	TEST_CHECK(st == LLM_ERR_UNSUPPORTED && strstr(err.msg, "\"bert\"") != NULL && t == NULL,
+			   "unsupported model: %s", err.msg);
+	llm_gguf_close(g);
+	free(m.buf);
+
+	/* counts must agree */
+	memset(&m, 0, sizeof(m));
+	mg_strv(&m, "tokenizer.ggml.model", "llama");
+	mg_strs(&m, "tokenizer.ggml.tokens", toks, 11);
+	mg_f32s(&m, "tokenizer.ggml.scores", scores, 10);
+	st = mg_load(&m, &g, &t, &err);
+	TEST_CHECK(st == LLM_ERR_FORMAT && strstr(err.msg, "scores") != NULL, "score count: %s", err.msg);
+	llm_gguf_close(g);
+	free(m.buf);
+
+	/* missing tokens; gpt2 without merges */
+	memset(&m, 0, sizeof(m));
+	mg_strv(&m, "tokenizer.ggml.model", "gpt2");
+	st = mg_load(&m, &g, &t, &err);
+	TEST_CHECK(st == LLM_ERR_FORMAT && strstr(err.msg, "tokens") != NULL, "no tokens: %s", err.msg);
+	llm_gguf_close(g);
+	free(m.buf);
+	memset(&m, 0, sizeof(m));
+	mg_strv(&m, "tokenizer.ggml.model", "gpt2");
+	mg_strs(&m, "tokenizer.ggml.tokens", toks, 11);
+	st = mg_load(&m, &g, &t, &err);
+	TEST_CHECK(st == LLM_ERR_FORMAT && strstr(err.msg, "merges") != NULL, "no merges: %s", err.msg);
+	llm_gguf_close(g);
+	free(m.buf);
+
+	/* a good one: duplicates, ids out of range, no byte tokens */
+	memset(&m, 0, sizeof(m));
+	mg_strv(&m, "tokenizer.ggml.model", "llama");
+	mg_strs(&m, "tokenizer.ggml.tokens", toks, 11);
+	mg_f32s(&m, "tokenizer.ggml.scores", scores, 11);
+	mg_i32s(&m, "tokenizer.ggml.token_type", types, 11);
+	mg_u32(&m, "tokenizer.ggml.bos_token_id", 1);
+	mg_u32(&m, "tokenizer.ggml.eos_token_id", 0xFFFFFFFFu);
+	mg_u32(&m, "tokenizer.ggml.unknown_token_id", 0);
+	st = mg_load(&m, &g, &t, &err);
+	TEST_CHECK(st == LLM_OK, "synthetic vocabulary: %s", err.msg);
+	if (st == LLM_OK)
+	{
+		TEST_CHECK(llm_tokenizer_eos(t) == -1 && llm_tokenizer_bos(t) == 1, "0xFFFFFFFF is none");
+		TEST_CHECK(llm_tokenizer_find(t, "a") == 3, "duplicate text: first wins");
+		TEST_CHECK(llm_tokenizer_is_eog(t, 9) && !llm_tokenizer_is_eog(t, 10), "<end_of_turn> ends generation");
+		n = tok(t, "ab a", 4, false, false, &ids);
+		TEST_CHECK(ids_are(ids, n, (const int32_t[]) {7, 5, 3, -2}), "merges by score: %d", n);
+		free(ids);
+		n = tok(t, "abc", 3, false, false, &ids);
+		TEST_CHECK(ids_are(ids, n, (const int32_t[]) {7, 0, -2}), "no byte token: unknown: %d", n);
+		free(ids);
+		n = tok(t, "a<tag>b", 7, false, true, &ids);
+		TEST_CHECK(ids_are(ids, n, (const int32_t[]) {5, 3, 10, 5, 4, -2}), "user-defined token: %d", n);
+		free(ids);
+		TEST_CHECK(piece_is(t, 10, "<tag>", 5) && piece_is(t, 9, "", 0), "user-defined piece");
+	}
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	free(m.buf);
+	llm_tokenizer_free(NULL);
+
+	/* byte-level BPE with each known pre-tokenizer */
+	for (int k = 0; k < 4; k++)
+	{
+		static const char *const pre[] = {"gpt-2", "llama-bpe", "qwen2", "something-else"};
+		static const char *const btoks[] = {"a", "b", "ab", "\xC4\xA0", "\304\240ab", "<|end|>"};
+		static const char *const merges[] = {"a b", "\xC4\xA0 ab"};
+		const int32_t btypes[] = {1, 1, 1, 1, 1, 3};
+
+		memset(&m, 0, sizeof(m));
+		mg_strv(&m, "tokenizer.ggml.model", "gpt2");
+		mg_strv(&m, "tokenizer.ggml.pre", pre[k]);
+		mg_strs(&m, "tokenizer.ggml.tokens", btoks, 6);
+		mg_i32s(&m, "tokenizer.ggml.token_type", btypes, 6);
+		mg_strs(&m, "tokenizer.ggml.merges", merges, 2);
+		st = mg_load(&m, &g, &t, &err);
+		TEST_CHECK(st == LLM_OK, "BPE with pre-tokenizer %s: %s", pre[k], err.msg);
+		if (st == LLM_OK)
+		{
+			n = tok(t, "ab abc", 6, false, false, &ids);
+			TEST_CHECK(ids_are(ids, n, (const int32_t[]) {2, 4, -2}), "%s: ab abc: %d", pre[k], n);
+			free(ids);
+			TEST_CHECK(llm_tokenizer_bos(t) == -1 && llm_tokenizer_is_eog(t, 5), "%s: ids", pre[k]);
+		}
+		llm_tokenizer_free(t);
+		llm_gguf_close(g);
+		free(m.buf);
+	}
+}
+
+/* Run every tokenizer test. */
+int
+main(void)
+{
+	int			total;
+	int			ok;
+
+	for (int special = 0; special <= 1; special++)
+	{
+		ok = run_suite("vocab/ggml-vocab-llama-spm.gguf", special, &total);
+		printf("llama-spm suite (parse_special=%d): %d/%d\n", special, ok, total);
+		TEST_CHECK(total == 46 && ok == total, "llama-spm suite %d/%d", ok, total);
+		ok = run_suite("vocab/ggml-vocab-gpt-2.gguf", special, &total);
+		printf("gpt-2 suite (parse_special=%d): %d/%d\n", special, ok, total);
+		TEST_CHECK(total == 46 && ok == total, "gpt-2 suite %d/%d", ok, total);
+	}
+	test_spm();
+	test_bpe();
+	test_stories();
+	test_synthetic();
+	return test_summary("tokenizer");
+}
