@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cli_common.h"
 #include "cli_options.h"
+#include "chat.h"
 #include "engine.h"
 #include "gguf.h"
 #include "tokenizer.h"
@@ -61,7 +62,7 @@ cli_generate(int argc, char **argv)
 	int			rc = 1;
 
 	if (!cli_parse_options(argc, argv,
-						   "-m -p -n --temp --top-k --top-p --min-p --repeat-penalty --seed --threads --kv --ctx --stop --no-bos --special",
+						   "-m -p -n --temp --top-k --top-p --min-p --repeat-penalty --seed --threads --kv --ctx --stop --chat",
 						   &o))
 		return 2;
 	if (o.prompt == NULL)
@@ -74,8 +75,7 @@ cli_generate(int argc, char **argv)
 	cli_engine_config(&o, &ec);
 	ec.max_seqs = 1;
 	if (llm_engine_new(m, &ec, &e, &err) != LLM_OK ||
-		llm_tokenize(llm_model_tokenizer(m), o.prompt, strlen(o.prompt), o.bos, o.special,
-					 &ids, &n_ids, &err) != LLM_OK)
+		llm_chat_tokenize(m, o.prompt, strlen(o.prompt), o.chat, &ids, &n_ids, &err) != LLM_OK)
 	{
 		fprintf(stderr, "llm-cli generate: %s\n", err.msg);
 		goto done;

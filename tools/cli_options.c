@@ -62,13 +62,12 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 	o->repeat_penalty = 1.0;
 	o->threads = 1;
 	o->kv = LLM_KV_F32;
-	o->bos = strcmp(argv[0], "tokenize") != 0;
 
 	for (int i = 1; i < argc; i++)
 	{
 		const char *opt = argv[i];
-		bool		has_value = !(strcmp(opt, "--bos") == 0 || strcmp(opt, "--no-bos") == 0 ||
-								  strcmp(opt, "--special") == 0);
+		bool		has_value = !(strcmp(opt, "--bos") == 0 ||
+								  strcmp(opt, "--special") == 0 || strcmp(opt, "--chat") == 0);
 		const char *val = NULL;
 		long		iv;
 		double		fv;
@@ -187,10 +186,10 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 		}
 		else if (strcmp(opt, "--bos") == 0)
 			o->bos = true;
-		else if (strcmp(opt, "--no-bos") == 0)
-			o->bos = false;
 		else if (strcmp(opt, "--special") == 0)
 			o->special = true;
+		else if (strcmp(opt, "--chat") == 0)
+			o->chat = true;
 	}
 	if (o->model == NULL)
 	{

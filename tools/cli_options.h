@@ -34,8 +34,9 @@ typedef struct CliOptions
 	int			ctx;
 	const char *stop[CLI_MAX_STOPS];
 	int			n_stop;
-	bool		bos;			/* tokenize --bos; generate unless --no-bos */
+	bool		bos;			/* tokenize: put BOS first */
 	bool		special;
+	bool		chat;			/* generate: wrap the prompt in the model's chat format */
 } CliOptions;
 
 /*

@@ -16,7 +16,7 @@ usage(FILE *f)
 			"usage: llm-cli COMMAND [OPTIONS]\n"
 			"  generate   -m MODEL.gguf -p PROMPT [-n 64] [--temp 0] [--top-k 0] [--top-p 1]\n"
 			"             [--min-p 0] [--repeat-penalty 1] [--seed N] [--threads N]\n"
-			"             [--kv f32|f16] [--ctx N] [--stop STRING]... [--no-bos]\n"
+			"             [--kv f32|f16] [--ctx N] [--stop STRING]... [--chat]\n"
 			"  tokenize   -m MODEL_OR_VOCAB.gguf [--bos] [--special] < text\n"
 			"  perplexity -m MODEL.gguf -f TEXT [-c 256] [--threads N] [--kv f32|f16]\n"
 			"  bench      -m MODEL.gguf [-p 128] [-n 64] [-b 1,4,16] [--threads N]\n"

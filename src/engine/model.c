@@ -95,6 +95,8 @@ load_common_config(const LlmGguf *g, const char *arch, LlmConfig *c, LlmError *e
 							 "%s.rope.dimension_count (%d) must be even and at most the head width (%d)",
 							 arch, c->rope_dim, c->head_dim);
 	c->rope_base_local = c->rope_base;
+	if (c->head_dim > 1024)
+		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "%s head width %d exceeds the supported 1024", arch, c->head_dim);
 	c->attn_scale = 1.0f / sqrtf((float) c->head_dim);
 	c->embd_scale = 1.0f;
 	return LLM_OK;
@@ -110,6 +112,35 @@ load_config_llama(const LlmGguf *g, LlmConfig *c, LlmError *err)
 	return load_common_config(g, "llama", c, err);
 }
 
+/*
+ * Gemma 3 (llama.cpp's gemma3 graph, checked against this file's metadata):
+ * embeddings scaled by sqrt(dim); RMSNorm with the weights as stored (the
+ * GGUF converter already added Gemma's +1); norms before and after attention
+ * and FFN; per-head RMSNorm of Q and K; NEOX-style RoPE; GELU(tanh) gated
+ * FFN; five sliding-window layers (RoPE base 10000, window
+ * gemma3.attention.sliding_window) for every global one (RoPE base
+ * gemma3.rope.freq_base); q.k scaled by 1/sqrt(key_length); tied output;
+ * logit soft-capping only when the metadata gives it.
+ */
+static LlmStatus
+load_config_gemma3(const LlmGguf *g, LlmConfig *c, LlmError *err)
+{
+	LlmStatus	st;
+
+	c->arch = LLM_ARCH_GEMMA3;
+	c->rope_mode = LLM_ROPE_NEOX;
+	c->act = LLM_ACT_GELU_TANH;
+	if ((st = load_common_config(g, "gemma3", c, err)) ||
+		(st = get_arch_int(g, "gemma3", "attention.sliding_window", false, 0, 1 << 24, &c->sliding_window, err)) ||
+		(st = get_arch_float(g, "gemma3", "rope.local.freq_base", 10000.0f, &c->rope_base_local, err)) ||
+		(st = get_arch_float(g, "gemma3", "attn_logit_softcapping", 0.0f, &c->attn_softcap, err)) ||
+		(st = get_arch_float(g, "gemma3", "final_logit_softcapping", 0.0f, &c->final_softcap, err)))
+		return st;
+	c->sliding_pattern = c->sliding_window > 0 ? 6 : 0;
+	c->embd_scale = sqrtf((float) c->dim);
+	return LLM_OK;
+}
+
 typedef struct ArchEntry
 {
 	const char *name;
@@ -119,6 +150,7 @@ typedef struct ArchEntry
 /* The architectures this engine runs, by general.architecture. */
 static const ArchEntry arch_table[] = {
 	{"llama", load_config_llama},
+	{"gemma3", load_config_gemma3},
 };
 
 /* Point w at tensor name, checking it is a 2-D matrix of rows x cols in a supported type. */
