@@ -21,6 +21,7 @@
 #include "gguf.h"
 #include "test.h"
 #include "tokenizer.h"
+#include "tokenizer_int.h"		/* to force PCRE2's interpreter (t->jit) */
 
 #define SEPARATOR "\n__ggml_vocab_test__\n"
 
@@ -128,7 +129,7 @@ round_trips(const LlmTokenizer *t, const char *s, size_t len, bool spm)
 
 /* Run one reference suite; returns the number of inputs that matched. */
 static int
-run_suite(const char *vocab, bool parse_special, int *n_total)
+run_suite(const char *vocab, bool parse_special, bool no_jit, int *n_total)
 {
 	char		path[512];
 	char	   *inp,
@@ -150,6 +151,8 @@ run_suite(const char *vocab, bool parse_special, int *n_total)
 	TEST_CHECK(inp != NULL && outf != NULL, "read the suite of %s", vocab);
 	if (t == NULL || inp == NULL || outf == NULL)
 		goto done;
+	if (no_jit)
+		t->jit = false;
 
 	pos = inp;
 	line = outf;
@@ -478,7 +481,12 @@ test_bpe(void)
 
 	test_roundtrip_strings(t, false, "gpt-2");
 	test_random_bytes(t, false, "gpt-2", 3000);
+	TEST_CHECK(t->jit, "the pre-tokenizer is JIT-compiled (PCRE2 without JIT support?)");
 	test_speed(t, false, "gpt-2");
+	/* the interpreter must be linear too */
+	t->jit = false;
+	test_speed(t, false, "gpt-2 (PCRE2 interpreter)");
+	test_random_bytes(t, false, "gpt-2 (PCRE2 interpreter)", 500);
 	llm_tokenizer_free(t);
 	llm_gguf_close(g);
 }
@@ -756,13 +764,16 @@ main(void)
 
 	for (int special = 0; special <= 1; special++)
 	{
-		ok = run_suite("vocab/ggml-vocab-llama-spm.gguf", special, &total);
+		ok = run_suite("vocab/ggml-vocab-llama-spm.gguf", special, false, &total);
 		printf("llama-spm suite (parse_special=%d): %d/%d\n", special, ok, total);
 		TEST_CHECK(total == 46 && ok == total, "llama-spm suite %d/%d", ok, total);
-		ok = run_suite("vocab/ggml-vocab-gpt-2.gguf", special, &total);
+		ok = run_suite("vocab/ggml-vocab-gpt-2.gguf", special, false, &total);
 		printf("gpt-2 suite (parse_special=%d): %d/%d\n", special, ok, total);
 		TEST_CHECK(total == 46 && ok == total, "gpt-2 suite %d/%d", ok, total);
 	}
+	ok = run_suite("vocab/ggml-vocab-gpt-2.gguf", false, true, &total);
+	printf("gpt-2 suite (PCRE2 interpreter): %d/%d\n", ok, total);
+	TEST_CHECK(total == 46 && ok == total, "gpt-2 suite without JIT %d/%d", ok, total);
 	test_spm();
 	test_bpe();
 	test_stories();

@@ -58,7 +58,7 @@ tokenize_parts(const LlmTokenizer *t, const ChatPart *parts, int n_parts, int32_
 		int32_t    *part = NULL;
 		int			n_part = 0;
 		int32_t    *grown;
-		LlmStatus	st = llm_tokenize(t, parts[i].text, parts[i].len, i == 0, parts[i].special,
+		LlmStatus	st = llm_tokenize(t, parts[i].text, parts[i].len, i == 0 && llm_tokenizer_add_bos(t), parts[i].special,
 									  &part, &n_part, err);
 
 		if (st != LLM_OK)

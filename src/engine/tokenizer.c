@@ -488,7 +488,12 @@ llm_spm_unescape(const char *s, size_t len, char *dst)
 	return n;
 }
 
-/* Compute every token's piece (no piece is longer than its text). */
+/*
+ * Compute every token's piece (no piece is longer than its text).  SPM:
+ * byte tokens give their byte, normal and user-defined tokens their text
+ * with U+2581 as a space (as llama.cpp does); BPE: GPT-2 code points back to
+ * bytes.  Control, unknown and unused tokens are empty.
+ */
 static LlmStatus
 llm_tokenizer_make_pieces(LlmTokenizer *t, size_t arena_size, LlmError *err)
 {
@@ -917,7 +922,7 @@ llm_token_text(const LlmTokenizer *t, int32_t id)
 int
 llm_tokenizer_n_vocab(const LlmTokenizer *t)
 {
-	return t->n_vocab;
+	return t != NULL ? t->n_vocab : 0;
 }
 
 /* Which algorithm the tokenizer uses. */
@@ -931,21 +936,21 @@ llm_tokenizer_kind(const LlmTokenizer *t)
 int32_t
 llm_tokenizer_bos(const LlmTokenizer *t)
 {
-	return t->bos;
+	return t != NULL ? t->bos : -1;
 }
 
 /* The EOS id, or -1. */
 int32_t
 llm_tokenizer_eos(const LlmTokenizer *t)
 {
-	return t->eos;
+	return t != NULL ? t->eos : -1;
 }
 
 /* Whether the model asks for BOS in front of a prompt (tokenizer.ggml.add_bos_token). */
 bool
 llm_tokenizer_add_bos(const LlmTokenizer *t)
 {
-	return t->add_bos && t->bos >= 0;
+	return t != NULL && t->add_bos && t->bos >= 0;
 }
 
 /* Whether id ends generation. */

@@ -22,12 +22,15 @@
  *    merge results) falls back to one token per code point, and code points
  *    that are not tokens either are skipped, as llama.cpp does.
  *
- * Invalid UTF-8.  The expression is compiled with PCRE2_MATCH_INVALID_UTF:
- * matching never crosses an ill-formed sequence, and the bytes that no match
- * covers (only ever ill-formed bytes, since the alternatives together match
- * any character) become pieces of their own.  Every byte still maps to a
- * code point in step 2, so any input round-trips byte for byte; llama.cpp
- * instead replaces such bytes with U+FFFD.
+ * Invalid UTF-8.  The text is cut into maximal runs of well-formed UTF-8
+ * and runs of ill-formed bytes.  Each ill-formed run is one piece; each
+ * well-formed run is pre-tokenized on its own (the expression sees it as the
+ * whole subject), matched with PCRE2_NO_UTF_CHECK since it was just checked.
+ * Every byte still maps to a code point in step 2, so any input round-trips
+ * byte for byte; llama.cpp instead replaces such bytes with U+FFFD.  (Not
+ * PCRE2_MATCH_INVALID_UTF: with it PCRE2's interpreter, used when JIT is
+ * unavailable, rescans the rest of the subject at every match, which is
+ * quadratic: minutes for a megabyte.)
  *
  * Pre-tokenizers.  tokenizer.ggml.pre selects the expression: "llama-bpe"
  * (Llama 3, which also keeps a whole piece that is a token without merging)
@@ -150,7 +153,7 @@ llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, LlmError *err)
 	}
 
 	t->re = pcre2_compile((PCRE2_SPTR) pattern, PCRE2_ZERO_TERMINATED,
-						  PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF,
+						  PCRE2_UTF | PCRE2_UCP,
 						  &errcode, &erroffset, NULL);
 	if (t->re == NULL)
 	{
@@ -162,7 +165,7 @@ llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, LlmError *err)
 							 (size_t) erroffset, (const char *) msg);
 	}
 	/* JIT when available; otherwise pcre2_match interprets */
-	(void) pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE);
+	t->jit = pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE) == 0;
 	return LLM_OK;
 }
 
@@ -367,6 +370,65 @@ llm_bpe_piece(LlmBpeState *s, const char *text, size_t len, LlmTokBuf *out, LlmE
 	return st;
 }
 
+/* Pre-tokenize one run of well-formed UTF-8 and tokenize its pieces. */
+static LlmStatus
+llm_bpe_run(LlmBpeState *s, pcre2_match_data *md, const char *text, size_t len,
+			LlmTokBuf *out, LlmError *err)
+{
+	const LlmTokenizer *t = s->t;
+	uint32_t	options = PCRE2_NO_UTF_CHECK | (t->jit ? 0 : PCRE2_NO_JIT);
+	size_t		start = 0;
+	LlmStatus	st = LLM_OK;
+
+	while (start < len && st == LLM_OK)
+	{
+		PCRE2_SIZE *ov;
+		int			rc = pcre2_match(t->re, (PCRE2_SPTR) text, len, start, options, md, NULL);
+
+		if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+			rc = pcre2_match(t->re, (PCRE2_SPTR) text, len, start, options | PCRE2_NO_JIT, md, NULL);
+		if (rc == PCRE2_ERROR_NOMATCH)
+			return llm_bpe_piece(s, text + start, len - start, out, err);
+		if (rc < 0)
+		{
+			PCRE2_UCHAR msg[256];
+
+			pcre2_get_error_message(rc, msg, sizeof(msg));
+			return llm_error_set(err, LLM_ERR_LIMIT, "pre-tokenizer failed at byte %zu: %s",
+								 start, (const char *) msg);
+		}
+		ov = pcre2_get_ovector_pointer(md);
+		/* text no alternative matched (none of our expressions leaves any) */
+		if (ov[0] > start)
+			st = llm_bpe_piece(s, text + start, ov[0] - start, out, err);
+		if (st != LLM_OK)
+			break;
+		if (ov[1] > ov[0])
+		{
+			st = llm_bpe_piece(s, text + ov[0], ov[1] - ov[0], out, err);
+			start = ov[1];
+		}
+		else if (ov[0] < len)
+		{
+			/* an empty match (none of our expressions has one): take a character */
+			size_t		cl = llm_utf8_len((const uint8_t *) text + ov[0], len - ov[0]);
+
+			st = llm_bpe_piece(s, text + ov[0], cl, out, err);
+			start = ov[0] + cl;
+		}
+		else
+			break;
+	}
+	return st;
+}
+
+/* Whether the byte at s (n left) starts no well-formed UTF-8 sequence. */
+static inline bool
+llm_utf8_bad(const char *s, size_t n)
+{
+	return (uint8_t) s[0] >= 0x80 && llm_utf8_len((const uint8_t *) s, n) == 1;
+}
+
 /* Tokenize one text fragment with byte-level BPE, appending to out. */
 LlmStatus
 llm_bpe_tokenize(const LlmTokenizer *t, const char *text, size_t len,
@@ -374,7 +436,7 @@ llm_bpe_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 {
 	LlmBpeState s = {0};
 	pcre2_match_data *md;
-	size_t		start = 0;
+	size_t		pos = 0;
 	LlmStatus	st = LLM_OK;
 
 	if (len == 0)
@@ -384,46 +446,21 @@ llm_bpe_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a pre-tokenizer match");
 	s.t = t;
 
-	/* 1. pre-tokenize; bytes between matches (ill-formed UTF-8) are pieces too */
-	while (start < len && st == LLM_OK)
+	/* 1. pre-tokenize each well-formed run; each ill-formed run is a piece */
+	while (pos < len && st == LLM_OK)
 	{
-		PCRE2_SIZE *ov;
-		int			rc = pcre2_match(t->re, (PCRE2_SPTR) text, len, start, 0, md, NULL);
+		size_t		end = pos;
 
-		if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
-			rc = pcre2_match(t->re, (PCRE2_SPTR) text, len, start, PCRE2_NO_JIT, md, NULL);
-		if (rc == PCRE2_ERROR_NOMATCH)
-		{
-			st = llm_bpe_piece(&s, text + start, len - start, out, err);
-			break;
-		}
-		if (rc < 0)
-		{
-			PCRE2_UCHAR msg[256];
-
-			pcre2_get_error_message(rc, msg, sizeof(msg));
-			st = llm_error_set(err, LLM_ERR_LIMIT, "pre-tokenizer failed at byte %zu: %s",
-							   start, (const char *) msg);
-			break;
-		}
-		ov = pcre2_get_ovector_pointer(md);
-		if (ov[0] > start)
-			st = llm_bpe_piece(&s, text + start, ov[0] - start, out, err);
-		if (st != LLM_OK)
-			break;
-		if (ov[1] > ov[0])
-		{
-			st = llm_bpe_piece(&s, text + ov[0], ov[1] - ov[0], out, err);
-			start = ov[1];
-		}
-		else
-		{
-			/* an empty match (none of our expressions has one): take a byte */
-			if (ov[0] >= len)
-				break;
-			st = llm_bpe_piece(&s, text + ov[0], 1, out, err);
-			start = ov[0] + 1;
-		}
+		while (end < len && !llm_utf8_bad(text + end, len - end))
+			end += llm_utf8_len((const uint8_t *) text + end, len - end);
+		if (end > pos)
+			st = llm_bpe_run(&s, md, text + pos, end - pos, out, err);
+		pos = end;
+		while (end < len && llm_utf8_bad(text + end, len - end))
+			end++;
+		if (st == LLM_OK && end > pos)
+			st = llm_bpe_piece(&s, text + pos, end - pos, out, err);
+		pos = end;
 	}
 
 	pcre2_match_data_free(md);

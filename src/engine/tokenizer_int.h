@@ -136,6 +136,7 @@ struct LlmTokenizer
 	LlmPreTokenizer pre;
 	bool		ignore_merges;	/* a whole pre-token that is in the vocabulary is kept */
 	pcre2_code *re;			/* the pre-tokenizer expression, compiled once */
+	bool		jit;			/* re is JIT-compiled (else PCRE2 interprets it) */
 	uint16_t	byte_cp[256];	/* GPT-2 bytes_to_unicode: byte -> code point */
 	int16_t		cp_byte[324];	/* its inverse for code points < 324, else -1 */
 };
