@@ -40,9 +40,9 @@ tokenize(const char *s, int *n)
 	return ids;
 }
 
-/* Make an engine with the given limits (f32 KV). */
+/* Make an engine with the given limits (f32 KV), prefix cache on or off. */
 static LlmEngine *
-make_engine(int max_seqs, int max_batch_tokens, size_t kv_bytes, int block_size)
+make_engine_prefix(int max_seqs, int max_batch_tokens, size_t kv_bytes, int block_size, bool prefix)
 {
 	LlmEngineConfig c;
 	LlmEngine  *e = NULL;
@@ -54,12 +54,20 @@ make_engine(int max_seqs, int max_batch_tokens, size_t kv_bytes, int block_size)
 	c.kv_cache_bytes = kv_bytes;
 	c.kv_block_size = block_size;
 	c.n_ctx = 512;
+	c.prefix_cache = prefix;
 	if (llm_engine_new(model, &c, &e, &err) != LLM_OK)
 	{
 		fprintf(stderr, "engine: %s\n", err.msg);
 		exit(1);
 	}
 	return e;
+}
+
+/* Make an engine with the given limits (f32 KV, prefix cache on). */
+static LlmEngine *
+make_engine(int max_seqs, int max_batch_tokens, size_t kv_bytes, int block_size)
+{
+	return make_engine_prefix(max_seqs, max_batch_tokens, kv_bytes, block_size, true);
 }
 
 /* Step until idle; returns the number of steps. */
@@ -355,6 +363,55 @@ test_seeded(void)
 		free(texts[k]);
 }
 
+/*
+ * Prompts sharing a long prefix: with the prefix cache on, later prompts
+ * reuse the first one's blocks, and every text equals the text computed
+ * without the cache.
+ */
+static void
+test_prefix_cache(void)
+{
+	const char *shared = "Once upon a time, there was a little girl named Lily. She loved to play outside "
+		"in the park with her friends. One day, ";
+	char		full[N_PROMPTS][512];
+	char	   *want[N_PROMPTS];
+	LlmEngine  *off = make_engine_prefix(N_PROMPTS, 64, 0, 8, false);
+	LlmEngine  *on = make_engine_prefix(2, 64, 0, 8, true);
+	int64_t		ids[N_PROMPTS];
+	LlmEngineStats st;
+	LlmResult	r;
+
+	for (int i = 0; i < N_PROMPTS; i++)
+		snprintf(full[i], sizeof(full[i]), "%s%s", shared, prompts[i]);
+	for (int i = 0; i < N_PROMPTS; i++)
+		ids[i] = add(off, full[i], 24);
+	run_to_idle(off);
+	for (int i = 0; i < N_PROMPTS; i++)
+		want[i] = result_text(off, ids[i], &r);
+	/* with the cache: the first alone, then the rest together (two at a time) */
+	ids[0] = add(on, full[0], 24);
+	run_to_idle(on);
+	for (int i = 1; i < N_PROMPTS; i++)
+		ids[i] = add(on, full[i], 24);
+	run_to_idle(on);
+	llm_engine_stats(on, &st);
+	TEST_CHECK(st.prefix_hit_tokens >= (N_PROMPTS - 1) * 24, "only %lld prompt tokens came from the cache",
+			   (long long) st.prefix_hit_tokens);
+	TEST_CHECK(st.kv_blocks_used == 0 && st.kv_blocks_cached > 0, "idle pool: %d used, %d cached",
+			   st.kv_blocks_used, st.kv_blocks_cached);
+	for (int i = 0; i < N_PROMPTS; i++)
+	{
+		char	   *got = result_text(on, ids[i], &r);
+
+		TEST_CHECK(got && want[i] && strcmp(got, want[i]) == 0, "prefix cache changed prompt %d:\n  got  %s\n  want %s",
+				   i, got ? got : "(none)", want[i] ? want[i] : "(none)");
+		free(got);
+		free(want[i]);
+	}
+	llm_engine_free(off);
+	llm_engine_free(on);
+}
+
 /* Random add / step / cancel / release sequences never leak or double-free blocks. */
 static void
 test_random_ops(void)
@@ -416,6 +473,7 @@ main(void)
 	test_too_big();
 	test_stop_cancel();
 	test_seeded();
+	test_prefix_cache();
 	test_random_ops();
 	for (int i = 0; i < N_PROMPTS; i++)
 		free(reference[i]);

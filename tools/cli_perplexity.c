@@ -96,7 +96,7 @@ cli_perplexity(int argc, char **argv)
 	if (llm_tokenize(m->tokenizer, text, len, true, false, &ids, &n_ids, &err) != LLM_OK ||
 		llm_backend_cpu_new(o.threads, &be, &err) != LLM_OK ||
 		llm_kv_init(&kv, m->config.n_layers, m->config.n_kv_heads * m->config.head_dim, 16,
-					(n_ctx + 15) / 16, o.kv, &err) != LLM_OK ||
+					(n_ctx + 15) / 16, o.kv, false, &err) != LLM_OK ||
 		llm_run_state_init(&rs, &m->config, n_ctx, &err) != LLM_OK ||
 		llm_kv_seq_reserve(&kv, &seq, n_ctx, &err) != LLM_OK)
 	{

@@ -80,7 +80,7 @@ struct LlmEngine
 	LlmEngineStats stats;
 };
 
-/* Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks of 16, f32 KV. */
+/* Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks of 16, f32 KV, prefix cache on. */
 void
 llm_engine_config_default(LlmEngineConfig *c)
 {
@@ -92,6 +92,7 @@ llm_engine_config_default(LlmEngineConfig *c)
 	c->kv_block_size = 16;
 	c->kv_cache_bytes = 0;
 	c->kv_type = LLM_KV_F32;
+	c->prefix_cache = true;
 }
 
 /* Request defaults: greedy, 128 tokens, filters off. */
@@ -171,7 +172,8 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 
 	e->max_out = cfg->max_seqs < cfg->max_batch_tokens ? cfg->max_seqs : cfg->max_batch_tokens;
 	if ((st = llm_backend_cpu_new(cfg->n_threads, &e->backend, err)) ||
-		(st = llm_kv_init(&e->kv, mc->n_layers, kv_dim, cfg->kv_block_size, n_blocks, cfg->kv_type, err)) ||
+		(st = llm_kv_init(&e->kv, mc->n_layers, kv_dim, cfg->kv_block_size, n_blocks, cfg->kv_type,
+						   cfg->prefix_cache, err)) ||
 		(st = llm_run_state_init(&e->run, mc, cfg->max_batch_tokens, err)))
 	{
 		llm_engine_free(e);
@@ -508,6 +510,19 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 		seq_finish(e, s, LLM_FINISH_LENGTH, NULL);
 }
 
+/*
+ * Start running s: reuse the cached blocks of the longest cached prefix of
+ * its tokens, always leaving at least the last token to compute (its logits
+ * give the next token).
+ */
+static void
+seq_admit(LlmEngine *e, Seq *s)
+{
+	s->state = SEQ_RUNNING;
+	if (s->n_past == 0)
+		s->n_past = llm_kv_prefix_attach(&e->kv, &s->kv, s->tokens, s->n_tokens - 1);
+}
+
 /* Run one step: admit, batch, forward, sample, finish. */
 LlmStatus
 llm_engine_step(LlmEngine *e, LlmError *err)
@@ -525,10 +540,7 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 			n_running++;
 	for (int i = 0; i < e->n_seqs && n_running < e->config.max_seqs; i++)
 		if (e->seqs[i]->state == SEQ_WAITING)
-		{
-			e->seqs[i]->state = SEQ_RUNNING;
-			n_running++;
-		}
+			seq_admit(e, e->seqs[i]), n_running++;
 
 	/* decoding sequences first (one token each), then prompt chunks, while logits rows last */
 	for (int pass = 0; pass < 2; pass++)
@@ -566,15 +578,17 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 		return st;
 	}
 
+	/* the batch's keys and values are stored: advance, and offer full blocks to the prefix cache */
+	for (int b = 0; b < n_batch; b++)
+		e->b_owner[b]->n_past++;
+	for (int b = 0; b < n_batch; b++)
+		if (b == n_batch - 1 || e->b_owner[b + 1] != e->b_owner[b])
+			llm_kv_prefix_register(&e->kv, &e->b_owner[b]->kv, e->b_owner[b]->tokens, e->b_owner[b]->n_past);
+
 	n_out = 0;
 	for (int b = 0; b < n_batch; b++)
-	{
-		Seq		   *s = e->b_owner[b];
-
-		s->n_past++;
 		if (e->b_want[b])
-			seq_accept_logits(e, s, e->logits + (size_t) n_out++ * e->model->config.n_vocab);
-	}
+			seq_accept_logits(e, e->b_owner[b], e->logits + (size_t) n_out++ * e->model->config.n_vocab);
 	return LLM_OK;
 }
 
@@ -639,6 +653,8 @@ llm_engine_stats(const LlmEngine *e, LlmEngineStats *out)
 		else if (e->seqs[i]->state == SEQ_RUNNING)
 			out->n_running++;
 	}
-	out->kv_blocks_used = e->kv.n_blocks - e->kv.n_free;
+	out->kv_blocks_used = e->kv.n_blocks - e->kv.n_free - e->kv.n_lru;
+	out->kv_blocks_cached = e->kv.n_lru;
 	out->kv_blocks_total = e->kv.n_blocks;
+	out->prefix_hit_tokens = e->kv.prefix_hit_tokens;
 }

@@ -63,9 +63,10 @@ typedef struct LlmEngineConfig
 	int			kv_block_size;	/* tokens per KV block */
 	size_t		kv_cache_bytes; /* size of the KV pool; 0 = enough for max_seqs full contexts */
 	LlmKvType	kv_type;
+	bool		prefix_cache;	/* reuse cached KV blocks of shared prompt prefixes */
 } LlmEngineConfig;
 
-/* Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks of 16, f32 KV. */
+/* Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks of 16, f32 KV, prefix cache on. */
 void		llm_engine_config_default(LlmEngineConfig *c);
 
 LlmStatus	llm_engine_new(LlmModel *m, const LlmEngineConfig *c, LlmEngine **out, LlmError *err);
@@ -147,9 +148,11 @@ typedef struct LlmEngineStats
 	int64_t		tokens_prefilled;
 	int64_t		tokens_generated;
 	int64_t		steps;
-	int			kv_blocks_used;
+	int			kv_blocks_used;	/* held by sequences */
+	int			kv_blocks_cached;	/* unused but holding a cached prefix */
 	int			kv_blocks_total;
 	int64_t		preemptions;
+	int64_t		prefix_hit_tokens;	/* prompt tokens not computed thanks to the prefix cache */
 } LlmEngineStats;
 
 void		llm_engine_stats(const LlmEngine *e, LlmEngineStats *out);
