@@ -6,6 +6,10 @@
  * For each batch size b, b sequences with random prompts of -p tokens are
  * added at once and generate -n tokens each (EOS ignored).  Prefill time
  * runs until every sequence has its first token; decode time is the rest.
+ * With --shared-prefix N the first N prompt tokens are the same for every
+ * sequence (the prefix cache's case; --no-prefix-cache turns it off).  KV
+ * utilization is positions stored over the capacity of the blocks held,
+ * averaged over the decode steps.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +27,8 @@ typedef struct BenchRow
 	double		prefill_tps;
 	double		decode_tps;
 	double		seconds;
+	double		kv_util;		/* mean over decode steps, percent */
+	int64_t		prefix_hits;	/* prompt tokens served from the prefix cache */
 } BenchRow;
 
 /* Run one batch size; false with a message on failure. */
@@ -39,6 +45,8 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 	double		t0,
 				t_first = 0.0,
 				t1;
+	double		util_sum = 0.0;
+	int			util_steps = 0;
 	bool		ok = false;
 
 	cli_engine_config(o, &ec);
@@ -55,8 +63,12 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 		LlmRequest	r;
 		int64_t		id;
 
-		for (int i = 0; i < o->n_prompt; i++)
-			prompt[i] = (int32_t) (3 + llm_rng_next(&rng) % (uint64_t) (n_vocab - 3));
+		if (s == 0)
+			for (int i = 0; i < o->n_prompt; i++)
+				prompt[i] = (int32_t) (3 + llm_rng_next(&rng) % (uint64_t) (n_vocab - 3));
+		else
+			for (int i = o->shared_prefix; i < o->n_prompt; i++)
+				prompt[i] = (int32_t) (3 + llm_rng_next(&rng) % (uint64_t) (n_vocab - 3));
 		llm_request_default(&r);
 		r.prompt = prompt;
 		r.n_prompt = o->n_prompt;
@@ -79,8 +91,16 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 		llm_engine_stats(e, &st);
 		if (t_first == 0.0 && st.tokens_generated >= batch)
 			t_first = cli_now();
+		else if (t_first != 0.0 && st.kv_capacity > 0)
+		{
+			util_sum += 100.0 * (double) st.kv_tokens / (double) st.kv_capacity;
+			util_steps++;
+		}
 	}
 	t1 = cli_now();
+	llm_engine_stats(e, &st);
+	row->kv_util = util_steps ? util_sum / util_steps : 0.0;
+	row->prefix_hits = st.prefix_hit_tokens;
 	row->batch = batch;
 	row->prefill_tps = (double) batch * o->n_prompt / (t_first - t0);
 	row->decode_tps = o->n_predict > 1 ? (double) batch * (o->n_predict - 1) / (t1 - t_first) : 0.0;
@@ -102,8 +122,13 @@ cli_bench(int argc, char **argv)
 	const LlmModelInfo *info;
 	BenchRow	rows[CLI_MAX_BATCHES];
 
-	if (!cli_parse_options(argc, argv, "-m -p -n -b --threads --kv", &o))
+	if (!cli_parse_options(argc, argv, "-m -p -n -b --threads --kv --shared-prefix --no-prefix-cache", &o))
 		return 2;
+	if (o.shared_prefix > o.n_prompt)
+	{
+		fprintf(stderr, "llm-cli bench: --shared-prefix %d is longer than the prompt (-p %d)\n", o.shared_prefix, o.n_prompt);
+		return 2;
+	}
 	if ((m = cli_load_model(&o)) == NULL)
 		return 1;
 	info = llm_model_info(m);
@@ -115,11 +140,12 @@ cli_bench(int argc, char **argv)
 			llm_model_free(m);
 			return 1;
 		}
-	printf("| batch | prompt | new | prefill tok/s | decode tok/s | seconds |\n");
-	printf("|------:|-------:|----:|--------------:|-------------:|--------:|\n");
+	printf("| batch | prompt | new | prefill tok/s | decode tok/s | seconds | KV util %% | prefix hits |\n");
+	printf("|------:|-------:|----:|--------------:|-------------:|--------:|----------:|------------:|\n");
 	for (int i = 0; i < o.n_batches; i++)
-		printf("| %5d | %6d | %3d | %13.1f | %12.1f | %7.2f |\n", rows[i].batch, o.n_prompt,
-			   o.n_predict, rows[i].prefill_tps, rows[i].decode_tps, rows[i].seconds);
+		printf("| %5d | %6d | %3d | %13.1f | %12.1f | %7.2f | %9.1f | %11lld |\n", rows[i].batch, o.n_prompt,
+			   o.n_predict, rows[i].prefill_tps, rows[i].decode_tps, rows[i].seconds, rows[i].kv_util,
+			   (long long) rows[i].prefix_hits);
 	llm_model_free(m);
 	return 0;
 }

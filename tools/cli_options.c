@@ -67,7 +67,8 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 	{
 		const char *opt = argv[i];
 		bool		has_value = !(strcmp(opt, "--bos") == 0 ||
-								  strcmp(opt, "--special") == 0 || strcmp(opt, "--chat") == 0);
+								  strcmp(opt, "--special") == 0 || strcmp(opt, "--chat") == 0 ||
+								  strcmp(opt, "--no-prefix-cache") == 0);
 		const char *val = NULL;
 		long		iv;
 		double		fv;
@@ -190,6 +191,14 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 			o->special = true;
 		else if (strcmp(opt, "--chat") == 0)
 			o->chat = true;
+		else if (strcmp(opt, "--no-prefix-cache") == 0)
+			o->no_prefix_cache = true;
+		else if (strcmp(opt, "--shared-prefix") == 0)
+		{
+			if (!cli_parse_int(opt, val, 0, 1 << 20, &iv))
+				return false;
+			o->shared_prefix = (int) iv;
+		}
 	}
 	if (o->model == NULL)
 	{
@@ -207,6 +216,7 @@ cli_engine_config(const CliOptions *o, LlmEngineConfig *c)
 	c->n_threads = o->threads;
 	c->n_ctx = o->ctx;
 	c->kv_type = o->kv;
+	c->prefix_cache = !o->no_prefix_cache;
 }
 
 /* Load the model named by -m, printing any error; NULL on failure. */

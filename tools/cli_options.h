@@ -36,7 +36,9 @@ typedef struct CliOptions
 	int			n_stop;
 	bool		bos;			/* tokenize: put BOS first */
 	bool		special;
-	bool		chat;			/* generate: wrap the prompt in the model's chat format */
+	bool		chat;
+	int			shared_prefix;	/* bench: leading prompt tokens common to all sequences */
+	bool		no_prefix_cache;	/* bench: turn the prefix cache off */			/* generate: wrap the prompt in the model's chat format */
 } CliOptions;
 
 /*

@@ -20,6 +20,7 @@ usage(FILE *f)
 			"  tokenize   -m MODEL_OR_VOCAB.gguf [--bos] [--special] < text\n"
 			"  perplexity -m MODEL.gguf -f TEXT [-c 256] [--threads N] [--kv f32|f16]\n"
 			"  bench      -m MODEL.gguf [-p 128] [-n 64] [-b 1,4,16] [--threads N]\n"
+			"             [--shared-prefix N] [--no-prefix-cache]\n"
 			"  quantize   IN.gguf OUT.gguf TYPE   (TYPE: F32, F16, BF16, Q8_0, Q4_0)\n");
 }
 

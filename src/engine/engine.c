@@ -511,6 +511,36 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 }
 
 /*
+ * Whether waiting s shares full prompt blocks with a running sequence that
+ * has not computed (and registered) them yet.  Admitting s now would
+ * compute the same keys twice; a step or two later it finds them cached.
+ */
+static bool
+shares_pending_prefix(const LlmEngine *e, const Seq *s)
+{
+	int			bs = e->kv.block_size;
+
+	if (!e->kv.prefix_cache || s->n_past != 0)
+		return false;
+	for (int i = 0; i < e->n_seqs; i++)
+	{
+		const Seq  *r = e->seqs[i];
+		int			limit;
+		int			n = 0;
+
+		if (r->state != SEQ_RUNNING || r->n_past >= r->n_prompt)
+			continue;
+		limit = (s->n_tokens - 1 < r->n_prompt ? s->n_tokens - 1 : r->n_prompt) / bs;
+		while (n < limit && memcmp(s->tokens + (size_t) n * bs, r->tokens + (size_t) n * bs,
+								   (size_t) bs * sizeof(int32_t)) == 0)
+			n++;
+		if (n > r->kv.n_registered)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Start running s: reuse the cached blocks of the longest cached prefix of
  * its tokens, always leaving at least the last token to compute (its logits
  * give the next token).
@@ -539,7 +569,7 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 		if (e->seqs[i]->state == SEQ_RUNNING)
 			n_running++;
 	for (int i = 0; i < e->n_seqs && n_running < e->config.max_seqs; i++)
-		if (e->seqs[i]->state == SEQ_WAITING)
+		if (e->seqs[i]->state == SEQ_WAITING && !shares_pending_prefix(e, e->seqs[i]))
 			seq_admit(e, e->seqs[i]), n_running++;
 
 	/* decoding sequences first (one token each), then prompt chunks, while logits rows last */
@@ -646,12 +676,20 @@ llm_engine_stats(const LlmEngine *e, LlmEngineStats *out)
 	*out = e->stats;
 	out->n_waiting = 0;
 	out->n_running = 0;
+	out->kv_tokens = 0;
+	out->kv_capacity = 0;
 	for (int i = 0; i < e->n_seqs; i++)
 	{
-		if (e->seqs[i]->state == SEQ_WAITING)
+		const Seq  *s = e->seqs[i];
+
+		if (s->state == SEQ_WAITING)
 			out->n_waiting++;
-		else if (e->seqs[i]->state == SEQ_RUNNING)
+		else if (s->state == SEQ_RUNNING)
+		{
 			out->n_running++;
+			out->kv_tokens += s->n_past;
+			out->kv_capacity += (int64_t) s->kv.n_blocks * e->kv.block_size;
+		}
 	}
 	out->kv_blocks_used = e->kv.n_blocks - e->kv.n_free - e->kv.n_lru;
 	out->kv_blocks_cached = e->kv.n_lru;

@@ -149,6 +149,8 @@ typedef struct LlmEngineStats
 	int64_t		tokens_generated;
 	int64_t		steps;
 	int			kv_blocks_used;	/* held by sequences */
+	int64_t		kv_tokens;		/* positions stored, summed over running sequences */
+	int64_t		kv_capacity;	/* positions their blocks could hold (utilization = tokens / capacity) */
 	int			kv_blocks_cached;	/* unused but holding a cached prefix */
 	int			kv_blocks_total;
 	int64_t		preemptions;
