@@ -72,10 +72,37 @@ EXTENSION = llm
 DATA = llm--1.0.sql
 OBJS = $(PG_SRCS:.c=.o)
 PG_CPPFLAGS = -Isrc/engine
+PG_CFLAGS = -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers -Werror
 SHLIB_LINK = $(ENGINE_LIB) $(ENGINE_LIBS)
+
+# Tests: `make installcheck` after `make install` runs pg_regress on a
+# temporary instance with the library preloaded, then the TAP tests (t/).
+# The model comes from LLM_MODEL_DIR/LLM_MODEL; tools/pg-test.sh runs it all
+# as an unprivileged user.
+LLM_MODEL_DIR ?= $(abspath ../shared/models)
+LLM_MODEL ?= stories260K.gguf
+LLM_REGRESS_CONF = $(BUILD)/regress.conf
+export LLM_MODEL_DIR LLM_MODEL
+REGRESS = init generate batch errors stats
+REGRESS_OPTS = --temp-config=$(LLM_REGRESS_CONF) --temp-instance=./tmp_check --encoding=UTF8 --no-locale
+TAP_TESTS = 1
+EXTRA_CLEAN = tmp_check results regression.diffs regression.out
+
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 $(shlib): $(ENGINE_LIB)
+$(OBJS): src/llm.h $(wildcard src/engine/*.h)
 clean: clean-engine
+
+installcheck: $(LLM_REGRESS_CONF)
+$(LLM_REGRESS_CONF): FORCE | build-dirs
+	printf "%s\n" "shared_preload_libraries = 'llm'" \
+		"llm.model_dir = '$(LLM_MODEL_DIR)'" "llm.model = '$(LLM_MODEL)'" > $@
+
+# The main job: build, start a temporary server, summarize a sample table.
+demo:
+	bash tools/demo.sh
+
+.PHONY: demo FORCE
 endif
 endif

@@ -1,0 +1,93 @@
+/* llm--1.0.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION llm" to load this file. \quit
+
+-- Generation.  VOLATILE: sampling is random unless a seed is given.
+
+CREATE FUNCTION llm_generate(prompt text,
+                             max_tokens int DEFAULT 128,
+                             temperature float8 DEFAULT 0,
+                             top_p float8 DEFAULT 1,
+                             top_k int DEFAULT 0,
+                             seed bigint DEFAULT NULL,
+                             stop text[] DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'llm_generate'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION llm_generate(text, int, float8, float8, int, bigint, text[]) IS
+'continuation of the prompt by the model (greedy when temperature is 0; a NULL seed draws a random one)';
+
+CREATE FUNCTION llm_generate_batch(prompts text[],
+                                   max_tokens int DEFAULT 128,
+                                   temperature float8 DEFAULT 0,
+                                   top_p float8 DEFAULT 1,
+                                   top_k int DEFAULT 0,
+                                   seed bigint DEFAULT NULL,
+                                   stop text[] DEFAULT NULL)
+RETURNS TABLE(ord int, completion text, prompt_tokens int,
+              completion_tokens int, finish_reason text)
+AS 'MODULE_PATHNAME', 'llm_generate_batch'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION llm_generate_batch(text[], int, float8, float8, int, bigint, text[]) IS
+'continuations of all prompts, generated together; one row per prompt in order';
+
+-- Monitoring.
+
+CREATE FUNCTION llm_stats(
+    OUT queued_requests int,
+    OUT running_requests int,
+    OUT completed_requests bigint,
+    OUT failed_requests bigint,
+    OUT cancelled_requests bigint,
+    OUT prompt_tokens bigint,
+    OUT completion_tokens bigint,
+    OUT steps bigint,
+    OUT prompt_tokens_per_second float8,
+    OUT completion_tokens_per_second float8,
+    OUT kv_blocks_used int,
+    OUT kv_blocks_cached int,
+    OUT kv_blocks_total int,
+    OUT prefix_cache_hit_tokens bigint,
+    OUT preemptions bigint,
+    OUT stats_reset timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'llm_stats'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+CREATE VIEW llm_stats AS SELECT * FROM llm_stats();
+
+COMMENT ON VIEW llm_stats IS
+'queue depth, running sequences, token counts and rates (per second of engine time), KV cache use, prefix cache hits';
+
+CREATE FUNCTION llm_worker_status(
+    OUT pid int,
+    OUT state text,
+    OUT model text,
+    OUT model_path text,
+    OUT architecture text,
+    OUT parameters bigint,
+    OUT layers int,
+    OUT context_length int,
+    OUT weight_types text,
+    OUT threads int,
+    OUT started_at timestamptz,
+    OUT loaded_at timestamptz,
+    OUT error text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'llm_worker_status'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION llm_worker_status() IS
+'the llm worker''s process, state, model, and why no model is loaded';
+
+-- Changes server state: not for everyone.
+
+CREATE FUNCTION llm_reset_stats()
+RETURNS void
+AS 'MODULE_PATHNAME', 'llm_reset_stats'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+REVOKE ALL ON FUNCTION llm_reset_stats() FROM PUBLIC;

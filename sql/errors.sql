@@ -1,0 +1,51 @@
+--
+-- Bad parameters (checked before anything is queued) and privileges.
+--
+CREATE FUNCTION sqlstate_of(query text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE query;
+    RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+SELECT llm_generate('Once upon a time', -1);
+
+SELECT q, sqlstate_of(q) FROM (VALUES
+    ($$SELECT llm_generate('x', -1)$$),
+    ($$SELECT llm_generate('x', NULL)$$),
+    ($$SELECT llm_generate('x', 8, -0.5)$$),
+    ($$SELECT llm_generate('x', 8, 'NaN')$$),
+    ($$SELECT llm_generate('x', 8, 'Infinity')$$),
+    ($$SELECT llm_generate('x', 8, NULL)$$),
+    ($$SELECT llm_generate('x', 8, 1.0, 0)$$),
+    ($$SELECT llm_generate('x', 8, 1.0, 1.5)$$),
+    ($$SELECT llm_generate('x', 8, 1.0, -0.1)$$),
+    ($$SELECT llm_generate('x', 8, 1.0, 'NaN')$$),
+    ($$SELECT llm_generate('x', 8, 1.0, 1.0, -1)$$),
+    ($$SELECT llm_generate('x', 8, stop => ARRAY['a', NULL])$$),
+    ($$SELECT llm_generate('x', 8, stop => ARRAY[''])$$),
+    ($$SELECT llm_generate(NULL, -1)$$),
+    ($$SELECT * FROM llm_generate_batch(ARRAY['x'], -1)$$),
+    ($$SELECT * FROM llm_generate_batch(ARRAY['x'], 8, top_p => 2)$$),
+    ($$SELECT * FROM llm_generate_batch(NULL, 8, temperature => -1)$$),
+    ($$SELECT llm_generate(repeat('x', 100000), 8)$$),
+    ($$SELECT llm_generate('x', 8, 1.0, 1.0, 0, -1)$$),
+    ($$SELECT llm_generate('x', 8, stop => '{}')$$)
+) AS t(q);
+
+-- The settings that size shared memory need a restart.
+SET llm.max_queued_requests = 10;
+SET llm.model = 'other.gguf';
+
+-- Only what changes server state is withheld from PUBLIC.
+CREATE ROLE llm_regress_user;
+SELECT p.proname, has_function_privilege('llm_regress_user', p.oid, 'EXECUTE') AS executable
+FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
+WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'llm')
+ORDER BY 1;
+SET ROLE llm_regress_user;
+SELECT llm_generate('Once upon a time', 4);
+SELECT llm_reset_stats();
+RESET ROLE;
+DROP ROLE llm_regress_user;

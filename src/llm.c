@@ -1,0 +1,181 @@
+/*
+ * llm.c
+ *		Entry point of the llm extension: settings, shared memory hooks and
+ *		the registration of the background worker.
+ *
+ * The library must be in shared_preload_libraries: the request queue lives
+ * in shared memory sized at start-up, and the worker that serves it is
+ * registered by the postmaster.  Nothing here touches the model; the
+ * worker loads it (CUDA, when there is CUDA, must be initialised in the
+ * process that uses it, never before the postmaster forks).
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "utils/guc.h"
+
+#include "llm.h"
+
+PG_MODULE_MAGIC;
+
+char	   *llm_model = NULL;
+char	   *llm_model_dir = NULL;
+int			llm_device = LLM_DEVICE_AUTO;
+int			llm_threads = 0;
+int			llm_max_batch_tokens = 512;
+int			llm_kv_cache_mb = 0;
+int			llm_kv_block_size = 16;
+double		llm_kv_budget = 1.0;
+int			llm_max_queued_requests = 1024;
+int			llm_debug_step_delay = 0;
+
+static const struct config_enum_entry llm_device_options[] = {
+	{"auto", LLM_DEVICE_AUTO, false},
+	{"cpu", LLM_DEVICE_CPU, false},
+	{"cuda", LLM_DEVICE_CUDA, false},
+	{NULL, 0, false}
+};
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+void		_PG_init(void);
+
+/* Reserve our shared memory and LWLock. */
+static void
+llm_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	LlmShmemRequest();
+}
+
+/* Set up our shared memory. */
+static void
+llm_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LlmShmemStartup();
+}
+
+/* Define the llm.* settings. */
+static void
+LlmDefineSettings(void)
+{
+	DefineCustomStringVariable("llm.model",
+							   "GGUF model file served by the llm worker.",
+							   "A file name inside llm.model_dir (or an absolute path that lies inside it). "
+							   "The worker loads it at start and again when the setting changes.",
+							   &llm_model,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("llm.model_dir",
+							   "Directory that model files must be in.",
+							   "Model files outside it are refused.",
+							   &llm_model_dir,
+							   "",
+							   PGC_SIGHUP,
+							   GUC_SUPERUSER_ONLY,
+							   NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("llm.device",
+							 "Device the llm worker computes on.",
+							 NULL,
+							 &llm_device,
+							 LLM_DEVICE_AUTO,
+							 llm_device_options,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.threads",
+							"Number of compute threads of the llm worker.",
+							"0 uses one thread per online CPU. Takes effect when the worker next loads a model.",
+							&llm_threads,
+							0, 0, 1024,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.max_batch_tokens",
+							"Maximum number of tokens in one engine step.",
+							"Takes effect when the worker next loads a model.",
+							&llm_max_batch_tokens,
+							512, 1, 65536,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.kv_cache_mb",
+							"Size of the KV cache pool.",
+							"0 sizes it for 16 sequences of full context. Takes effect when the worker next loads a model.",
+							&llm_kv_cache_mb,
+							0, 0, INT_MAX / 2,
+							PGC_SIGHUP,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.kv_block_size",
+							"Number of tokens in one KV cache block.",
+							"Takes effect when the worker next loads a model.",
+							&llm_kv_block_size,
+							16, 1, 1024,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomRealVariable("llm.kv_budget",
+							 "Fraction of a sequence's KV entries kept by H2O eviction.",
+							 "1 keeps every entry (no eviction).",
+							 &llm_kv_budget,
+							 1.0, 0.01, 1.0,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.max_queued_requests",
+							"Number of request slots in shared memory.",
+							"Requests waiting for or being served by the llm worker each take one.",
+							&llm_max_queued_requests,
+							1024, 1, 65536,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.debug_step_delay",
+							"Delay after each engine step, for testing.",
+							NULL,
+							&llm_debug_step_delay,
+							0, 0, 10000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("llm");
+}
+
+/* Module load: refuse unless preloaded, then settings, shared memory, worker. */
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("llm must be loaded via shared_preload_libraries"),
+				 errhint("Add \"llm\" to shared_preload_libraries and restart the server.")));
+
+	LlmDefineSettings();
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = llm_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = llm_shmem_startup;
+
+	LlmWorkerRegister();
+}

@@ -1,0 +1,204 @@
+/*
+ * llm.h
+ *		Private header of the llm extension: settings, shared memory, the
+ *		request queue, the background worker and the SQL functions.
+ *
+ * The PostgreSQL side never touches the model.  A backend writes a request
+ * into a slot of shared memory (queue.c), the background worker "llm worker"
+ * (worker.c) feeds it to the engine (src/engine) and writes the result back;
+ * shmem.c owns the slots and states who may change what.
+ */
+#ifndef LLM_H
+#define LLM_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "storage/condition_variable.h"
+#include "storage/lwlock.h"
+#include "utils/dsa.h"
+#include "utils/wait_event.h"
+#include "utils/timestamp.h"
+
+#include "engine.h"
+
+/* Settings (llm.c); see the descriptions there. */
+extern char *llm_model;
+extern char *llm_model_dir;
+extern int	llm_device;
+extern int	llm_threads;
+extern int	llm_max_batch_tokens;
+extern int	llm_kv_cache_mb;
+extern int	llm_kv_block_size;
+extern double llm_kv_budget;
+extern int	llm_max_queued_requests;
+extern int	llm_debug_step_delay;
+
+/* Values of llm.device. */
+typedef enum LlmDevice
+{
+	LLM_DEVICE_AUTO,
+	LLM_DEVICE_CPU,
+	LLM_DEVICE_CUDA
+} LlmDevice;
+
+/* Wait events (PostgreSQL 15 shows every extension wait as "Extension"). */
+#define LLM_WAIT_EVENT_REQUEST	PG_WAIT_EXTENSION	/* a backend waits for its result */
+#define LLM_WAIT_EVENT_WORKER	PG_WAIT_EXTENSION	/* the worker waits for requests */
+
+/* Limits of the fixed-size text fields of a slot and of the worker status. */
+#define LLM_ERRMSG_LEN		LLM_ERROR_MSG_LEN
+#define LLM_ERRDETAIL_LEN	1024
+#define LLM_ERRHINT_LEN		256
+#define LLM_NAME_LEN		MAXPGPATH
+
+/* The life of a request slot; see the protocol at the top of shmem.c. */
+typedef enum LlmSlotState
+{
+	LLM_SLOT_FREE = 0,
+	LLM_SLOT_QUEUED,			/* written by a backend, waiting for the worker */
+	LLM_SLOT_RUNNING,			/* claimed by the worker, in the engine */
+	LLM_SLOT_DONE,				/* result written */
+	LLM_SLOT_ERROR,				/* error written */
+	LLM_SLOT_CANCELLED			/* abandoned by its backend; the worker frees it */
+} LlmSlotState;
+
+/* Sampling parameters of a request, checked by functions.c. */
+typedef struct LlmParams
+{
+	int32		max_tokens;
+	double		temperature;
+	double		top_p;
+	int32		top_k;
+	uint64		seed;
+} LlmParams;
+
+/* One request slot in shared memory. */
+typedef struct LlmSlot
+{
+	LlmSlotState state;
+	uint64		request_id;		/* unique per submission, never 0 */
+	int			owner_pid;		/* the backend that submitted it */
+	TimestampTz queued_at;
+
+	/* Written by the backend before FREE -> QUEUED. */
+	LlmParams	params;
+	dsa_pointer input;			/* prompt bytes, then n_stop NUL-terminated stop strings */
+	Size		prompt_len;
+	Size		input_len;
+	int			n_stop;
+
+	/* Written by the worker before RUNNING -> DONE | ERROR. */
+	dsa_pointer result;			/* completion text (UTF-8, not NUL-terminated) */
+	Size		result_len;
+	int32		prompt_tokens;
+	int32		completion_tokens;
+	LlmFinishReason finish_reason;
+	int			sqlerrcode;
+	char		errmsg[LLM_ERRMSG_LEN];
+	char		errdetail[LLM_ERRDETAIL_LEN];
+	char		errhint[LLM_ERRHINT_LEN];
+
+	/* Broadcast by the worker when the slot reaches DONE or ERROR. */
+	ConditionVariable cv;
+} LlmSlot;
+
+/* What the worker is doing, for llm_worker_status(). */
+typedef enum LlmWorkerState
+{
+	LLM_WORKER_STOPPED = 0,
+	LLM_WORKER_STARTING,
+	LLM_WORKER_LOADING,
+	LLM_WORKER_READY,
+	LLM_WORKER_NO_MODEL
+} LlmWorkerState;
+
+/* The worker's status and the model it serves. */
+typedef struct LlmWorkerInfo
+{
+	int			pid;			/* 0 when not running */
+	int			pgprocno;		/* whose latch to set */
+	LlmWorkerState state;
+	TimestampTz started_at;
+	TimestampTz loaded_at;
+	char		model_path[LLM_NAME_LEN];	/* resolved path, or the setting when not loaded */
+	char		error[LLM_ERRDETAIL_LEN];	/* why no model is loaded, as a sentence */
+	bool		has_model;
+	LlmModelInfo model;
+	int			n_ctx;			/* the engine's per-sequence limit */
+	int			n_threads;
+} LlmWorkerInfo;
+
+/* Counters for llm_stats, written by the worker (gauges at its last step). */
+typedef struct LlmCounters
+{
+	int64		requests_completed;
+	int64		requests_failed;
+	int64		requests_cancelled;
+	int64		prompt_tokens;	/* of finished requests */
+	int64		completion_tokens;
+	int64		steps;
+	int64		busy_us;		/* time spent in engine steps */
+	int64		preemptions;
+	int64		prefix_hit_tokens;	/* prompt tokens the prefix cache saved */
+	int			engine_waiting; /* gauges */
+	int			engine_running;
+	int			kv_blocks_used;
+	int			kv_blocks_cached;
+	int			kv_blocks_total;
+	TimestampTz reset_at;
+} LlmCounters;
+
+/* The extension's shared state; the slots follow, then the DSA area's first segment. */
+typedef struct LlmShared
+{
+	LWLock	   *lock;			/* see the protocol in shmem.c */
+	int			dsa_tranche;
+	int			n_slots;
+	uint64		next_request_id;
+	int			next_free_hint;
+	LlmWorkerInfo worker;
+	LlmCounters counters;
+	LlmSlot		slots[FLEXIBLE_ARRAY_MEMBER];
+} LlmShared;
+
+/* shmem.c */
+extern LlmShared *LlmState;
+extern void LlmShmemRequest(void);
+extern void LlmShmemStartup(void);
+extern dsa_area *LlmShmemDsa(void);
+extern void LlmShmemCheck(void);
+extern void LlmWakeWorker(void);
+extern void LlmSlotTakeChunks(LlmSlot *slot, dsa_pointer *chunks, int *n);
+extern void LlmFreeChunks(dsa_pointer *chunks, int n);
+
+/* queue.c: one request as a backend sees it */
+typedef struct LlmJob
+{
+	/* input */
+	const char *prompt;			/* UTF-8; NULL for a NULL prompt */
+	Size		prompt_len;
+	uint64		seed;			/* replaces params->seed */
+
+	/* queue bookkeeping */
+	int			slot;			/* -1 when not in a slot */
+	uint64		request_id;
+
+	/* output */
+	char	   *completion;		/* palloc'd, in the server encoding */
+	int32		prompt_tokens;
+	int32		completion_tokens;
+	LlmFinishReason finish_reason;
+} LlmJob;
+
+extern void LlmQueueRun(LlmJob *jobs, int n_jobs, const LlmParams *params,
+						const char *const *stop, int n_stop);
+
+/* worker.c */
+extern void LlmWorkerRegister(void);
+extern PGDLLEXPORT void LlmWorkerMain(Datum main_arg);
+
+/* stats.c */
+extern const char *LlmWorkerStateName(LlmWorkerState state);
+
+#endif							/* LLM_H */

@@ -1,0 +1,331 @@
+/*
+ * queue.c
+ *		The backend's side of the request queue: submit requests to the llm
+ *		worker, wait for their results, give them up on cancel or error.
+ *
+ * LlmQueueRun() serves one llm_generate() call (one job) or one
+ * llm_generate_batch() call (many): it puts every job into a slot before it
+ * waits for the first one, so the worker can batch them all; when the slots
+ * run out it waits for its own earliest job and reuses its slot (a batch of
+ * any size works as a sliding window).  Results are collected in order.
+ *
+ * While waiting the backend sleeps on the slot's condition variable, which
+ * checks for interrupts: a query cancel, a statement timeout or a
+ * terminate request ends the wait at once.  The cleanup callback (run on
+ * ERROR and on FATAL exit through PG_ENSURE_ERROR_CLEANUP) then marks every
+ * unfinished job CANCELLED and wakes the worker, which drops it at its next
+ * step; finished but unread results are freed.  See shmem.c for the slot
+ * protocol.
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "utils/memutils.h"
+
+#include "llm.h"
+
+/* What the cleanup callback needs. */
+typedef struct LlmQueueRunState
+{
+	LlmJob	   *jobs;
+	int			n_jobs;
+} LlmQueueRunState;
+
+/*
+ * Copy a completion out of the DSA area as valid text in the server
+ * encoding.  The engine's bytes are UTF-8 but may be cut inside a character
+ * (max_tokens can end a sequence between byte tokens): invalid or
+ * incomplete sequences and NUL bytes become U+FFFD.
+ */
+static char *
+LlmCompletionToServer(const char *s, Size len)
+{
+	StringInfoData buf;
+	Size		i = 0;
+	char	   *converted;
+
+	initStringInfo(&buf);
+	while (i < len)
+	{
+		const unsigned char *p = (const unsigned char *) s + i;
+		int			l = pg_utf_mblen(p);
+
+		if (*p != 0 && l <= len - i && pg_utf8_islegal(p, l))
+		{
+			appendBinaryStringInfo(&buf, (const char *) p, l);
+			i += l;
+		}
+		else
+		{
+			appendStringInfoString(&buf, "\xEF\xBF\xBD");
+			i++;
+		}
+	}
+
+	converted = pg_any_to_server(buf.data, buf.len, PG_UTF8);
+	if (converted != buf.data)
+		pfree(buf.data);
+	return converted;
+}
+
+/*
+ * Put a job into a free slot.  Returns false, having changed nothing, when
+ * every slot is taken.  stops holds n_stop NUL-terminated strings.
+ */
+static bool
+LlmQueueTrySubmit(LlmJob *job, const LlmParams *params,
+				  const char *stops, Size stops_len, int n_stop)
+{
+	dsa_area   *area = LlmShmemDsa();
+	Size		input_len = job->prompt_len + stops_len;
+	dsa_pointer input;
+	char	   *p;
+	int			found = -1;
+
+	input = dsa_allocate_extended(area, Max(input_len, 1), DSA_ALLOC_HUGE);
+	p = dsa_get_address(area, input);
+	memcpy(p, job->prompt, job->prompt_len);
+	if (stops_len > 0)
+		memcpy(p + job->prompt_len, stops, stops_len);
+
+	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
+	for (int n = 0; n < LlmState->n_slots; n++)
+	{
+		int			i = (LlmState->next_free_hint + n) % LlmState->n_slots;
+
+		if (LlmState->slots[i].state == LLM_SLOT_FREE)
+		{
+			found = i;
+			break;
+		}
+	}
+	if (found >= 0)
+	{
+		LlmSlot    *slot = &LlmState->slots[found];
+
+		LlmState->next_free_hint = (found + 1) % LlmState->n_slots;
+		slot->request_id = LlmState->next_request_id++;
+		slot->owner_pid = MyProcPid;
+		slot->queued_at = GetCurrentTimestamp();
+		slot->params = *params;
+		slot->params.seed = job->seed;
+		slot->input = input;
+		slot->prompt_len = job->prompt_len;
+		slot->input_len = input_len;
+		slot->n_stop = n_stop;
+		slot->result = InvalidDsaPointer;
+		slot->result_len = 0;
+		slot->prompt_tokens = 0;
+		slot->completion_tokens = 0;
+		slot->finish_reason = LLM_FINISH_NONE;
+		slot->sqlerrcode = 0;
+		slot->errmsg[0] = '\0';
+		slot->errdetail[0] = '\0';
+		slot->errhint[0] = '\0';
+		slot->state = LLM_SLOT_QUEUED;
+
+		job->slot = found;
+		job->request_id = slot->request_id;
+	}
+	LWLockRelease(LlmState->lock);
+
+	if (found < 0)
+	{
+		dsa_free(area, input);
+		return false;
+	}
+	LlmWakeWorker();
+	return true;
+}
+
+/*
+ * Wait until a submitted job's slot is DONE or ERROR, read it and free the
+ * slot; raise the worker's error for ERROR.
+ */
+static void
+LlmQueueWaitJob(LlmJob *job)
+{
+	LlmSlot    *slot = &LlmState->slots[job->slot];
+	dsa_pointer chunks[2];
+	int			n_chunks = 0;
+	LlmSlotState state;
+	int			sqlerrcode = 0;
+	char		msg[LLM_ERRMSG_LEN];
+	char		detail[LLM_ERRDETAIL_LEN];
+	char		hint[LLM_ERRHINT_LEN];
+
+	ConditionVariablePrepareToSleep(&slot->cv);
+	for (;;)
+	{
+		LWLockAcquire(LlmState->lock, LW_SHARED);
+		Assert(slot->request_id == job->request_id);
+		state = slot->state;
+		LWLockRelease(LlmState->lock);
+
+		if (state == LLM_SLOT_DONE || state == LLM_SLOT_ERROR)
+			break;
+		ConditionVariableSleep(&slot->cv, LLM_WAIT_EVENT_REQUEST);
+	}
+	ConditionVariableCancelSleep();
+
+	/* Only this backend changes the slot now. */
+	if (state == LLM_SLOT_DONE)
+	{
+		job->completion = LlmCompletionToServer(dsa_get_address(LlmShmemDsa(), slot->result),
+												slot->result_len);
+		job->prompt_tokens = slot->prompt_tokens;
+		job->completion_tokens = slot->completion_tokens;
+		job->finish_reason = slot->finish_reason;
+	}
+	else
+	{
+		sqlerrcode = slot->sqlerrcode;
+		strlcpy(msg, slot->errmsg, sizeof(msg));
+		strlcpy(detail, slot->errdetail, sizeof(detail));
+		strlcpy(hint, slot->errhint, sizeof(hint));
+	}
+
+	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
+	LlmSlotTakeChunks(slot, chunks, &n_chunks);
+	slot->state = LLM_SLOT_FREE;
+	LWLockRelease(LlmState->lock);
+	LlmFreeChunks(chunks, n_chunks);
+
+	job->slot = -1;
+
+	if (state == LLM_SLOT_ERROR)
+		ereport(ERROR,
+				(errcode(sqlerrcode ? sqlerrcode : ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("%s", msg),
+				 detail[0] ? errdetail_internal("%s", detail) : 0,
+				 hint[0] ? errhint("%s", hint) : 0));
+}
+
+/*
+ * Give up every job still in a slot: unfinished ones become CANCELLED (the
+ * worker frees them), finished ones are freed here.  Runs on ERROR and at
+ * process exit while LlmQueueRun() is active.
+ */
+static void
+LlmQueueCleanup(int code, Datum arg)
+{
+	LlmQueueRunState *run = (LlmQueueRunState *) DatumGetPointer(arg);
+	bool		cancelled = false;
+
+	ConditionVariableCancelSleep();
+
+	for (int j = 0; j < run->n_jobs; j++)
+	{
+		LlmJob	   *job = &run->jobs[j];
+		LlmSlot    *slot;
+		dsa_pointer chunks[2];
+		int			n_chunks = 0;
+
+		if (job->slot < 0)
+			continue;
+		slot = &LlmState->slots[job->slot];
+
+		LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
+		Assert(slot->request_id == job->request_id);
+		if (slot->state == LLM_SLOT_QUEUED || slot->state == LLM_SLOT_RUNNING)
+		{
+			slot->state = LLM_SLOT_CANCELLED;
+			cancelled = true;
+		}
+		else if (slot->state == LLM_SLOT_DONE || slot->state == LLM_SLOT_ERROR)
+		{
+			LlmSlotTakeChunks(slot, chunks, &n_chunks);
+			slot->state = LLM_SLOT_FREE;
+		}
+		LWLockRelease(LlmState->lock);
+
+		LlmFreeChunks(chunks, n_chunks);
+		job->slot = -1;
+	}
+
+	if (cancelled)
+		LlmWakeWorker();
+}
+
+/*
+ * Submit and collect the jobs in order, submitting all that fit before
+ * waiting; the body of LlmQueueRun().
+ */
+static void
+LlmQueueSubmitAndWait(LlmJob *jobs, int n_jobs, const LlmParams *params,
+					  const char *stops, Size stops_len, int n_stop)
+{
+	int			next_submit = 0;
+	int			next_wait = 0;
+	int			in_flight = 0;
+
+	while (next_wait < n_jobs)
+	{
+		/* Submit all we can before waiting. */
+		while (next_submit < n_jobs)
+		{
+			LlmJob	   *job = &jobs[next_submit];
+
+			if (job->prompt != NULL)
+			{
+				if (!LlmQueueTrySubmit(job, params, stops, stops_len, n_stop))
+				{
+					if (in_flight > 0)
+						break;
+					ereport(ERROR,
+							(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+							 errmsg("too many llm requests are queued"),
+							 errdetail("All %d request slots are in use.",
+									   LlmState->n_slots),
+							 errhint("Try again later, or raise llm.max_queued_requests.")));
+				}
+				in_flight++;
+			}
+			next_submit++;
+		}
+
+		/* Collect the earliest job. */
+		if (jobs[next_wait].prompt != NULL)
+		{
+			LlmQueueWaitJob(&jobs[next_wait]);
+			in_flight--;
+		}
+		next_wait++;
+	}
+}
+
+/*
+ * Run jobs (NULL prompts are skipped) with the same
+ * parameters and stop strings (UTF-8), filling in their results.  Raises
+ * the first error any job gets, after giving up the others.
+ */
+void
+LlmQueueRun(LlmJob *jobs, int n_jobs, const LlmParams *params,
+			const char *const *stop, int n_stop)
+{
+	LlmQueueRunState run;
+	StringInfoData stops;
+
+	LlmShmemCheck();
+	(void) LlmShmemDsa();		/* attach before registering the callback */
+
+	initStringInfo(&stops);
+	for (int i = 0; i < n_stop; i++)
+		appendBinaryStringInfo(&stops, stop[i], strlen(stop[i]) + 1);
+
+	for (int j = 0; j < n_jobs; j++)
+		jobs[j].slot = -1;
+	run.jobs = jobs;
+	run.n_jobs = n_jobs;
+
+	PG_ENSURE_ERROR_CLEANUP(LlmQueueCleanup, PointerGetDatum(&run));
+	{
+		LlmQueueSubmitAndWait(jobs, n_jobs, params, stops.data, stops.len, n_stop);
+	}
+	PG_END_ENSURE_ERROR_CLEANUP(LlmQueueCleanup, PointerGetDatum(&run));
+
+	pfree(stops.data);
+}

@@ -1,0 +1,179 @@
+/*
+ * stats.c
+ *		Monitoring: llm_stats() (behind the llm_stats view),
+ *		llm_worker_status() and llm_reset_stats().
+ *
+ * The worker keeps the counters in shared memory (shmem.c); these functions
+ * copy them under the lock and format them.  The queue depth is counted
+ * from the slots at read time, so it is right even while no worker runs.
+ */
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "llm.h"
+
+PG_FUNCTION_INFO_V1(llm_stats);
+PG_FUNCTION_INFO_V1(llm_worker_status);
+PG_FUNCTION_INFO_V1(llm_reset_stats);
+
+/* The name llm_worker_status() shows for a worker state. */
+const char *
+LlmWorkerStateName(LlmWorkerState state)
+{
+	switch (state)
+	{
+		case LLM_WORKER_STOPPED:
+			return "stopped";
+		case LLM_WORKER_STARTING:
+			return "starting";
+		case LLM_WORKER_LOADING:
+			return "loading";
+		case LLM_WORKER_READY:
+			return "ready";
+		case LLM_WORKER_NO_MODEL:
+			return "no model";
+	}
+	return "unknown";
+}
+
+/* Build the result tuple descriptor of a function returning a record. */
+static TupleDesc
+LlmResultDesc(FunctionCallInfo fcinfo)
+{
+	TupleDesc	tupdesc;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	return BlessTupleDesc(tupdesc);
+}
+
+/* llm_stats(): one row of queue, throughput and KV cache figures. */
+Datum
+llm_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc = LlmResultDesc(fcinfo);
+	LlmCounters c;
+	int			queued = 0;
+	Datum		values[16];
+	bool		nulls[16] = {0};
+	double		busy_s;
+	int			i = 0;
+
+	LlmShmemCheck();
+	LWLockAcquire(LlmState->lock, LW_SHARED);
+	c = LlmState->counters;
+	for (int s = 0; s < LlmState->n_slots; s++)
+		if (LlmState->slots[s].state == LLM_SLOT_QUEUED)
+			queued++;
+	LWLockRelease(LlmState->lock);
+
+	busy_s = c.busy_us / 1e6;
+	values[i++] = Int32GetDatum(queued + c.engine_waiting);	/* queued_requests */
+	values[i++] = Int32GetDatum(c.engine_running);	/* running_requests */
+	values[i++] = Int64GetDatum(c.requests_completed);
+	values[i++] = Int64GetDatum(c.requests_failed);
+	values[i++] = Int64GetDatum(c.requests_cancelled);
+	values[i++] = Int64GetDatum(c.prompt_tokens);
+	values[i++] = Int64GetDatum(c.completion_tokens);
+	values[i++] = Int64GetDatum(c.steps);
+	if (busy_s > 0)
+	{
+		values[i++] = Float8GetDatum(c.prompt_tokens / busy_s);
+		values[i++] = Float8GetDatum(c.completion_tokens / busy_s);
+	}
+	else
+	{
+		nulls[i++] = true;
+		nulls[i++] = true;
+	}
+	values[i++] = Int32GetDatum(c.kv_blocks_used);
+	values[i++] = Int32GetDatum(c.kv_blocks_cached);
+	values[i++] = Int32GetDatum(c.kv_blocks_total);
+	values[i++] = Int64GetDatum(c.prefix_hit_tokens);
+	values[i++] = Int64GetDatum(c.preemptions);
+	values[i++] = TimestampTzGetDatum(c.reset_at);
+	Assert(i == lengthof(values));
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* llm_worker_status(): the worker's process, state and model. */
+Datum
+llm_worker_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc = LlmResultDesc(fcinfo);
+	LlmWorkerInfo w;
+	Datum		values[13];
+	bool		nulls[13] = {0};
+	int			i = 0;
+
+	LlmShmemCheck();
+	LWLockAcquire(LlmState->lock, LW_SHARED);
+	w = LlmState->worker;
+	LWLockRelease(LlmState->lock);
+
+	if (w.pid != 0)
+		values[i++] = Int32GetDatum(w.pid);
+	else
+		nulls[i++] = true;
+	values[i++] = CStringGetTextDatum(LlmWorkerStateName(w.state));
+	if (w.has_model)
+	{
+		values[i++] = CStringGetTextDatum(w.model.name);
+		values[i++] = CStringGetTextDatum(w.model_path);
+		values[i++] = CStringGetTextDatum(w.model.arch);
+		values[i++] = Int64GetDatum(w.model.n_params);
+		values[i++] = Int32GetDatum(w.model.n_layers);
+		values[i++] = Int32GetDatum(w.n_ctx);
+		values[i++] = CStringGetTextDatum(w.model.weight_types);
+		values[i++] = Int32GetDatum(w.n_threads);
+	}
+	else
+	{
+		nulls[i++] = true;		/* model */
+		if (w.model_path[0] != '\0')
+			values[i++] = CStringGetTextDatum(w.model_path);
+		else
+			nulls[i++] = true;
+		for (int k = 0; k < 6; k++)
+			nulls[i++] = true;
+	}
+	if (w.started_at != 0 && w.pid != 0)
+		values[i++] = TimestampTzGetDatum(w.started_at);
+	else
+		nulls[i++] = true;
+	if (w.has_model)
+		values[i++] = TimestampTzGetDatum(w.loaded_at);
+	else
+		nulls[i++] = true;
+	if (w.error[0] != '\0' && !w.has_model)
+		values[i++] = CStringGetTextDatum(w.error);
+	else
+		nulls[i++] = true;
+	Assert(i == lengthof(values));
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* llm_reset_stats(): zero the cumulative counters. */
+Datum
+llm_reset_stats(PG_FUNCTION_ARGS)
+{
+	LlmShmemCheck();
+	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
+	LlmState->counters.requests_completed = 0;
+	LlmState->counters.requests_failed = 0;
+	LlmState->counters.requests_cancelled = 0;
+	LlmState->counters.prompt_tokens = 0;
+	LlmState->counters.completion_tokens = 0;
+	LlmState->counters.steps = 0;
+	LlmState->counters.busy_us = 0;
+	LlmState->counters.preemptions = 0;
+	LlmState->counters.prefix_hit_tokens = 0;
+	LlmState->counters.reset_at = GetCurrentTimestamp();
+	LWLockRelease(LlmState->lock);
+	PG_RETURN_VOID();
+}

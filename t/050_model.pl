@@ -1,0 +1,101 @@
+# The model file: missing, invalid, outside llm.model_dir or not set, the
+# worker logs a clear error and keeps running without a model (no crash
+# loop), llm_generate says no model is loaded, and llm_worker_status()
+# says why; fixing the setting and reloading brings the model in.  Also:
+# the library refuses to load unless preloaded.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+
+use LlmTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $model_dir = $ENV{LLM_MODEL_DIR};
+my $model = $ENV{LLM_MODEL} // 'stories260K.gguf';
+
+my $node = llm_node('model', 'llm.model' => 'missing.gguf');
+llm_wait_state($node, 'no model');
+my $pid = llm_worker_pid($node);
+
+# Point the worker at a model; check state, error, log and llm_generate.
+sub check_bad_model
+{
+	my ($name, $dir, $file, $why) = @_;
+	my $log_offset = -s $node->logfile;
+	$node->safe_psql('postgres',
+		    "ALTER SYSTEM SET llm.model_dir = '$dir'; "
+		  . "ALTER SYSTEM SET llm.model = '$file'; SELECT pg_reload_conf()");
+	$node->poll_query_until('postgres',
+		"SELECT error ~* \$\$$why\$\$ FROM llm_worker_status()")
+	  or die "$name: the worker did not report $why";
+	is($node->safe_psql('postgres', 'SELECT state FROM llm_worker_status()'),
+		'no model', "$name: no model");
+	like(slurp_file($node->logfile, $log_offset), qr/ERROR:  .*$why/i,
+		"$name: the error is logged");
+	my ($rc, $out, $err) = $node->psql('postgres',
+		"SELECT llm_generate('Once upon a time', 4)");
+	like($err, qr/ERROR:  no model is loaded\nDETAIL:  .*$why.*\nHINT:  Set llm.model/i,
+		"$name: llm_generate says no model is loaded, and why");
+}
+
+my $bad_dir = PostgreSQL::Test::Utils::tempdir;
+append_to_file("$bad_dir/garbage.gguf", "this is not a model\n" x 10);
+my $real = slurp_file("$model_dir/$model");
+append_to_file("$bad_dir/truncated.gguf", substr($real, 0, 4096));
+
+like($node->safe_psql('postgres', 'SELECT error FROM llm_worker_status()'),
+	qr/Could not access model file ".*missing\.gguf": No such file or directory/,
+	'missing file: llm_worker_status says why');
+check_bad_model('missing file', $model_dir, 'missing.gguf', 'missing\.gguf');
+check_bad_model('garbage file', $bad_dir, 'garbage.gguf', 'garbage\.gguf');
+check_bad_model('truncated file', $bad_dir, 'truncated.gguf', 'truncated\.gguf');
+check_bad_model('outside the directory', $bad_dir, "$model_dir/$model",
+	'is outside llm\.model_dir');
+check_bad_model('escaping the directory', $bad_dir, "../$model", 'outside llm\.model_dir|could not access');
+check_bad_model('missing directory', "$bad_dir/nope", $model,
+	'could not access model directory');
+
+is(llm_worker_pid($node), $pid, 'the worker kept running throughout');
+unlike(slurp_file($node->logfile), qr/"llm worker" \(PID \d+\) exited/,
+	'no worker exits, no crash loop');
+
+# Not set at all.
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET llm.model = ''; SELECT pg_reload_conf()");
+$node->poll_query_until('postgres',
+	"SELECT error = 'llm.model is not set.' FROM llm_worker_status()")
+  or die 'empty llm.model not reported';
+pass('an empty llm.model is reported');
+
+# Fixed: the worker loads the model on reload.
+$node->safe_psql('postgres',
+	    "ALTER SYSTEM SET llm.model_dir = '$model_dir'; "
+	  . "ALTER SYSTEM SET llm.model = '$model'; SELECT pg_reload_conf()");
+llm_wait_state($node);
+is($node->safe_psql('postgres', "SELECT llm_generate('Once upon a time', 4)"),
+	', there was a', 'after fixing the setting the model serves');
+is(llm_worker_pid($node), $pid, 'in the same worker');
+like(slurp_file($node->logfile), qr/llm worker loaded model ".*\Q$model\E"\n.*DETAIL:  Architecture llama, \d+ parameters/,
+	'the load is logged with the model\'s description');
+
+# A device this build lacks: the worker runs without a model.
+$node->append_conf('postgresql.conf', "llm.device = 'cuda'");
+$node->restart;
+llm_wait_state($node, 'no model');
+like($node->safe_psql('postgres', 'SELECT error FROM llm_worker_status()'),
+	qr/cuda is not supported/, 'llm.device = cuda is refused by a CPU build');
+$node->stop;
+
+# Without shared_preload_libraries the library refuses to load.
+my $plain = PostgreSQL::Test::Cluster->new('plain');
+$plain->init;
+$plain->start;
+my ($rc, $out, $err) = $plain->psql('postgres', 'CREATE EXTENSION llm');
+like($err, qr/ERROR:  llm must be loaded via shared_preload_libraries\nHINT:  Add "llm" to shared_preload_libraries and restart the server\./,
+	'CREATE EXTENSION without preloading fails with a hint');
+$plain->stop;
+
+done_testing();

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Run the PostgreSQL tests of llm end to end: pg_regress on a temporary
+# instance with the library preloaded (sql/, expected/), then the TAP tests
+# (t/), both through `make installcheck`.
+#
+# As root (as in CI): installs the extension (`make install`), creates the
+# unprivileged user $LLM_TEST_USER (default llmtest) if missing, and runs the
+# tests as that user in a scratch directory it owns, with its own copy of the
+# model and the golden file (the checkout may be under /root or read-only
+# to it).  As any other user: runs them as that user; the extension must be
+# installed already, or the PostgreSQL directories writable.
+#
+# Environment: LLM_TEST_USER, LLM_MODEL (default stories260K.gguf, from
+# ../shared/models), PROVE_TESTS (e.g. "t/020_cancel.pl"), KEEP=1 keeps
+# the scratch directory.  Exits nonzero when any test fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+shared=$(cd .. && pwd)/shared
+model=${LLM_MODEL:-stories260K.gguf}
+test_user=${LLM_TEST_USER:-llmtest}
+
+# The expected output must show the golden texts exactly (newlines written
+# as \n, as in the golden file), so it cannot drift from the reference.
+while IFS=$'\t' read -r prompt _ text; do
+    case $prompt in '#'*) continue ;; esac
+    if ! grep -qF -- "| $text" expected/generate.out; then
+        echo "pg-test: expected/generate.out lacks the golden text for \"$prompt\"" >&2
+        exit 1
+    fi
+done < "$shared/golden/stories260K-greedy.tsv"
+
+tools/install-deps.sh
+make -j"$(nproc)" >/dev/null
+if [ "$(id -u)" -eq 0 ] || [ -w "$(pg_config --pkglibdir)" ]; then
+    make install >/dev/null
+elif ! cmp -s llm.so "$(pg_config --pkglibdir)/llm.so"; then
+    echo "pg-test: the installed llm.so is not this build; run 'make install' as root first" >&2
+    exit 1
+fi
+
+# The scratch directory mirrors the checkout's neighbourhood: main/ and shared/.
+work=$(mktemp -d /tmp/llm-pg-test.XXXXXX)
+cleanup() {
+    if [ "${KEEP:-0}" = 1 ]; then
+        echo "pg-test: scratch directory kept: $work"
+    else
+        rm -rf "$work"
+    fi
+}
+trap cleanup EXIT
+mkdir -p "$work/main/src" "$work/shared/models" "$work/shared/golden"
+cp -r Makefile llm.control llm--1.0.sql sql expected t "$work/main/"
+cp src/*.c src/*.h "$work/main/src/"
+cp "$shared/models/$model" "$work/shared/models/"
+cp "$shared/golden/stories260K-greedy.tsv" "$work/shared/golden/"
+
+run_as=()
+if [ "$(id -u)" -eq 0 ]; then
+    if ! id "$test_user" >/dev/null 2>&1; then
+        useradd --system --create-home --shell /bin/bash "$test_user"
+    fi
+    chown -R "$test_user" "$work"
+    chmod 755 "$work"
+    run_as=(runuser -u "$test_user" --)
+fi
+
+# pg_regress and TAP separately, so that a failure in one still runs the
+# other; each under a time limit, so that a hang fails rather than blocks.
+status=0
+mk=(make -C "$work/main" --no-print-directory LLM_MODEL_DIR="$work/shared/models" LLM_MODEL="$model")
+echo "pg-test: pg_regress"
+if ! timeout 900 "${run_as[@]}" env HOME="$work" "${mk[@]}" installcheck TAP_TESTS=; then
+    status=1
+    [ -f "$work/main/regression.diffs" ] && cat "$work/main/regression.diffs"
+fi
+echo "pg-test: TAP tests"
+if ! timeout 1200 "${run_as[@]}" env HOME="$work" "${mk[@]}" installcheck REGRESS= PROVE_FLAGS=--timer \
+        ${PROVE_TESTS:+PROVE_TESTS="$PROVE_TESTS"}; then
+    status=1
+    for f in "$work"/main/tmp_check/log/regress_log_*; do
+        [ -f "$f" ] || continue
+        echo "=== $f (last 40 lines)"
+        tail -n 40 "$f"
+    done
+fi
+
+if [ $status -ne 0 ]; then
+    echo "pg-test: FAILED" >&2
+else
+    echo "pg-test: all PostgreSQL tests passed"
+fi
+exit $status
