@@ -11,13 +11,14 @@ CREATE FUNCTION llm_generate(prompt text,
                              top_p float8 DEFAULT 1,
                              top_k int DEFAULT 0,
                              seed bigint DEFAULT NULL,
-                             stop text[] DEFAULT NULL)
+                             stop text[] DEFAULT NULL,
+                             chat boolean DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'llm_generate'
 LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
 
-COMMENT ON FUNCTION llm_generate(text, int, float8, float8, int, bigint, text[]) IS
-'continuation of the prompt by the model (greedy when temperature is 0; a NULL seed draws a random one)';
+COMMENT ON FUNCTION llm_generate(text, int, float8, float8, int, bigint, text[], boolean) IS
+'continuation of the prompt by the model (greedy when temperature is 0; a NULL seed draws a random one; chat wraps the prompt in the model''s chat format, NULL meaning llm.chat)';
 
 CREATE FUNCTION llm_generate_batch(prompts text[],
                                    max_tokens int DEFAULT 128,
@@ -25,13 +26,14 @@ CREATE FUNCTION llm_generate_batch(prompts text[],
                                    top_p float8 DEFAULT 1,
                                    top_k int DEFAULT 0,
                                    seed bigint DEFAULT NULL,
-                                   stop text[] DEFAULT NULL)
+                                   stop text[] DEFAULT NULL,
+                                   chat boolean DEFAULT NULL)
 RETURNS TABLE(ord int, completion text, prompt_tokens int,
               completion_tokens int, finish_reason text)
 AS 'MODULE_PATHNAME', 'llm_generate_batch'
 LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
 
-COMMENT ON FUNCTION llm_generate_batch(text[], int, float8, float8, int, bigint, text[]) IS
+COMMENT ON FUNCTION llm_generate_batch(text[], int, float8, float8, int, bigint, text[], boolean) IS
 'continuations of all prompts, generated together; one row per prompt in order';
 
 -- Monitoring.

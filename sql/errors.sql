@@ -34,6 +34,13 @@ SELECT q, sqlstate_of(q) FROM (VALUES
     ($$SELECT llm_generate('x', 8, stop => '{}')$$)
 ) AS t(q);
 
+-- stories260K has no chat format: asking for one is refused, by argument or by setting.
+SELECT llm_generate('Once upon a time', 4, chat => true);
+SET llm.chat = on;
+SELECT llm_generate('Once upon a time', 4);
+SELECT llm_generate('Once upon a time', 4, chat => false);
+RESET llm.chat;
+
 -- The settings that size shared memory need a restart.
 SET llm.max_queued_requests = 10;
 SET llm.model = 'other.gguf';

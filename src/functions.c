@@ -31,6 +31,7 @@ PG_FUNCTION_INFO_V1(llm_generate_batch);
 #define LLM_ARG_TOP_K		4
 #define LLM_ARG_SEED		5
 #define LLM_ARG_STOP		6
+#define LLM_ARG_CHAT		7
 
 /* Error out when a parameter that has no NULL meaning is NULL. */
 static void
@@ -56,6 +57,7 @@ LlmGetParams(FunctionCallInfo fcinfo, LlmParams *p)
 	p->top_p = PG_GETARG_FLOAT8(LLM_ARG_TOP_P);
 	p->top_k = PG_GETARG_INT32(LLM_ARG_TOP_K);
 	p->seed = 0;
+	p->chat = PG_ARGISNULL(LLM_ARG_CHAT) ? llm_chat : PG_GETARG_BOOL(LLM_ARG_CHAT);
 
 	if (p->max_tokens < 0)
 		ereport(ERROR,
@@ -133,7 +135,7 @@ LlmSetPrompt(LlmJob *job, text *prompt)
 }
 
 /*
- * llm_generate(prompt, max_tokens, temperature, top_p, top_k, seed, stop)
+ * llm_generate(prompt, max_tokens, temperature, top_p, top_k, seed, stop, chat)
  *		The model's continuation of prompt.
  */
 Datum
@@ -160,7 +162,7 @@ llm_generate(PG_FUNCTION_ARGS)
 }
 
 /*
- * llm_generate_batch(prompts, max_tokens, temperature, top_p, top_k, seed, stop)
+ * llm_generate_batch(prompts, max_tokens, temperature, top_p, top_k, seed, stop, chat)
  *		One row per prompt, in order: (ord, completion, prompt_tokens,
  *		completion_tokens, finish_reason).  Every prompt is queued before the
  *		first result is awaited, so the worker batches them.

@@ -30,6 +30,7 @@ int			llm_kv_block_size = 16;
 double		llm_kv_budget = 1.0;
 int			llm_max_queued_requests = 1024;
 int			llm_debug_step_delay = 0;
+bool		llm_chat = false;
 
 static const struct config_enum_entry llm_device_options[] = {
 	{"auto", LLM_DEVICE_AUTO, false},
@@ -74,6 +75,16 @@ LlmDefineSettings(void)
 							   PGC_SIGHUP,
 							   0,
 							   NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("llm.chat",
+							 "Whether llm_generate wraps prompts in the model's chat format by default.",
+							 "With chat, an instruction gets an answer rather than a continuation. "
+							 "The chat argument of llm_generate overrides it.",
+							 &llm_chat,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomStringVariable("llm.model_dir",
 							   "Directory that model files must be in.",

@@ -33,6 +33,7 @@ extern int	llm_kv_block_size;
 extern double llm_kv_budget;
 extern int	llm_max_queued_requests;
 extern int	llm_debug_step_delay;
+extern bool llm_chat;
 
 /* Values of llm.device. */
 typedef enum LlmDevice
@@ -71,6 +72,7 @@ typedef struct LlmParams
 	double		top_p;
 	int32		top_k;
 	uint64		seed;
+	bool		chat;			/* wrap the prompt in the model's chat format */
 } LlmParams;
 
 /* One request slot in shared memory. */

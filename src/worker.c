@@ -51,6 +51,7 @@
 #include "utils/memutils.h"
 
 #include "llm.h"
+#include "chat.h"
 
 /* The worker's view of a slot it has put into the engine. */
 typedef struct LlmWorkerSeq
@@ -475,7 +476,6 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 	dsa_area   *area = LlmShmemDsa();
 	const char *bytes = dsa_get_address(area, input);
 	const char **stop = NULL;
-	const LlmTokenizer *tokenizer;
 	LlmRequest	req;
 	LlmError	err;
 	LlmStatus	status;
@@ -500,10 +500,19 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 	}
 
 	llm_error_clear(&err);
-	/* BOS as the model wants it; control tokens in the text stay text. */
-	tokenizer = llm_model_tokenizer(WorkerModel);
-	status = llm_tokenize(tokenizer, bytes, prompt_len, llm_tokenizer_add_bos(tokenizer),
-						  false, &tokens, &n_tokens, &err);
+	/*
+	 * BOS as the model wants it; with chat, the prompt wrapped as a user
+	 * turn.  Control tokens in the user's text stay text.
+	 */
+	status = llm_chat_tokenize(WorkerModel, bytes, prompt_len, params->chat, &tokens, &n_tokens, &err);
+	if (status == LLM_ERR_UNSUPPORTED)
+	{
+		dsa_free(area, input);
+		LlmWorkerAnswer(slotno, NULL, ERRCODE_FEATURE_NOT_SUPPORTED,
+						"the model has no chat template", LlmMessageAsSentence(err.msg),
+						"Call llm_generate with chat => false, or set llm.chat to off.");
+		return;
+	}
 	if (status != LLM_OK)
 	{
 		dsa_free(area, input);
