@@ -25,6 +25,7 @@ char	   *llm_model_dir = NULL;
 int			llm_device = LLM_DEVICE_AUTO;
 int			llm_threads = 0;
 int			llm_max_batch_tokens = 512;
+int			llm_max_sequences = 64;
 int			llm_kv_cache_mb = 0;
 int			llm_kv_block_size = 16;
 double		llm_kv_budget = 1.0;
@@ -119,6 +120,15 @@ LlmDefineSettings(void)
 							"Takes effect when the worker next loads a model.",
 							&llm_max_batch_tokens,
 							512, 1, 65536,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.max_sequences",
+							"Maximum number of requests the engine generates for at once.",
+							"Requests beyond it wait in the engine's queue.  Takes effect when the worker next loads a model.",
+							&llm_max_sequences,
+							64, 1, 4096,
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);

@@ -68,6 +68,7 @@ typedef struct LlmModelSettings
 	char		model_dir[MAXPGPATH];
 	int			threads;
 	int			max_batch_tokens;
+	int			max_sequences;
 	int			kv_cache_mb;
 	int			kv_block_size;
 	double		kv_budget;
@@ -175,6 +176,7 @@ LlmWorkerReadSettings(LlmModelSettings *s)
 	strlcpy(s->model_dir, llm_model_dir ? llm_model_dir : "", sizeof(s->model_dir));
 	s->threads = llm_threads;
 	s->max_batch_tokens = llm_max_batch_tokens;
+	s->max_sequences = llm_max_sequences;
 	s->kv_cache_mb = llm_kv_cache_mb;
 	s->kv_block_size = llm_kv_block_size;
 	s->kv_budget = llm_kv_budget;
@@ -276,6 +278,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	llm_engine_config_default(&config);
 	config.n_threads = s->threads > 0 ? s->threads : Max(1, (int) sysconf(_SC_NPROCESSORS_ONLN));
 	config.max_batch_tokens = s->max_batch_tokens;
+	config.max_seqs = s->max_sequences;
 	config.kv_block_size = s->kv_block_size;
 	config.kv_cache_bytes = (size_t) s->kv_cache_mb * 1024 * 1024;
 

@@ -1,4 +1,4 @@
-# Sixteen sessions at once, each with its own prompt, each get their own
+# Thirty-two sessions at once, each with its own prompt, each get their own
 # answer: the same text as when the prompt runs alone.  Also llm_generate
 # in parallel query workers.
 use strict;
@@ -17,7 +17,11 @@ my @prompts = (
 	'Once upon a time', 'Lily and Ben', 'The cat sat on', 'Tom had a red',
 	'One day, a little bird', 'The sun was', 'Sara wanted to', 'The dog ran',
 	'Mom said', 'There was a big', 'Tim and Sue', 'The little boat',
-	'In the park', 'A girl named Amy', 'The old tree', 'Ben found a');
+	'In the park', 'A girl named Amy', 'The old tree', 'Ben found a',
+	'The big dog', 'Lucy liked to', 'The rain', 'A boy named Max',
+	'The red car', 'Sam saw a', 'The bird sang', 'Anna had a',
+	'The moon was', 'Jack and Jill', 'The happy frog', 'Kate went to',
+	'The toy box', 'A little fish', 'The green hat', 'Bob was sad');
 my $n = scalar @prompts;
 
 # Alone, one after the other.
