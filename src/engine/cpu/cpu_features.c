@@ -3,12 +3,16 @@
  *		CPUID detection of the SIMD level, once per process (see
  *		cpu_features.h).
  *
- * GCC's __builtin_cpu_supports reads CPUID and XGETBV (it reports AVX and
- * AVX-512 only when the OS saves their registers).  On other compilers or
+ * GCC's and Clang's __builtin_cpu_supports read CPUID and XGETBV (they
+ * report AVX and AVX-512 only when the OS saves their registers); F16C,
+ * which has no AVX state of its own, is read from CPUID directly.  On other compilers or
  * processors every answer is "scalar", which is always correct.
  */
 #include "cpu/cpu_features.h"
 
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,17 +20,31 @@
 static LlmCpuIsa chosen_isa;
 static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+/* Whether CPUID leaf 1 reports F16C (which Clang's __builtin_cpu_supports cannot name). */
+static bool
+cpu_has_f16c(void)
+{
+	unsigned int eax,
+				ebx,
+				ecx,
+				edx;
+
+	return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
+
 /* The best level this processor supports (CPUID only, no environment). */
 LlmCpuIsa
 llm_cpu_isa_detect(void)
 {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 	__builtin_cpu_init();
-	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
-		!__builtin_cpu_supports("f16c"))
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !cpu_has_f16c())
 		return LLM_CPU_ISA_SCALAR;
 	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-		__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+		__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+		__builtin_cpu_supports("avx512vnni"))
 		return LLM_CPU_ISA_AVX512;
 	return LLM_CPU_ISA_AVX2;
 #else
@@ -39,18 +57,6 @@ bool
 llm_cpu_isa_supported(LlmCpuIsa isa)
 {
 	return (int) isa >= 0 && isa <= llm_cpu_isa_detect();
-}
-
-/* Whether the processor has AVX-512 BF16 (an optional extra of the AVX-512 level). */
-bool
-llm_cpu_has_avx512bf16(void)
-{
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-	__builtin_cpu_init();
-	return llm_cpu_isa_detect() == LLM_CPU_ISA_AVX512 && __builtin_cpu_supports("avx512bf16");
-#else
-	return false;
-#endif
 }
 
 /* Decide the level: the detected one, lowered by LLM_CPU_ISA when set. */

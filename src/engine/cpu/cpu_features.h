@@ -3,8 +3,8 @@
  *		Which SIMD level the CPU backend's kernels use, decided once.
  *
  * The levels are cumulative: AVX2 means AVX2 + FMA + F16C; AVX-512 means
- * AVX-512 F, BW, VL and VNNI on top of that (Ice Lake, Sapphire Rapids,
- * Zen 4 and later).  The processor is asked through CPUID (which also
+ * AVX-512 F, BW, VL, DQ and VNNI on top of that (Cascade Lake, Ice Lake,
+ * Sapphire Rapids, Zen 4 and later).  The processor is asked through CPUID (which also
  * checks that the operating system saves the wide registers); the
  * environment variable LLM_CPU_ISA=scalar|avx2|avx512 can lower the level,
  * never raise it past what the processor has, so tests and benchmarks can
@@ -19,7 +19,7 @@ typedef enum LlmCpuIsa
 {
 	LLM_CPU_ISA_SCALAR = 0,		/* plain C reference kernels */
 	LLM_CPU_ISA_AVX2 = 1,		/* AVX2, FMA, F16C */
-	LLM_CPU_ISA_AVX512 = 2		/* AVX-512 F/BW/VL/VNNI */
+	LLM_CPU_ISA_AVX512 = 2		/* AVX-512 F/BW/VL/DQ/VNNI */
 } LlmCpuIsa;
 
 #define LLM_CPU_ISA_COUNT 3
@@ -35,8 +35,5 @@ LlmCpuIsa	llm_cpu_isa(void);
 
 /* "scalar", "avx2" or "avx512". */
 const char *llm_cpu_isa_name(LlmCpuIsa isa);
-
-/* Whether the processor has AVX-512 BF16 (an optional extra of the AVX-512 level). */
-bool		llm_cpu_has_avx512bf16(void);
 
 #endif							/* LLM_CPU_FEATURES_H */

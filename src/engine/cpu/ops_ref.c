@@ -7,6 +7,7 @@
  * attention by (token, head) pairs, element-wise ops by ranges.
  */
 #include "backend.h"
+#include "cpu/matmul.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -318,7 +319,7 @@ llm_backend_cpu_new(int n_threads, LlmBackend **out, LlmError *err)
 		free(be);
 		return st;
 	}
-	be->ops = &llm_cpu_ref_ops;
+	be->ops = llm_cpu_select_ops();
 	*out = be;
 	return LLM_OK;
 }

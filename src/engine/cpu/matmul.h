@@ -1,0 +1,129 @@
+/*
+ * matmul.h
+ *		Private: the CPU backend's fast matrix multiplication -- the kernel
+ *		tables of each SIMD level, the activation formats they read, and the
+ *		op tables that plug them into the backend.
+ *
+ * y (n, rows) = x (n, cols) times w transposed.  For float weights (F32,
+ * F16, BF16) the kernels read x as given and multiply in float.  For the
+ * quantized types x is first quantized, once per call, to int8 blocks
+ * (as ggml does): the kernels then take integer dot products of weight and
+ * activation quants and apply both scales per block.
+ *
+ * A kernel computes a rectangle of outputs (rows [r0, r1) for tokens
+ * [t0, t1)) with a register tile of a few rows by a few tokens, so each
+ * weight vector loaded is used for several tokens and each activation
+ * vector for several rows; matmul.c cuts the rectangle into pool tasks.
+ */
+#ifndef LLM_CPU_MATMUL_H
+#define LLM_CPU_MATMUL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "cpu/cpu_features.h"
+#include "quant.h"
+
+/* How a kernel wants the activations. */
+typedef enum LlmActFormat
+{
+	LLM_ACT_F32,				/* the floats as given */
+	LLM_ACT_Q8,					/* blocks of 32: int8 quants, one float scale */
+	LLM_ACT_Q8K					/* blocks of 256: int8 quants, one float scale, int16 sums of 16 */
+} LlmActFormat;
+
+/*
+ * Layout of one token's quantized activations (k values, a multiple of the
+ * block size), each part starting on a 64-byte boundary:
+ *   Q8:  int8 qs[k]; float d[k / 32]; int32 sums[k / 32]     x_i = d[i / 32] * qs[i],
+ *                                                            sums[b] = sum of block b's quants
+ *   Q8K: int8 qs[k]; float d[k / 256]; int16 bsums[k / 16]  bsums[j] = sum of qs[16j .. 16j + 15]
+ * Quants are in [-127, 127] with d = amax / 127 per block, rounded to
+ * nearest even; a block holding a NaN or infinity gets d = NaN and zero
+ * quants, so the NaN reaches the output.
+ */
+#define LLM_ACT_ALIGN(n) ((((size_t) (n)) + 63) & ~(size_t) 63)
+
+/* Offset of the scales d in a token's row. */
+static inline size_t
+llm_act_d_offset(int64_t k)
+{
+	return LLM_ACT_ALIGN(k);
+}
+
+/* Offset of the Q8 block sums in a token's row. */
+static inline size_t
+llm_act_sums_offset(int64_t k)
+{
+	return LLM_ACT_ALIGN(k) + LLM_ACT_ALIGN(sizeof(float) * (size_t) (k / LLM_QK));
+}
+
+/* Offset of the Q8K block sums in a token's row. */
+static inline size_t
+llm_act_bsums_offset(int64_t k)
+{
+	return LLM_ACT_ALIGN(k) + LLM_ACT_ALIGN(sizeof(float) * (size_t) (k / LLM_QK_K));
+}
+
+/* Bytes of one token's activations in format f (a multiple of 64). */
+static inline size_t
+llm_act_row_bytes(LlmActFormat f, int64_t k)
+{
+	switch (f)
+	{
+		case LLM_ACT_Q8:
+			return llm_act_sums_offset(k) + LLM_ACT_ALIGN(sizeof(int32_t) * (size_t) (k / LLM_QK));
+		case LLM_ACT_Q8K:
+			return llm_act_bsums_offset(k) + LLM_ACT_ALIGN(sizeof(int16_t) * (size_t) (k / 16));
+		default:
+			return LLM_ACT_ALIGN(sizeof(float) * (size_t) k);
+	}
+}
+
+/* What a kernel is given: the whole problem; the rectangle comes separately. */
+typedef struct LlmGemmArgs
+{
+	const uint8_t *w;			/* (rows, row_bytes) weights in their stored type */
+	size_t		row_bytes;
+	int64_t		k;				/* cols */
+	const uint8_t *x;			/* (n, x_stride) activations in the kernel's format */
+	size_t		x_stride;
+	float	   *y;				/* (n, ldy) output */
+	int64_t		ldy;			/* rows */
+} LlmGemmArgs;
+
+/* Compute y for rows [r0, r1) and tokens [t0, t1). */
+typedef void (*LlmGemmFn) (const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1);
+
+/* Quantize one token's k activations into out (layout above). */
+typedef void (*LlmActQuantFn) (const float *x, int64_t k, uint8_t *out);
+
+/* The kernels of one SIMD level. */
+typedef struct LlmMatmulKernels
+{
+	const char *name;			/* "avx512" */
+	LlmGemmFn	gemm[LLM_TYPE_COUNT];	/* by weight type; NULL: the scalar reference */
+	LlmActFormat act[LLM_TYPE_COUNT];	/* the activations gemm[type] reads */
+	LlmActQuantFn quant_q8;		/* to LLM_ACT_Q8 */
+	LlmActQuantFn quant_q8k;	/* to LLM_ACT_Q8K */
+} LlmMatmulKernels;
+
+/* Defined in matmul_avx2.c and matmul_avx512.c (empty tables off x86-64). */
+extern const LlmMatmulKernels llm_matmul_kernels_avx2;
+extern const LlmMatmulKernels llm_matmul_kernels_avx512;
+
+/* Scalar reference activation quantizers (quantize_act.c); the SIMD ones match them exactly. */
+void		llm_quantize_act_q8_ref(const float *x, int64_t k, uint8_t *out);
+void		llm_quantize_act_q8k_ref(const float *x, int64_t k, uint8_t *out);
+
+/* The kernels of level isa; NULL for scalar or a level this processor lacks. */
+const LlmMatmulKernels *llm_matmul_kernels(LlmCpuIsa isa);
+
+/* The backend op table of level isa (llm_cpu_ref_ops for scalar); NULL if the processor lacks it. */
+const LlmBackendOps *llm_cpu_ops_for_isa(LlmCpuIsa isa);
+
+/* The op table for this process: the level of llm_cpu_isa(). */
+const LlmBackendOps *llm_cpu_select_ops(void);
+
+#endif							/* LLM_CPU_MATMUL_H */

@@ -1,0 +1,1182 @@
+/*
+ * matmul_avx512.c
+ *		Matmul kernels for AVX-512 F/BW/VL/DQ/VNNI (see matmul.h), compiled for
+ *		that level whatever the build's -march, and run only after
+ *		cpu_features.c has found it.
+ *
+ * Every kernel computes a register tile of MR weight rows by NT tokens as
+ * MR * NT dot products along k, each accumulated in the 16 lanes of a zmm
+ * register and summed across lanes at the end (hsum4: four rows at once).
+ * A gemm function walks its rectangle one tile of rows at a time and, for
+ * it, every token, so the rows' weights come from memory once and then
+ * from L1.  Three shapes of work:
+ *
+ * - GEMV (one token, decode): straight from the weights, prefetching two
+ *   row tiles ahead, since decode streams every weight once per token.
+ * - Small batches (2 .. PACK_MIN_TOKENS - 1 tokens): the same tiles with
+ *   several tokens.
+ * - Batches of PACK_MIN_TOKENS or more (prefill): each tile of rows is
+ *   first unpacked, a chunk of k at a time, into a stack buffer in the
+ *   form the inner loop wants (F16/BF16 widened to float; Q8_0/Q4_0 as
+ *   unsigned bytes with their scales spread to vectors), then reused for
+ *   all the tokens, so the unpacking is paid once per row, not per token.
+ *
+ * Float weights (F32, F16, BF16): 16 weights are widened to float (F16 by
+ * vcvtph2ps, BF16 by a 16-bit shift, both exact) and multiplied with the
+ * float activations by FMA; a tail of k % 16 uses masked loads.
+ *
+ * Q8_0 and Q4_0 against Q8 activations, two blocks (64 values) a step:
+ * vpdpbusd multiplies unsigned by signed bytes, so the weight side is made
+ * unsigned -- Q8_0's w + 128 (w xor 0x80), Q4_0's raw nibble n = w + 8 --
+ * and the offset is taken back exactly in the integer accumulator, which
+ * starts at -C * (sum of the activation quants of its lane) (C = 128 or 8,
+ * itself one vpdpbusd per token):  sum (w + C) a - C sum a = sum w a.
+ * Each lane's int32 then holds a partial dot of one block; it is converted
+ * and multiplied by d_w * d_a of its block (lanes 0-7 the first block,
+ * 8-15 the second) into the float accumulator.  The GEMV instead keeps 16
+ * blocks in integers until each block's sum is complete (reduce_blocks),
+ * then takes the offset off with the activations' block sums and applies
+ * the 16 scales with one convert and one FMA: a third fewer instructions,
+ * which matters because decode of Q4_0 is bound by instructions, not bytes.
+ *
+ * Q4_K and Q6_K against Q8K activations, 64 values a step: vpmaddubsw
+ * multiplies the unsigned quants (nibbles; Q6_K's six bits) by the
+ * activation bytes into int16 pairs (at most 2 * 63 * 127, no saturation),
+ * and vpdpwssd multiplies those by the 16-bit sub-block scales and
+ * accumulates in int32 for the whole super-block.  Q6_K's offset of 32 and
+ * Q4_K's minimums are applied per super-block from the activations' sums
+ * of 16 (vpmaddwd), as in ggml's vec_dot_q4_K_q8_K.
+ */
+#include "cpu/matmul.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#if defined(__clang__)
+#pragma clang attribute push (__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+#endif
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "quant_blocks.h"
+
+#define KERN static inline __attribute__((always_inline))
+
+/* Tile shapes, rows by tokens (float, Q8_0/Q4_0 direct and packed, K types). */
+#define F_MR 4
+#define F_NT 6
+#define Q_MR 4
+#define Q_NT 3
+#define QP_NT 4
+#define K_MR 2
+#define K_NT 4
+
+/* Prefetch the weights this many row tiles ahead (rows are contiguous, so this walks the chunk). */
+#ifndef PF_GROUPS
+#define PF_GROUPS 2
+#endif
+
+/* Unpack rows for batches of this many tokens or more. */
+#define PACK_MIN_TOKENS 8
+#define F_CHUNK 1024			/* floats of k per packed float row (4 rows: 16 kB) */
+#define Q_CHUNK 64				/* blocks of k per packed Q8_0/Q4_0 chunk (4 rows: 16 kB) */
+
+/* The sums of four vectors, as the four lanes of one. */
+KERN __m128
+hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
+{
+	/* per 128-bit lane: [a0_0 + a0_2, a1_0 + a1_2, a0_1 + a0_3, a1_1 + a1_3] */
+	__m512		t0 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+	__m512		t1 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+
+	/* per 128-bit lane: partial sums of a0, a1, a2, a3 */
+	__m512		u = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t1))),
+								  _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t1))));
+	__m256		v = _mm256_add_ps(_mm512_castps512_ps256(u),
+								  _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(u), 1)));
+
+	return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+}
+
+/* Store (or, with add, add) the sums of the tile acc (MR rows, NT tokens) at y[t * ldy + r]. */
+KERN void
+store_tile(const LlmGemmArgs *a, int64_t r, int t, __m512 acc[4][6], const int MR, const int NT, bool add)
+{
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+	{
+		float	   *yq = a->y + (size_t) (t + q) * a->ldy + r;
+
+		if (MR == 4)
+		{
+			__m128		v = hsum4(acc[0][q], acc[1][q], acc[2][q], acc[3][q]);
+
+			_mm_storeu_ps(yq, add ? _mm_add_ps(v, _mm_loadu_ps(yq)) : v);
+		}
+		else
+		{
+#pragma GCC unroll 4
+			for (int i = 0; i < MR; i++)
+			{
+				float		v = _mm512_reduce_add_ps(acc[i][q]);
+
+				yq[i] = add ? yq[i] + v : v;
+			}
+		}
+	}
+}
+
+/*
+ * Run CALL(t, NT) over tokens [t0, t1) in tiles of NTV, the last one
+ * smaller (a switch, so each size is its own unrolled code).
+ */
+#define TOKEN_TILES(CALL, NTV) \
+	do { \
+		int			t_ = t0; \
+		for (; t_ + (NTV) <= t1; t_ += (NTV)) \
+			CALL(t_, NTV); \
+		switch (t1 - t_) \
+		{ \
+			case 5: if ((NTV) > 5) CALL(t_, 5); break; \
+			case 4: if ((NTV) > 4) CALL(t_, 4); break; \
+			case 3: if ((NTV) > 3) CALL(t_, 3); break; \
+			case 2: if ((NTV) > 2) CALL(t_, 2); break; \
+			case 1: if ((NTV) > 1) CALL(t_, 1); break; \
+			default: break; \
+		} \
+	} while (0)
+
+/* ---- F32, F16, BF16 ---- */
+
+/* 16 weights of a row of type from element j, as floats. */
+KERN __m512
+load_w16(LlmType type, const uint8_t *p, int64_t j)
+{
+	if (type == LLM_TYPE_F32)
+		return _mm512_loadu_ps((const float *) p + j);
+	if (type == LLM_TYPE_F16)
+		return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (p + 2 * j)));
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *) (p + 2 * j))), 16));
+}
+
+/* The weights of a row of type from element j selected by m (others zero), as floats. */
+KERN __m512
+load_w16_mask(LlmType type, const uint8_t *p, int64_t j, __mmask16 m)
+{
+	if (type == LLM_TYPE_F32)
+		return _mm512_maskz_loadu_ps(m, (const float *) p + j);
+	if (type == LLM_TYPE_F16)
+		return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p + 2 * j));
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p + 2 * j)), 16));
+}
+
+/*
+ * Tile of MR rows by NT tokens of a float-type weight against float
+ * activations, over kc elements: row i's are at w0 + i * wstride, the
+ * tokens' from element j0 of their rows.  With prefetch, the weights two
+ * row tiles ahead are prefetched (when they come from the model, not a
+ * packed buffer).
+ */
+KERN void
+tile_float(LlmType type, const LlmGemmArgs *a, const uint8_t *w0, size_t wstride, int64_t j0, int64_t kc,
+		   int64_t r, int t, const int MR, const int NT, bool add, const bool prefetch)
+{
+	const size_t esz = type == LLM_TYPE_F32 ? 4 : 2;
+	const size_t pf = PF_GROUPS * MR * wstride;
+	const uint8_t *w[4];
+	const float *x[6];
+	__m512		acc[4][6];
+	int64_t		j = 0;
+
+#pragma GCC unroll 4
+	for (int i = 0; i < MR; i++)
+		w[i] = w0 + (size_t) i * wstride;
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+	{
+		x[q] = (const float *) (a->x + (size_t) (t + q) * a->x_stride) + j0;
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+			acc[i][q] = _mm512_setzero_ps();
+	}
+	for (; j + 16 <= kc; j += 16)
+	{
+		__m512		wv[4];
+
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+		{
+			if (prefetch)
+				_mm_prefetch((const char *) (w[i] + pf + j * esz), _MM_HINT_T0);
+			wv[i] = load_w16(type, w[i], j);
+		}
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+		{
+			__m512		xv = _mm512_loadu_ps(x[q] + j);
+
+#pragma GCC unroll 4
+			for (int i = 0; i < MR; i++)
+				acc[i][q] = _mm512_fmadd_ps(wv[i], xv, acc[i][q]);
+		}
+	}
+	if (j < kc)
+	{
+		__mmask16	m = (__mmask16) ((1u << (kc - j)) - 1);
+		__m512		wv[4];
+
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+			wv[i] = load_w16_mask(type, w[i], j, m);
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+		{
+			__m512		xv = _mm512_maskz_loadu_ps(m, x[q] + j);
+
+#pragma GCC unroll 4
+			for (int i = 0; i < MR; i++)
+				acc[i][q] = _mm512_fmadd_ps(wv[i], xv, acc[i][q]);
+		}
+	}
+	store_tile(a, r, t, acc, MR, NT, add);
+}
+
+/* Widen elements [j0, j0 + kc) of F_MR rows (from w0, stride wstride) of type to floats in buf (F_MR, F_CHUNK). */
+KERN void
+pack_float(LlmType type, const uint8_t *w0, size_t wstride, int64_t j0, int64_t kc, float *buf)
+{
+	for (int i = 0; i < F_MR; i++)
+	{
+		const uint8_t *w = w0 + (size_t) i * wstride;
+		float	   *o = buf + (size_t) i * F_CHUNK;
+		int64_t		j = 0;
+
+		for (; j + 16 <= kc; j += 16)
+			_mm512_store_ps(o + j, load_w16(type, w, j0 + j));
+		if (j < kc)
+			_mm512_mask_storeu_ps(o + j, (__mmask16) ((1u << (kc - j)) - 1),
+								  load_w16_mask(type, w, j0 + j, (__mmask16) ((1u << (kc - j)) - 1)));
+	}
+}
+
+/* The tile calls of gemm_float, for TOKEN_TILES (they use its locals). */
+#define CALL_F_DIRECT(T, NT) tile_float(type, a, a->w + (size_t) r * a->row_bytes, a->row_bytes, 0, a->k, r, T, F_MR, NT, false, true)
+#define CALL_F_DIRECT1(T, NT) tile_float(type, a, a->w + (size_t) r * a->row_bytes, a->row_bytes, 0, a->k, r, T, 1, NT, false, true)
+#define CALL_F_CHUNK(T, NT) tile_float(type, a, w0 + (size_t) j0 * esz, a->row_bytes, j0, kc, r, T, F_MR, NT, j0 > 0, false)
+#define CALL_F_PACKED(T, NT) tile_float(LLM_TYPE_F32, a, (const uint8_t *) buf, F_CHUNK * sizeof(float), j0, kc, r, T, F_MR, NT, j0 > 0, false)
+
+/*
+ * The gemm of a float type: direct tiles for one to PACK_MIN_TOKENS - 1
+ * tokens; for more, chunks of F_CHUNK of k (so a tile's rows and tokens
+ * stay in L1), F16/BF16 rows widened once per chunk into a buffer.
+ */
+KERN void
+gemm_float(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	const size_t esz = type == LLM_TYPE_F32 ? 4 : 2;
+	int64_t		r = r0;
+
+	if (t1 - t0 < PACK_MIN_TOKENS)
+	{
+		for (; r + F_MR <= r1; r += F_MR)
+			TOKEN_TILES(CALL_F_DIRECT, F_NT);
+		for (; r < r1; r++)
+			TOKEN_TILES(CALL_F_DIRECT1, F_NT);
+		return;
+	}
+	for (; r + F_MR <= r1; r += F_MR)
+	{
+		_Alignas(64) float buf[F_MR * F_CHUNK];
+
+		for (int64_t j0 = 0; j0 < a->k; j0 += F_CHUNK)
+		{
+			int64_t		kc = a->k - j0 < F_CHUNK ? a->k - j0 : F_CHUNK;
+			const uint8_t *w0 = a->w + (size_t) r * a->row_bytes;
+
+			if (type == LLM_TYPE_F32)
+			{
+				TOKEN_TILES(CALL_F_CHUNK, F_NT);
+			}
+			else
+			{
+				pack_float(type, w0, a->row_bytes, j0, kc, buf);
+				TOKEN_TILES(CALL_F_PACKED, F_NT);
+			}
+		}
+	}
+	for (; r < r1; r++)
+		TOKEN_TILES(CALL_F_DIRECT1, F_NT);
+}
+
+/* The gemm of F32 weights. */
+static void
+gemm_f32(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_float(LLM_TYPE_F32, a, r0, r1, t0, t1);
+}
+
+/* The gemm of F16 weights. */
+static void
+gemm_f16(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_float(LLM_TYPE_F16, a, r0, r1, t0, t1);
+}
+
+/* The gemm of BF16 weights. */
+static void
+gemm_bf16(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_float(LLM_TYPE_BF16, a, r0, r1, t0, t1);
+}
+
+/* ---- Q8_0, Q4_0 ---- */
+
+/*
+ * The quants of blocks b and b + 1 of a Q8_0 or Q4_0 row as 64 unsigned
+ * bytes (Q8_0: w + 128; Q4_0: the nibbles, in value order), and their
+ * scales, lanes 0-7 the first block's and 8-15 the second's.
+ */
+KERN void
+load_q_pair(LlmType type, const uint8_t *p, __m512i *q, __m512 *d)
+{
+	if (type == LLM_TYPE_Q8_0)
+	{
+		const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+											 17, 17, 17, 17, 17, 17, 17, 17, 0, 0, 0, 0, 0, 0, 0, 0);
+		__m512i		v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *) (p + 2))),
+										   _mm256_loadu_si256((const __m256i *) (p + 34 + 2)), 1);
+
+		*q = _mm512_xor_si512(v, _mm512_set1_epi8((char) 0x80));
+		/* the two fp16 scales, at bytes 0 and 34 of the pair (68 bytes) */
+		*d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, _mm512_loadu_si512(p))));
+	}
+	else
+	{
+		const __m256i idx = _mm256_set_epi16(9, 9, 9, 9, 9, 9, 9, 9, 0, 0, 0, 0, 0, 0, 0, 0);
+		/* lanes of 128 bits: qs0, qs0, qs1, qs1 */
+		__m512i		v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *) (p + 2))),
+													0xFF00, _mm_loadu_si128((const __m128i *) (p + 18 + 2)));
+
+		/* low nibbles are values 0-15, high nibbles 16-31 */
+		*q = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0,
+																	 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0)),
+							  _mm512_set1_epi8(0x0F));
+		/* the two fp16 scales, at bytes 0 and 18 of the pair (36 bytes) */
+		*d = _mm512_cvtph_ps(_mm256_permutexvar_epi16(idx, _mm256_loadu_si256((const __m256i *) p)));
+	}
+}
+
+/*
+ * The quants of blocks b and b + 1 of a Q8_0 or Q4_0 row as 64 unsigned
+ * bytes for the GEMV: as load_q_pair's, except that Q4_0's high nibbles
+ * stay in place, worth 16 times their value (values 16-31 of each block,
+ * 128-bit lanes 1 and 3), which saves a shift per step; reduce_blocks
+ * divides those lanes' sums by 16, exactly, once per group.
+ */
+KERN __m512i
+load_q_pair_gemv(LlmType type, const uint8_t *p)
+{
+	if (type == LLM_TYPE_Q8_0)
+		return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *) (p + 2))),
+												   _mm256_loadu_si256((const __m256i *) (p + 34 + 2)), 1),
+								_mm512_set1_epi8((char) 0x80));
+	else
+	{
+		__m512i		v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *) (p + 2))),
+													0xFF00, _mm_loadu_si128((const __m128i *) (p + 18 + 2)));
+
+		return _mm512_and_si512(v, _mm512_set_epi64(0xF0F0F0F0F0F0F0F0LL, 0xF0F0F0F0F0F0F0F0LL, 0x0F0F0F0F0F0F0F0FLL, 0x0F0F0F0F0F0F0F0FLL,
+													0xF0F0F0F0F0F0F0F0LL, 0xF0F0F0F0F0F0F0F0LL, 0x0F0F0F0F0F0F0F0FLL, 0x0F0F0F0F0F0F0F0FLL));
+	}
+}
+
+/* The quants of the single block at p in the low 32 bytes (high ones zero) and its scale in lanes 0-7. */
+KERN void
+load_q_single(LlmType type, const uint8_t *p, __m512i *q, __m512 *d)
+{
+	uint16_t	h;
+
+	memcpy(&h, p, sizeof(h));
+	*d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(_cvtsh_ss(h)));
+	if (type == LLM_TYPE_Q8_0)
+		*q = _mm512_zextsi256_si512(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *) (p + 2)),
+													 _mm256_set1_epi8((char) 0x80)));
+	else
+	{
+		__m256i		v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) (p + 2)));
+
+		*q = _mm512_zextsi256_si512(_mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)),
+													 _mm256_set1_epi8(0x0F)));
+	}
+}
+
+/* -C * (the sum of each lane's four activation quants), C the weights' offset (128 for Q8_0, 8 for Q4_0). */
+KERN __m512i
+q_offset(LlmType type, __m512i av)
+{
+	return _mm512_sub_epi32(_mm512_setzero_si512(),
+							_mm512_dpbusd_epi32(_mm512_setzero_si512(),
+												_mm512_set1_epi8(type == LLM_TYPE_Q8_0 ? (char) 0x80 : 8), av));
+}
+
+/* The scales of blocks b and b + 1 of an activation row: lanes 0-7 and 8-15. */
+KERN __m512
+act_scales2(const float *xd, int64_t b)
+{
+	return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+								 _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *) (xd + b)))));
+}
+
+/*
+ * Blocks [b, nb) of MR rows (w) by NT tokens (xq, xd) of a Q8_0 or Q4_0
+ * weight, two blocks a step, added into acc.
+ */
+KERN void
+q_steps(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_t *const *xq,
+		const float *const *xd, int64_t b, __m512 acc[4][6], const int MR, const int NT)
+{
+	const int64_t nb = a->k / LLM_QK;
+	const size_t bsz = type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : sizeof(LlmBlockQ4_0);
+	const size_t pf = PF_GROUPS * MR * a->row_bytes;
+
+	for (; b + 2 <= nb; b += 2)
+	{
+		__m512i		wq[4];
+		__m512		wd[4];
+
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+		{
+			_mm_prefetch((const char *) (w[i] + pf + b * bsz), _MM_HINT_T0);
+			if (type == LLM_TYPE_Q8_0)
+				_mm_prefetch((const char *) (w[i] + pf + b * bsz + 2 * bsz - 1), _MM_HINT_T0);
+			load_q_pair(type, w[i] + b * bsz, &wq[i], &wd[i]);
+		}
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+		{
+			__m512i		av = _mm512_loadu_si512(xq[q] + b * LLM_QK);
+			__m512i		nc = q_offset(type, av);
+			__m512		dv = act_scales2(xd[q], b);
+
+#pragma GCC unroll 4
+			for (int i = 0; i < MR; i++)
+			{
+				__m512i		p = _mm512_dpbusd_epi32(nc, wq[i], av);
+
+				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(wd[i], dv), acc[i][q]);
+			}
+		}
+	}
+	if (b < nb)
+	{
+		__m512i		wq[4];
+		__m512		wd[4];
+
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+			load_q_single(type, w[i] + b * bsz, &wq[i], &wd[i]);
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+		{
+			__m512i		av = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) (xq[q] + b * LLM_QK)));
+			__m512i		nc = q_offset(type, av);
+			__m512		dv = _mm512_set1_ps(xd[q][b]);
+
+#pragma GCC unroll 4
+			for (int i = 0; i < MR; i++)
+			{
+				__m512i		p = _mm512_dpbusd_epi32(nc, wq[i], av);
+
+				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(wd[i], dv), acc[i][q]);
+			}
+		}
+	}
+}
+
+/* Tile of MR rows by NT tokens of a Q8_0 or Q4_0 weight against Q8 activations. */
+KERN void
+tile_q(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
+{
+	const uint8_t *w[4];
+	const int8_t *xq[6];
+	const float *xd[6];
+	__m512		acc[4][6];
+
+#pragma GCC unroll 4
+	for (int i = 0; i < MR; i++)
+		w[i] = a->w + (size_t) (r + i) * a->row_bytes;
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+	{
+		xq[q] = (const int8_t *) (a->x + (size_t) (t + q) * a->x_stride);
+		xd[q] = (const float *) (a->x + (size_t) (t + q) * a->x_stride + llm_act_d_offset(a->k));
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+			acc[i][q] = _mm512_setzero_ps();
+	}
+	q_steps(type, a, w, xq, xd, 0, acc, MR, NT);
+	store_tile(a, r, t, acc, MR, NT, false);
+}
+
+/*
+ * The per-block sums of G (8 or 4) vectors of two blocks each (p[s] holds
+ * partial sums of block 2s in lanes 0-7 and of 2s + 1 in lanes 8-15): lane
+ * e of the result is block BLOCK_ORDER[e] (for G = 4, lanes 0-7 only).
+ * Unpack-and-add rounds, 21 instructions for 16 blocks.  The sums of the
+ * second halves of the blocks (lanes 4-7 and 12-15) are shifted right by
+ * hi_shift first (4 for Q4_0's high nibbles in place; exact).
+ */
+KERN __m512i
+reduce_blocks(const __m512i *p, const int G, const int hi_shift)
+{
+	__m512i		t[4];
+	__m512i		u[2];
+
+#pragma GCC unroll 4
+	for (int m = 0; m < G / 2; m++)	/* per 128-bit lane: halves of p[2m], p[2m + 1] interleaved */
+		t[m] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * m], p[2 * m + 1]),
+								_mm512_unpackhi_epi32(p[2 * m], p[2 * m + 1]));
+#pragma GCC unroll 2
+	for (int m = 0; m < G / 4; m++)	/* per 128-bit lane: the sums of p[4m] .. p[4m + 3] */
+		u[m] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * m], t[2 * m + 1]),
+								_mm512_unpackhi_epi64(t[2 * m], t[2 * m + 1]));
+	if (G == 4)
+		u[1] = u[0];
+	/* add the two 128-bit lanes of each block */
+	return _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+							hi_shift ? _mm512_srai_epi32(_mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)), hi_shift)
+							: _mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* Lane e of reduce_blocks' result is block BLOCK_ORDER[e] of the 16: 0 2 4 6 1 3 5 7 8 10 12 14 9 11 13 15. */
+#define BLOCK_ORDER _mm512_set_epi32(15, 13, 11, 9, 14, 12, 10, 8, 7, 5, 3, 1, 6, 4, 2, 0)
+
+/*
+ * GEMV (one token) of MR rows of a Q8_0 or Q4_0 weight.  Per group of 16
+ * blocks (then one of 8 if left) the integer dot products stay integers
+ * until each block's is complete (reduce_blocks); the offset of the
+ * unsigned weights comes off in one subtraction using the activations'
+ * block sums, and one convert and one FMA apply the blocks' scales.  The
+ * last blocks (fewer than 8) go through q_steps.
+ */
+KERN void
+gemv_q(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const int MR)
+{
+	const int64_t nb = a->k / LLM_QK;
+	const size_t bsz = type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : sizeof(LlmBlockQ4_0);
+	const size_t pf = PF_GROUPS * MR * a->row_bytes;
+	const int	shift = type == LLM_TYPE_Q8_0 ? 7 : 3;	/* the weights' offset, 128 or 8 */
+	const uint8_t *row = a->x + (size_t) t * a->x_stride;
+	const int8_t *xq = (const int8_t *) row;
+	const float *xd = (const float *) (row + llm_act_d_offset(a->k));
+	const int32_t *xs = (const int32_t *) (row + llm_act_sums_offset(a->k));
+	const __m512i gidx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+											 _mm512_set1_epi32((int) bsz));
+	const uint8_t *w[4];
+	__m512		acc[4][6];
+	int64_t		b = 0;
+
+#pragma GCC unroll 4
+	for (int i = 0; i < MR; i++)
+	{
+		w[i] = a->w + (size_t) (r + i) * a->row_bytes;
+		acc[i][0] = _mm512_setzero_ps();
+	}
+	while (nb - b >= 8)
+	{
+		const int	G = nb - b >= 16 ? 8 : 4;	/* steps of two blocks in this group */
+		const __mmask16 m = G == 8 ? 0xFFFF : 0x00FF;
+		__m512		dav = _mm512_maskz_loadu_ps(m, xd + b);
+		__m512i		off = _mm512_slli_epi32(_mm512_permutexvar_epi32(BLOCK_ORDER, _mm512_maskz_loadu_epi32(m, xs + b)),
+											shift);
+
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+		{
+			const uint8_t *wb = w[i] + b * bsz;
+			__m512i		p[8];
+			__m512		sv;
+
+			if (G == 8)
+			{
+#pragma GCC unroll 8
+				for (int s = 0; s < 8; s++)
+				{
+					_mm_prefetch((const char *) (wb + pf + 2 * s * bsz), _MM_HINT_T0);
+					if (type == LLM_TYPE_Q8_0)
+						_mm_prefetch((const char *) (wb + pf + 2 * s * bsz + 2 * bsz - 1), _MM_HINT_T0);
+					p[s] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), load_q_pair_gemv(type, wb + 2 * s * bsz),
+											   _mm512_loadu_si512(xq + (b + 2 * s) * LLM_QK));
+				}
+				/* the 16 fp16 scales: the low halves of 32-bit words gathered at block starts */
+				sv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(gidx, wb, 1)));
+				acc[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(reduce_blocks(p, 8, type == LLM_TYPE_Q4_0 ? 4 : 0), off)),
+											_mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(sv, dav)), acc[i][0]);
+			}
+			else
+			{
+#pragma GCC unroll 4
+				for (int s = 0; s < 4; s++)
+				{
+					_mm_prefetch((const char *) (wb + pf + 2 * s * bsz), _MM_HINT_T0);
+					if (type == LLM_TYPE_Q8_0)
+						_mm_prefetch((const char *) (wb + pf + 2 * s * bsz + 2 * bsz - 1), _MM_HINT_T0);
+					p[s] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), load_q_pair_gemv(type, wb + 2 * s * bsz),
+											   _mm512_loadu_si512(xq + (b + 2 * s) * LLM_QK));
+				}
+				sv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m,
+																						   gidx, wb, 1)));
+				/* lanes 8-15 have zero scales (and garbage sums) */
+				acc[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(reduce_blocks(p, 4, type == LLM_TYPE_Q4_0 ? 4 : 0), off)),
+											_mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(sv, dav)), acc[i][0]);
+			}
+		}
+		b += 2 * G;
+	}
+	q_steps(type, a, w, &xq, &xd, b, acc, MR, 1);
+	store_tile(a, r, t, acc, MR, 1, false);
+}
+
+/* Two blocks of Q_MR rows, unpacked: quants as load_q_pair's and scales spread to 16 lanes. */
+typedef struct QPackStep
+{
+	uint8_t		q[64];
+	float		d[16];
+} QPackStep;
+
+/* Unpack blocks [b0, b1) of Q_MR rows starting at w0 into buf ((b1 - b0 + 1) / 2, Q_MR). */
+KERN void
+pack_q(LlmType type, const uint8_t *w0, size_t wstride, int64_t b0, int64_t b1, QPackStep *buf)
+{
+	const size_t bsz = type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : sizeof(LlmBlockQ4_0);
+	int64_t		b = b0;
+
+	for (; b + 2 <= b1; b += 2, buf += Q_MR)
+		for (int i = 0; i < Q_MR; i++)
+		{
+			__m512i		q;
+			__m512		d;
+
+			load_q_pair(type, w0 + (size_t) i * wstride + b * bsz, &q, &d);
+			_mm512_store_si512(buf[i].q, q);
+			_mm512_store_ps(buf[i].d, d);
+		}
+	if (b < b1)
+		for (int i = 0; i < Q_MR; i++)
+		{
+			__m512i		q;
+			__m512		d;
+
+			load_q_single(type, w0 + (size_t) i * wstride + b * bsz, &q, &d);
+			_mm512_store_si512(buf[i].q, q);
+			_mm512_store_ps(buf[i].d, d);
+		}
+}
+
+/* Tile of Q_MR packed rows (blocks [b0, b1) in buf) by NT tokens, stored or added at row r. */
+KERN void
+tile_q_packed(LlmType type, const LlmGemmArgs *a, const QPackStep *buf, int64_t b0, int64_t b1,
+			  int64_t r, int t, const int NT, bool add)
+{
+	const int8_t *xq[6];
+	const float *xd[6];
+	__m512		acc[4][6];
+	int64_t		b = b0;
+
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+	{
+		xq[q] = (const int8_t *) (a->x + (size_t) (t + q) * a->x_stride);
+		xd[q] = (const float *) (a->x + (size_t) (t + q) * a->x_stride + llm_act_d_offset(a->k));
+#pragma GCC unroll 4
+		for (int i = 0; i < Q_MR; i++)
+			acc[i][q] = _mm512_setzero_ps();
+	}
+	for (; b + 2 <= b1; b += 2, buf += Q_MR)
+	{
+		__m512i		wq[4];
+
+#pragma GCC unroll 4
+		for (int i = 0; i < Q_MR; i++)
+			wq[i] = _mm512_load_si512(buf[i].q);
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+		{
+			__m512i		av = _mm512_loadu_si512(xq[q] + b * LLM_QK);
+			__m512i		nc = q_offset(type, av);
+			__m512		dv = act_scales2(xd[q], b);
+
+#pragma GCC unroll 4
+			for (int i = 0; i < Q_MR; i++)
+				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(nc, wq[i], av)),
+											_mm512_mul_ps(_mm512_load_ps(buf[i].d), dv), acc[i][q]);
+		}
+	}
+	if (b < b1)
+	{
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+		{
+			__m512i		av = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) (xq[q] + b * LLM_QK)));
+			__m512i		nc = q_offset(type, av);
+			__m512		dv = _mm512_set1_ps(xd[q][b]);
+
+#pragma GCC unroll 4
+			for (int i = 0; i < Q_MR; i++)
+				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(nc, _mm512_load_si512(buf[i].q), av)),
+											_mm512_mul_ps(_mm512_load_ps(buf[i].d), dv), acc[i][q]);
+		}
+	}
+	store_tile(a, r, t, acc, Q_MR, NT, add);
+}
+
+/* The tile calls of gemm_q, for TOKEN_TILES (they use its locals). */
+#define CALL_Q_DIRECT1(T, NT) tile_q(type, a, r, T, 1, NT)
+#define CALL_Q_DIRECT(T, NT) tile_q(type, a, r, T, Q_MR, NT)
+#define CALL_Q_PACKED(T, NT) tile_q_packed(type, a, buf, b0, b1, r, T, NT, b0 > 0)
+
+/*
+ * The gemm of Q8_0 or Q4_0: GEMV for one token, direct tiles up to
+ * PACK_MIN_TOKENS - 1, and for more, rows unpacked Q_CHUNK blocks at a time.
+ */
+KERN void
+gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	const int64_t nb = a->k / LLM_QK;
+	int64_t		r = r0;
+
+	if (t1 - t0 == 1)
+	{
+		for (; r + Q_MR <= r1; r += Q_MR)
+			gemv_q(type, a, r, t0, Q_MR);
+		for (; r < r1; r++)
+			gemv_q(type, a, r, t0, 1);
+		return;
+	}
+	if (t1 - t0 < PACK_MIN_TOKENS)
+	{
+		for (; r + Q_MR <= r1; r += Q_MR)
+			TOKEN_TILES(CALL_Q_DIRECT, Q_NT);
+		for (; r < r1; r++)
+			TOKEN_TILES(CALL_Q_DIRECT1, Q_NT);
+		return;
+	}
+	for (; r + Q_MR <= r1; r += Q_MR)
+	{
+		_Alignas(64) QPackStep buf[(Q_CHUNK / 2) * Q_MR];
+
+		for (int64_t b0 = 0; b0 < nb; b0 += Q_CHUNK)
+		{
+			int64_t		b1 = nb - b0 < Q_CHUNK ? nb : b0 + Q_CHUNK;
+
+			pack_q(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, b0, b1, buf);
+			TOKEN_TILES(CALL_Q_PACKED, QP_NT);
+		}
+	}
+	for (; r < r1; r++)
+		TOKEN_TILES(CALL_Q_DIRECT1, Q_NT);
+}
+
+/* The gemm of Q8_0 weights. */
+static void
+gemm_q8_0(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_q(LLM_TYPE_Q8_0, a, r0, r1, t0, t1);
+}
+
+/* The gemm of Q4_0 weights. */
+static void
+gemm_q4_0(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_q(LLM_TYPE_Q4_0, a, r0, r1, t0, t1);
+}
+
+/* ---- Q4_K, Q6_K ---- */
+
+/* The eight 6-bit scales (bytes 0-7) and minimums (bytes 8-15) of a Q4_K super-block (ggml's unpacking). */
+KERN __m128i
+q4k_scales_mins(const uint8_t *scales)
+{
+	const uint32_t kmask1 = 0x3f3f3f3f;
+	const uint32_t kmask2 = 0x0f0f0f0f;
+	const uint32_t kmask3 = 0x03030303;
+	uint32_t	u[4];
+
+	memcpy(u, scales, 12);
+	u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+	{
+		uint32_t	m03 = u[1] & kmask1;
+
+		u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+		u[2] = m03;
+	}
+	u[0] &= kmask1;
+	return _mm_loadu_si128((const __m128i *) u);
+}
+
+/* Tile of MR rows by NT tokens of a Q4_K weight against Q8K activations. */
+KERN void
+tile_q4_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
+{
+	const int64_t nb = a->k / LLM_QK_K;
+	const size_t pf = PF_GROUPS * MR * a->row_bytes;
+	const uint8_t *w[4];
+	const int8_t *xq[6];
+	const float *xd[6];
+	const int16_t *xs[6];
+	__m512		acc[4][6];
+
+#pragma GCC unroll 4
+	for (int i = 0; i < MR; i++)
+		w[i] = a->w + (size_t) (r + i) * a->row_bytes;
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+	{
+		const uint8_t *row = a->x + (size_t) (t + q) * a->x_stride;
+
+		xq[q] = (const int8_t *) row;
+		xd[q] = (const float *) (row + llm_act_d_offset(a->k));
+		xs[q] = (const int16_t *) (row + llm_act_bsums_offset(a->k));
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+			acc[i][q] = _mm512_setzero_ps();
+	}
+	for (int64_t b = 0; b < nb; b++)
+	{
+		__m512i		isum[4][6];
+		__m128i		sc[4];		/* 8 scales as int16 */
+		__m256i		mins[4];	/* 8 minimums as int16, each twice */
+		float		d[4];
+		float		dmin[4];
+
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+		{
+			const LlmBlockQ4_K *blk = (const LlmBlockQ4_K *) (w[i] + b * sizeof(LlmBlockQ4_K));
+			__m128i		sm = q4k_scales_mins(blk->scales);
+
+			sc[i] = _mm_cvtepu8_epi16(sm);
+			mins[i] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+			d[i] = _cvtsh_ss(blk->d);
+			dmin[i] = _cvtsh_ss(blk->dmin);
+#pragma GCC unroll 6
+			for (int q = 0; q < NT; q++)
+				isum[i][q] = _mm512_setzero_si512();
+		}
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++)
+		{
+			/* values 64c .. 64c + 63: sub-blocks 2c (low nibbles) and 2c + 1 (high) */
+			const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (2 * c + 1), 0x0001000100010001LL * (2 * c + 1),
+												 0x0001000100010001LL * (2 * c + 1), 0x0001000100010001LL * (2 * c + 1),
+												 0x0001000100010001LL * (2 * c), 0x0001000100010001LL * (2 * c),
+												 0x0001000100010001LL * (2 * c), 0x0001000100010001LL * (2 * c));
+			__m512i		wq[4];
+			__m512i		ws[4];
+
+#pragma GCC unroll 4
+			for (int i = 0; i < MR; i++)
+			{
+				const LlmBlockQ4_K *blk = (const LlmBlockQ4_K *) (w[i] + b * sizeof(LlmBlockQ4_K));
+				__m512i		v;
+
+				_mm_prefetch((const char *) blk + pf + 36 * c, _MM_HINT_T0);
+				v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (blk->qs + 32 * c)));
+
+				wq[i] = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64(4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
+																				4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
+																				0, 0, 0, 0)),
+										 _mm512_set1_epi8(0x0F));
+				ws[i] = _mm512_permutexvar_epi16(idx, _mm512_castsi128_si512(sc[i]));
+			}
+#pragma GCC unroll 6
+			for (int q = 0; q < NT; q++)
+			{
+				__m512i		av = _mm512_loadu_si512(xq[q] + b * LLM_QK_K + 64 * c);
+
+#pragma GCC unroll 4
+				for (int i = 0; i < MR; i++)
+					isum[i][q] = _mm512_dpwssd_epi32(isum[i][q], _mm512_maddubs_epi16(wq[i], av), ws[i]);
+			}
+		}
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+		{
+			float		dq = xd[q][b];
+			__m256i		bs = _mm256_loadu_si256((const __m256i *) (xs[q] + 16 * b));
+
+#pragma GCC unroll 4
+			for (int i = 0; i < MR; i++)
+			{
+				__m512i		m = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, mins[i]));
+
+				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][q]), _mm512_set1_ps(d[i] * dq), acc[i][q]);
+				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(-dmin[i] * dq), acc[i][q]);
+			}
+		}
+	}
+	store_tile(a, r, t, acc, MR, NT, false);
+}
+
+/* Tile of MR rows by NT tokens of a Q6_K weight against Q8K activations. */
+KERN void
+tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
+{
+	const int64_t nb = a->k / LLM_QK_K;
+	const size_t pf = PF_GROUPS * MR * a->row_bytes;
+	const uint8_t *w[4];
+	const int8_t *xq[6];
+	const float *xd[6];
+	const int16_t *xs[6];
+	__m512		acc[4][6];
+
+#pragma GCC unroll 4
+	for (int i = 0; i < MR; i++)
+		w[i] = a->w + (size_t) (r + i) * a->row_bytes;
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+	{
+		const uint8_t *row = a->x + (size_t) (t + q) * a->x_stride;
+
+		xq[q] = (const int8_t *) row;
+		xd[q] = (const float *) (row + llm_act_d_offset(a->k));
+		xs[q] = (const int16_t *) (row + llm_act_bsums_offset(a->k));
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+			acc[i][q] = _mm512_setzero_ps();
+	}
+	for (int64_t b = 0; b < nb; b++)
+	{
+		__m512i		isum[4][6];
+		__m256i		sc[4];		/* 16 scales as int16 */
+		float		d[4];
+
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+		{
+			const LlmBlockQ6_K *blk = (const LlmBlockQ6_K *) (w[i] + b * sizeof(LlmBlockQ6_K));
+
+			sc[i] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *) blk->scales));
+			d[i] = _cvtsh_ss(blk->d);
+#pragma GCC unroll 6
+			for (int q = 0; q < NT; q++)
+				isum[i][q] = _mm512_setzero_si512();
+		}
+#pragma GCC unroll 4
+		for (int s = 0; s < 4; s++)
+		{
+			/* values 64s .. 64s + 63 (h = s / 2, g = 2 (s % 2) + 0 or 1): sub-blocks 4s .. 4s + 3 */
+			const int	h = s / 2;
+			const int	odd = s % 2;
+			const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (4 * s + 3), 0x0001000100010001LL * (4 * s + 3),
+												 0x0001000100010001LL * (4 * s + 2), 0x0001000100010001LL * (4 * s + 2),
+												 0x0001000100010001LL * (4 * s + 1), 0x0001000100010001LL * (4 * s + 1),
+												 0x0001000100010001LL * (4 * s), 0x0001000100010001LL * (4 * s));
+			__m512i		wq[4];
+			__m512i		ws[4];
+
+#pragma GCC unroll 4
+			for (int i = 0; i < MR; i++)
+			{
+				const LlmBlockQ6_K *blk = (const LlmBlockQ6_K *) (w[i] + b * sizeof(LlmBlockQ6_K));
+				__m512i		ql;
+				__m512i		qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (blk->qh + 32 * h)));
+				__m512i		lo;
+				__m512i		hi;
+
+				_mm_prefetch((const char *) blk + pf + 64 * s, _MM_HINT_T0);
+				ql = _mm512_loadu_si512(blk->ql + 64 * h);
+				/* low four bits: ql's low nibbles (g = 0, 1), or its high ones (g = 2, 3) */
+				lo = odd ? _mm512_srli_epi16(ql, 4) : ql;
+				/* high two bits, to bits 4-5: qh bits 2g .. 2g + 1, g = 2 odd (first 32 values) or 2 odd + 1 */
+				if (odd)
+					hi = _mm512_srlv_epi16(qh, _mm512_set_epi64(2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
+																2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
+																0, 0, 0, 0));
+				else
+					hi = _mm512_sllv_epi16(qh, _mm512_set_epi64(2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
+																2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
+																4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
+																4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL));
+				wq[i] = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi8(0x0F)),
+										_mm512_and_si512(hi, _mm512_set1_epi8(0x30)));
+				ws[i] = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc[i]));
+			}
+#pragma GCC unroll 6
+			for (int q = 0; q < NT; q++)
+			{
+				__m512i		av = _mm512_loadu_si512(xq[q] + b * LLM_QK_K + 64 * s);
+
+#pragma GCC unroll 4
+				for (int i = 0; i < MR; i++)
+					isum[i][q] = _mm512_dpwssd_epi32(isum[i][q], _mm512_maddubs_epi16(wq[i], av), ws[i]);
+			}
+		}
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+		{
+			float		dq = xd[q][b];
+			__m256i		bs = _mm256_loadu_si256((const __m256i *) (xs[q] + 16 * b));
+
+#pragma GCC unroll 4
+			for (int i = 0; i < MR; i++)
+			{
+				/* the offset: 32 * sum over sub-blocks of scale * (sum of its activation quants) */
+				__m512i		off = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, _mm256_slli_epi16(sc[i], 5)));
+
+				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[i][q], off)),
+											_mm512_set1_ps(d[i] * dq), acc[i][q]);
+			}
+		}
+	}
+	store_tile(a, r, t, acc, MR, NT, false);
+}
+
+/* The tile calls of gemm_q4_k, for TOKEN_TILES (they use its locals). */
+#define CALL_Q4K(T, NT) tile_q4_k(a, r, T, K_MR, NT)
+#define CALL_Q4K1(T, NT) tile_q4_k(a, r, T, 1, NT)
+
+/* The gemm of Q4_K weights: tiles of K_MR rows by K_NT tokens. */
+static void
+gemm_q4_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	int64_t		r = r0;
+
+	for (; r + K_MR <= r1; r += K_MR)
+		TOKEN_TILES(CALL_Q4K, K_NT);
+	for (; r < r1; r++)
+		TOKEN_TILES(CALL_Q4K1, K_NT);
+}
+
+/* The tile calls of gemm_q6_k, for TOKEN_TILES (they use its locals). */
+#define CALL_Q6K(T, NT) tile_q6_k(a, r, T, K_MR, NT)
+#define CALL_Q6K1(T, NT) tile_q6_k(a, r, T, 1, NT)
+
+/* The gemm of Q6_K weights: tiles of K_MR rows by K_NT tokens. */
+static void
+gemm_q6_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	int64_t		r = r0;
+
+	for (; r + K_MR <= r1; r += K_MR)
+		TOKEN_TILES(CALL_Q6K, K_NT);
+	for (; r < r1; r++)
+		TOKEN_TILES(CALL_Q6K1, K_NT);
+}
+
+/* ---- activation quantizers (bit-exact with quantize_act.c) ---- */
+
+/* Quantize the n * 16 values at x with one scale into q; returns the scale (NaN if any is not finite). */
+KERN float
+quant_block16(const float *x, int n, int8_t *q)
+{
+	const __m512 sign = _mm512_set1_ps(-0.0f);
+	__m512		amax = _mm512_setzero_ps();
+	__mmask16	bad = 0;
+	float		d;
+	float		id;
+	__m512		vid;
+
+	for (int i = 0; i < n; i++)
+	{
+		__m512		v = _mm512_andnot_ps(sign, _mm512_loadu_ps(x + 16 * i));
+
+		bad |= _mm512_cmp_ps_mask(v, _mm512_set1_ps(INFINITY), _CMP_NLT_UQ);
+		amax = _mm512_max_ps(amax, v);
+	}
+	if (bad)
+	{
+		memset(q, 0, (size_t) n * 16);
+		return NAN;
+	}
+	d = _mm512_reduce_max_ps(amax) / 127.0f;
+	id = d != 0.0f ? 1.0f / d : 0.0f;
+	vid = _mm512_set1_ps(id);
+	for (int i = 0; i < n; i++)
+	{
+		__m512i		v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 16 * i), vid));
+
+		_mm_storeu_si128((__m128i *) (q + 16 * i), _mm512_cvtsepi32_epi8(v));
+	}
+	return d;
+}
+
+/* Quantize one token's k activations to LLM_ACT_Q8. */
+static void
+quant_q8(const float *x, int64_t k, uint8_t *out)
+{
+	int8_t	   *qs = (int8_t *) out;
+	float	   *d = (float *) (out + llm_act_d_offset(k));
+	int32_t    *sums = (int32_t *) (out + llm_act_sums_offset(k));
+
+	for (int64_t b = 0; b < k / LLM_QK; b++)
+	{
+		__m256i		q;
+
+		d[b] = quant_block16(x + b * LLM_QK, LLM_QK / 16, qs + b * LLM_QK);
+		q = _mm256_loadu_si256((const __m256i *) (qs + b * LLM_QK));
+		/* sum of the 32 quants: vpmaddubsw by ones into 16-bit pairs, then the rest */
+		sums[b] = _mm512_reduce_add_epi32(_mm512_cvtepi16_epi32(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q)));
+	}
+}
+
+/* Quantize one token's k activations to LLM_ACT_Q8K. */
+static void
+quant_q8k(const float *x, int64_t k, uint8_t *out)
+{
+	int8_t	   *qs = (int8_t *) out;
+	float	   *d = (float *) (out + llm_act_d_offset(k));
+	int16_t    *bsums = (int16_t *) (out + llm_act_bsums_offset(k));
+
+	for (int64_t b = 0; b < k / LLM_QK_K; b++)
+	{
+		const int8_t *q = qs + b * LLM_QK_K;
+
+		d[b] = quant_block16(x + b * LLM_QK_K, LLM_QK_K / 16, qs + b * LLM_QK_K);
+		for (int j = 0; j < LLM_QK_K / 16; j++)
+		{
+			__m512i		v = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) (q + 16 * j)));
+
+			bsums[b * (LLM_QK_K / 16) + j] = (int16_t) _mm512_reduce_add_epi32(v);
+		}
+	}
+}
+
+const LlmMatmulKernels llm_matmul_kernels_avx512 = {
+	.name = "avx512",
+	.gemm = {
+		[LLM_TYPE_F32] = gemm_f32,
+		[LLM_TYPE_F16] = gemm_f16,
+		[LLM_TYPE_BF16] = gemm_bf16,
+		[LLM_TYPE_Q8_0] = gemm_q8_0,
+		[LLM_TYPE_Q4_0] = gemm_q4_0,
+		[LLM_TYPE_Q4_K] = gemm_q4_k,
+		[LLM_TYPE_Q6_K] = gemm_q6_k,
+	},
+	.act = {
+		[LLM_TYPE_Q8_0] = LLM_ACT_Q8,
+		[LLM_TYPE_Q4_0] = LLM_ACT_Q8,
+		[LLM_TYPE_Q4_K] = LLM_ACT_Q8K,
+		[LLM_TYPE_Q6_K] = LLM_ACT_Q8K,
+	},
+	.quant_q8 = quant_q8,
+	.quant_q8k = quant_q8k,
+};
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#else							/* not x86-64 with GCC or Clang */
+
+const LlmMatmulKernels llm_matmul_kernels_avx512 = {0};
+
+#endif

@@ -1,0 +1,488 @@
+/*
+ * test_kernels.c
+ *		Tests of the CPU backend's fast matmul kernels (src/engine/cpu/matmul*)
+ *		against float64 oracles and the scalar reference, at every SIMD level
+ *		this processor has.
+ *
+ * 1. Level selection: names, LLM_CPU_ISA lowering the level, op tables.
+ * 2. The SIMD activation quantizers give exactly the bytes of the scalar
+ *    ones (quantize_act.c), NaN and infinity included.
+ * 3. Every fast type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) through the
+ *    level's matmul op on a 2-thread backend, over rows {1, 3, 17, 33},
+ *    tokens {1, 2, 3, 5, 17} and several column counts, plus larger shapes:
+ *    k longer than the kernels' chunks of k, and many rows and tokens that
+ *    split into many tasks and quantize on the pool.  Errors
+ *    are normalised by S = sum |w_i x_i| (float64):
+ *    - float weights: |y - exact| / S <= 1e-5 and |y - ref| / S <= 1e-5,
+ *      exact the float64 dot, ref llm_dot_row_ref;
+ *    - quantized weights, kernel exactness: against the float64 dot of the
+ *      weights with the dequantized int8 activations x' the kernel really
+ *      used (the level's own quantizer, checked bit-exact in 2), within
+ *      1e-5 of sum |w_i x'_i|: only float rounding remains, so a wrong
+ *      quant, scale, offset, lane or block fails by orders of magnitude;
+ *    - quantized weights, against the original activations: the error of
+ *      each activation is at most half its block's step, amax_b / 254, so
+ *      |y - exact| <= sum |w_i| amax_b(i) / 254 (+ 1e-5 S for rounding) --
+ *      a proven bound, about 1-1.5% of S for Gaussian activations.  The
+ *      largest observed error / S is printed.
+ *    Any NaN fails (every check is written as err <= bound).
+ * 4. Types without a fast kernel fall back to the reference bit for bit.
+ */
+#include "backend.h"
+#include "cpu/cpu_features.h"
+#include "cpu/matmul.h"
+#include "quant.h"
+#include "quant_blocks.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+/* The next pseudo-random 64 bits (splitmix64; fixed seed, so runs repeat). */
+static uint64_t
+rng_next(void)
+{
+	uint64_t	z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* A pseudo-random float uniform in [lo, hi). */
+static float
+rng_uniform(float lo, float hi)
+{
+	return lo + (hi - lo) * (float) ((rng_next() >> 40) * (1.0 / 16777216.0));
+}
+
+/* A pseudo-random float, roughly normal (sum of four uniforms). */
+static float
+rng_normal(void)
+{
+	return rng_uniform(-1, 1) + rng_uniform(-1, 1) + rng_uniform(-1, 1) + rng_uniform(-1, 1);
+}
+
+/* 64-byte aligned zeroed memory, or NULL. */
+static void *
+alloc64(size_t n)
+{
+	void	   *p = aligned_alloc(64, (n + 63) & ~(size_t) 63);
+
+	if (p != NULL)
+		memset(p, 0, (n + 63) & ~(size_t) 63);
+	return p;
+}
+
+/* Fill n_blocks blocks of type with random bytes; Q4_K and Q6_K get small finite scales. */
+static void
+random_k_blocks(LlmType type, uint8_t *data, int64_t n_blocks)
+{
+	const LlmTypeTraits *tr = llm_type_traits(type);
+
+	for (int64_t i = 0; i < n_blocks * tr->type_size; i++)
+		data[i] = (uint8_t) rng_next();
+	for (int64_t b = 0; b < n_blocks; b++)
+	{
+		uint8_t    *blk = data + b * tr->type_size;
+
+		if (type == LLM_TYPE_Q4_K)
+		{
+			LlmBlockQ4_K *q = (LlmBlockQ4_K *) blk;
+
+			q->d = llm_fp32_to_fp16(rng_uniform(0.0005f, 0.005f));
+			q->dmin = llm_fp32_to_fp16(rng_uniform(0.0005f, 0.005f));
+		}
+		else if (type == LLM_TYPE_Q6_K)
+		{
+			LlmBlockQ6_K *q = (LlmBlockQ6_K *) blk;
+
+			q->d = llm_fp32_to_fp16(rng_uniform(0.0005f, 0.005f));
+		}
+	}
+}
+
+/* A random weight of rows x cols in type; data malloc'd (free w->data). */
+static bool
+make_weight(LlmType type, int64_t rows, int64_t cols, LlmWeight *w)
+{
+	size_t		rb = llm_type_row_size(type, cols);
+	uint8_t    *data = malloc(rb * (size_t) rows);	/* exact size: AddressSanitizer sees any read past it */
+
+	if (data == NULL)
+		return false;
+	if (type == LLM_TYPE_Q4_K || type == LLM_TYPE_Q6_K || !llm_type_can_quantize(type))
+		random_k_blocks(type, data, (int64_t) (rb * (size_t) rows) / llm_type_traits(type)->type_size);
+	else
+	{
+		float	   *f = malloc((size_t) cols * sizeof(float));
+
+		if (f == NULL)
+		{
+			free(data);
+			return false;
+		}
+		for (int64_t r = 0; r < rows; r++)
+		{
+			for (int64_t j = 0; j < cols; j++)
+				f[j] = rng_normal() * 0.05f;
+			llm_quantize_row(type, f, data + (size_t) r * rb, cols);
+		}
+		free(f);
+	}
+	w->name = "test";
+	w->type = type;
+	w->rows = rows;
+	w->cols = cols;
+	w->row_bytes = rb;
+	w->data = data;
+	return true;
+}
+
+/* Random activations (n, cols), each block of 32 with its own magnitude. */
+static void
+random_acts(float *x, int n, int64_t cols)
+{
+	for (int i = 0; i < n; i++)
+		for (int64_t j = 0; j < cols; j += 32)
+		{
+			float		mag = powf(10.0f, rng_uniform(-1.5f, 1.0f));
+
+			for (int64_t l = j; l < cols && l < j + 32; l++)
+				x[(size_t) i * cols + l] = rng_normal() * mag;
+		}
+}
+
+/* Dequantize one token's quantized activations (format fmt) into xd. */
+static void
+dequant_acts(LlmActFormat fmt, const uint8_t *row, int64_t k, double *xd)
+{
+	const int8_t *qs = (const int8_t *) row;
+	const float *d = (const float *) (row + llm_act_d_offset(k));
+	int			bs = fmt == LLM_ACT_Q8 ? LLM_QK : LLM_QK_K;
+
+	for (int64_t j = 0; j < k; j++)
+		xd[j] = (double) d[j / bs] * qs[j];
+}
+
+typedef struct ErrStats
+{
+	double		max_exact;		/* largest |y - exact| / S */
+	double		max_kernel;		/* largest |y - exact'| / S' (quantized activations) */
+} ErrStats;
+
+/*
+ * One shape of one type through ops->matmul; checks every output as the
+ * header describes.  kern gives the level's activation quantizer.
+ */
+static void
+check_matmul(LlmBackend *be, const LlmBackendOps *ops, const LlmMatmulKernels *kern, LlmType type,
+			 int64_t rows, int n, int64_t cols, ErrStats *st)
+{
+	LlmWeight	w;
+	float	   *x = malloc((size_t) n * cols * sizeof(float));
+	float	   *y = malloc((size_t) n * rows * sizeof(float));
+	float	   *wf = malloc((size_t) rows * cols * sizeof(float));
+	double	   *xd = malloc((size_t) cols * sizeof(double));
+	LlmActFormat fmt = kern->act[type];
+	size_t		stride = llm_act_row_bytes(fmt, cols);
+	uint8_t    *xq = alloc64(stride);
+	const char *tn = llm_type_traits(type)->name;
+
+	if (x == NULL || y == NULL || wf == NULL || xd == NULL || xq == NULL || !make_weight(type, rows, cols, &w))
+	{
+		TEST_CHECK(false, "out of memory");
+		free(x);
+		free(y);
+		free(wf);
+		free(xd);
+		free(xq);
+		return;
+	}
+	random_acts(x, n, cols);
+	for (int64_t r = 0; r < rows; r++)
+		llm_dequant_row(type, w.data + (size_t) r * w.row_bytes, wf + (size_t) r * cols, cols);
+	for (size_t i = 0; i < (size_t) n * rows; i++)
+		y[i] = NAN;
+
+	ops->matmul(be, &w, x, y, n);
+
+	for (int t = 0; t < n; t++)
+	{
+		const float *xt = x + (size_t) t * cols;
+
+		if (fmt != LLM_ACT_F32)
+		{
+			(fmt == LLM_ACT_Q8 ? kern->quant_q8 : kern->quant_q8k) (xt, cols, xq);
+			dequant_acts(fmt, xq, cols, xd);
+		}
+		for (int64_t r = 0; r < rows; r++)
+		{
+			const float *wr = wf + (size_t) r * cols;
+			double		got = y[(size_t) t * rows + r];
+			double		exact = 0.0;
+			double		s = 0.0;
+			double		err;
+
+			for (int64_t j = 0; j < cols; j++)
+			{
+				exact += (double) wr[j] * xt[j];
+				s += fabs((double) wr[j] * xt[j]);
+			}
+			err = fabs(got - exact);
+			if (s > 0.0 && err / s > st->max_exact)
+				st->max_exact = err / s;
+			if (fmt == LLM_ACT_F32)
+			{
+				double		ref = llm_dot_row_ref(type, w.data + (size_t) r * w.row_bytes, xt, cols);
+
+				TEST_CHECK(err <= 1e-5 * s + 1e-30, "%s %s rows %lld n %d cols %lld: y[%d][%lld] = %.9g, exact %.9g",
+						   kern->name, tn, (long long) rows, n, (long long) cols, t, (long long) r, got, exact);
+				TEST_CHECK(fabs(got - ref) <= 1e-5 * s + 1e-30, "%s %s: y[%d][%lld] = %.9g, reference %.9g",
+						   kern->name, tn, t, (long long) r, got, ref);
+			}
+			else
+			{
+				int			bs = fmt == LLM_ACT_Q8 ? LLM_QK : LLM_QK_K;
+				double		exact_q = 0.0;
+				double		s_q = 0.0;
+				double		bound = 0.0;
+
+				for (int64_t j0 = 0; j0 < cols; j0 += bs)
+				{
+					double		amax = 0.0;
+					double		sw = 0.0;
+
+					for (int64_t j = j0; j < j0 + bs; j++)
+					{
+						amax = fmax(amax, fabs(xt[j]));
+						sw += fabs(wr[j]);
+						exact_q += (double) wr[j] * xd[j];
+						s_q += fabs((double) wr[j] * xd[j]);
+					}
+					bound += sw * amax / 254.0;
+				}
+				TEST_CHECK(fabs(got - exact_q) <= 1e-5 * s_q + 1e-30,
+						   "%s %s rows %lld n %d cols %lld: y[%d][%lld] = %.9g, exact on the int8 activations %.9g",
+						   kern->name, tn, (long long) rows, n, (long long) cols, t, (long long) r, got, exact_q);
+				TEST_CHECK(err <= bound * (1.0 + 1e-6) + 1e-5 * s + 1e-30,
+						   "%s %s rows %lld n %d cols %lld: y[%d][%lld] = %.9g, exact %.9g, bound %.3g",
+						   kern->name, tn, (long long) rows, n, (long long) cols, t, (long long) r, got, exact, bound);
+				if (s_q > 0.0 && fabs(got - exact_q) / s_q > st->max_kernel)
+					st->max_kernel = fabs(got - exact_q) / s_q;
+			}
+		}
+	}
+	free((void *) w.data);
+	free(x);
+	free(y);
+	free(wf);
+	free(xd);
+	free(xq);
+}
+
+/* The SIMD quantizers of kern give the scalar ones' bytes. */
+static void
+check_quantizers(const LlmMatmulKernels *kern)
+{
+	static const int64_t ks[] = {32, 64, 96, 256, 512, 768, 1024};
+
+	for (int c = 0; c < (int) (sizeof(ks) / sizeof(ks[0])); c++)
+	{
+		int64_t		k = ks[c];
+		float	   *x = malloc((size_t) k * sizeof(float));
+
+		if (x == NULL)
+			continue;
+		for (int fmt = LLM_ACT_Q8; fmt <= LLM_ACT_Q8K; fmt++)
+		{
+			size_t		bytes = llm_act_row_bytes((LlmActFormat) fmt, k);
+			uint8_t    *a = alloc64(bytes);
+			uint8_t    *b = alloc64(bytes);
+
+			if (fmt == LLM_ACT_Q8K && k % LLM_QK_K != 0)
+			{
+				free(a);
+				free(b);
+				continue;
+			}
+			for (int trial = 0; trial < 4 && a != NULL && b != NULL; trial++)
+			{
+				random_acts(x, 1, k);
+				if (trial == 1)
+					memset(x, 0, 32 * sizeof(float));	/* an all-zero block */
+				if (trial == 2)
+					x[k - 1] = NAN;
+				if (trial == 3)
+				{
+					/* halfway cases, rounded to even: each block's amax is 127, so d = 1 */
+					for (int64_t j = 0; j < k; j++)
+						x[j] = j % 32 == 0 ? 127.0f : (float) (j % 7) - 3.5f;
+					x[0] = INFINITY;
+				}
+				if (fmt == LLM_ACT_Q8)
+				{
+					kern->quant_q8(x, k, a);
+					llm_quantize_act_q8_ref(x, k, b);
+				}
+				else
+				{
+					kern->quant_q8k(x, k, a);
+					llm_quantize_act_q8k_ref(x, k, b);
+				}
+				TEST_CHECK(memcmp(a, b, (size_t) k) == 0, "%s quantizer %d k %lld trial %d: quants differ",
+						   kern->name, fmt, (long long) k, trial);
+				{
+					int64_t		nd = k / (fmt == LLM_ACT_Q8 ? LLM_QK : LLM_QK_K);
+					const float *da = (const float *) (a + llm_act_d_offset(k));
+					const float *db = (const float *) (b + llm_act_d_offset(k));
+					bool		same = true;
+
+					for (int64_t i = 0; i < nd; i++)
+						same = same && (da[i] == db[i] || (isnan(da[i]) && isnan(db[i])));
+					TEST_CHECK(same, "%s quantizer %d k %lld trial %d: scales differ", kern->name, fmt,
+							   (long long) k, trial);
+				}
+				if (fmt == LLM_ACT_Q8)
+					TEST_CHECK(memcmp(a + llm_act_sums_offset(k), b + llm_act_sums_offset(k),
+									  sizeof(int32_t) * (size_t) (k / LLM_QK)) == 0,
+							   "%s quantizer k %lld trial %d: block sums differ", kern->name, (long long) k, trial);
+				if (fmt == LLM_ACT_Q8K)
+					TEST_CHECK(memcmp(a + llm_act_bsums_offset(k), b + llm_act_bsums_offset(k),
+									  sizeof(int16_t) * (size_t) (k / 16)) == 0,
+							   "%s quantizer k %lld trial %d: block sums differ", kern->name, (long long) k, trial);
+				if (trial == 2 || trial == 3)
+				{
+					const float *da = (const float *) (a + llm_act_d_offset(k));
+					int64_t		last = k / (fmt == LLM_ACT_Q8 ? LLM_QK : LLM_QK_K) - 1;
+
+					TEST_CHECK(isnan(da[trial == 2 ? last : 0]), "%s quantizer: a block with %s must have a NaN scale",
+							   kern->name, trial == 2 ? "NaN" : "infinity");
+				}
+			}
+			free(a);
+			free(b);
+		}
+		free(x);
+	}
+}
+
+/* Every fast type and shape at one level. */
+static void
+check_level(LlmBackend *be, LlmCpuIsa isa)
+{
+	static const LlmType types[] = {
+		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_K, LLM_TYPE_Q6_K
+	};
+	static const int64_t rows_list[] = {1, 3, 17, 33};
+	static const int n_list[] = {1, 2, 3, 5, 17};
+	static const int64_t cols_float[] = {1, 7, 16, 33, 100, 257};
+	static const int64_t cols_q[] = {32, 64, 96, 544, 800, 1312};	/* 1 .. 41 blocks: GEMV groups of 16, 8, tails */
+	static const int64_t cols_k[] = {256, 512, 768};
+	const LlmMatmulKernels *kern = llm_matmul_kernels(isa);
+	const LlmBackendOps *ops = llm_cpu_ops_for_isa(isa);
+
+	TEST_CHECK(kern != NULL && ops != NULL, "level %s has no kernels", llm_cpu_isa_name(isa));
+	if (kern == NULL || ops == NULL)
+		return;
+	TEST_CHECK(strstr(ops->name, llm_cpu_isa_name(isa)) != NULL, "op table %s for level %s", ops->name,
+			   llm_cpu_isa_name(isa));
+	check_quantizers(kern);
+	for (int ti = 0; ti < (int) (sizeof(types) / sizeof(types[0])); ti++)
+	{
+		LlmType		type = types[ti];
+		const int64_t *cols;
+		int			n_cols;
+		ErrStats	st = {0, 0};
+
+		TEST_CHECK(kern->gemm[type] != NULL, "%s has no %s kernel", kern->name, llm_type_traits(type)->name);
+		if (type == LLM_TYPE_F32 || type == LLM_TYPE_F16 || type == LLM_TYPE_BF16)
+			cols = cols_float, n_cols = 6;
+		else if (type == LLM_TYPE_Q8_0 || type == LLM_TYPE_Q4_0)
+			cols = cols_q, n_cols = 6;
+		else
+			cols = cols_k, n_cols = 3;
+		for (int ri = 0; ri < 4; ri++)
+			for (int ni = 0; ni < 5; ni++)
+				for (int ci = 0; ci < n_cols; ci++)
+					check_matmul(be, ops, kern, type, rows_list[ri], n_list[ni], cols[ci], &st);
+		/* k longer than the kernels' chunks of k (1024 floats, 64 blocks), odd tails */
+		check_matmul(be, ops, kern, type, 6, 9, cols == cols_float ? 2100 : cols == cols_q ? 4128 : 4352, &st);
+		/* many tasks, token groups, quantization on the pool, a heap buffer */
+		check_matmul(be, ops, kern, type, 200, 40, type == LLM_TYPE_Q4_K || type == LLM_TYPE_Q6_K ? 1024 : 1088, &st);
+		check_matmul(be, ops, kern, type, 70, 64, 768, &st);
+		printf("  %-6s %-5s max |y - exact| / S %.2e", kern->name, llm_type_traits(type)->name, st.max_exact);
+		if (kern->act[type] != LLM_ACT_F32)
+			printf(" (int8 activations; on them %.2e)", st.max_kernel);
+		printf("\n");
+	}
+}
+
+/* Types without a fast kernel give the reference's floats exactly. */
+static void
+check_fallback(LlmBackend *be, const LlmBackendOps *ops)
+{
+	static const LlmType types[] = {LLM_TYPE_Q4_1, LLM_TYPE_Q5_0, LLM_TYPE_Q5_1, LLM_TYPE_Q3_K, LLM_TYPE_Q5_K};
+
+	for (int ti = 0; ti < (int) (sizeof(types) / sizeof(types[0])); ti++)
+	{
+		LlmWeight	w;
+		int			n = 3;
+		int64_t		rows = 5,
+					cols = 256;
+		float	   *x = malloc((size_t) n * cols * sizeof(float));
+		float	   *y = malloc((size_t) n * rows * sizeof(float));
+		float	   *y_ref = malloc((size_t) n * rows * sizeof(float));
+
+		if (x != NULL && y != NULL && y_ref != NULL && make_weight(types[ti], rows, cols, &w))
+		{
+			random_acts(x, n, cols);
+			ops->matmul(be, &w, x, y, n);
+			llm_cpu_ref_ops.matmul(be, &w, x, y_ref, n);
+			TEST_CHECK(memcmp(y, y_ref, (size_t) n * rows * sizeof(float)) == 0, "%s: %s falls back to the reference",
+					   ops->name, llm_type_traits(types[ti])->name);
+			free((void *) w.data);
+		}
+		free(x);
+		free(y);
+		free(y_ref);
+	}
+}
+
+/* Run every check at every level this processor has. */
+int
+main(void)
+{
+	LlmBackend *be = NULL;
+	LlmError	err;
+	LlmCpuIsa	best = llm_cpu_isa_detect();
+
+	/* 1. selection: LLM_CPU_ISA lowers the level, never raises it */
+	setenv("LLM_CPU_ISA", "scalar", 1);
+	TEST_CHECK(llm_cpu_isa() == LLM_CPU_ISA_SCALAR, "LLM_CPU_ISA=scalar gives %s", llm_cpu_isa_name(llm_cpu_isa()));
+	TEST_CHECK(strcmp(llm_cpu_select_ops()->name, "cpu-ref") == 0, "scalar level selects %s", llm_cpu_select_ops()->name);
+	TEST_CHECK(llm_cpu_ops_for_isa(LLM_CPU_ISA_SCALAR) == &llm_cpu_ref_ops, "the scalar level is the reference");
+	for (int i = 0; i < LLM_CPU_ISA_COUNT; i++)
+		TEST_CHECK((llm_cpu_ops_for_isa((LlmCpuIsa) i) != NULL) == llm_cpu_isa_supported((LlmCpuIsa) i),
+				   "an op table exactly for the supported levels (%s)", llm_cpu_isa_name((LlmCpuIsa) i));
+	printf("kernels: processor level %s\n", llm_cpu_isa_name(best));
+
+	if (llm_backend_cpu_new(2, &be, &err) != LLM_OK)
+	{
+		TEST_CHECK(false, "backend: %s", err.msg);
+		return test_summary("kernels");
+	}
+	for (int isa = LLM_CPU_ISA_AVX2; isa <= (int) best; isa++)
+	{
+		check_level(be, (LlmCpuIsa) isa);
+		if (llm_cpu_ops_for_isa((LlmCpuIsa) isa) != NULL)
+			check_fallback(be, llm_cpu_ops_for_isa((LlmCpuIsa) isa));
+	}
+	llm_backend_free(be);
+	return test_summary("kernels");
+}
