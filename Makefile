@@ -51,6 +51,10 @@ $(BIN)/llm-random-model: $(BUILD)/tools/llm-random-model.o $(ENGINE_LIB) | build
 $(BUILD)/test/%: test/%.c test/test.h $(ENGINE_LIB) | build-dirs
 	$(CC) $(ECFLAGS) $(ELDFLAGS) -Itest -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
 
+# kernel micro-benchmarks (bench/bench_kernels.c)
+$(BUILD)/bench_kernels: bench/bench_kernels.c $(ENGINE_LIB) | build-dirs
+	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
+
 build-dirs:
 	@mkdir -p $(BIN) $(BUILD)/src/engine/cpu $(BUILD)/tools $(BUILD)/test
 

@@ -20,6 +20,7 @@
  * Types without a fast kernel (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K), and any
  * call whose buffer cannot be allocated, use the scalar reference.
  */
+#include "cpu/attention.h"
 #include "cpu/matmul.h"
 
 #include <pthread.h>
@@ -172,7 +173,21 @@ matmul_avx512(LlmBackend *be, const LlmWeight *w, const float *x, float *y, int 
 static LlmBackendOps isa_ops[LLM_CPU_ISA_COUNT];
 static pthread_once_t isa_ops_once = PTHREAD_ONCE_INIT;
 
-/* Build the op tables: the reference's, with the matmul of each level. */
+/* The attention op of the AVX2 level. */
+static void
+attention_avx2(LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArgs *a)
+{
+	llm_cpu_attention(be, kv, layer, a, &llm_attn_kernels_avx2);
+}
+
+/* The attention op of the AVX-512 level. */
+static void
+attention_avx512(LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArgs *a)
+{
+	llm_cpu_attention(be, kv, layer, a, &llm_attn_kernels_avx512);
+}
+
+/* Build the op tables: the reference's, with the matmul and attention of each level. */
 static void
 build_isa_ops(void)
 {
@@ -180,9 +195,13 @@ build_isa_ops(void)
 	isa_ops[LLM_CPU_ISA_AVX2] = llm_cpu_ref_ops;
 	isa_ops[LLM_CPU_ISA_AVX2].name = "cpu-avx2";
 	isa_ops[LLM_CPU_ISA_AVX2].matmul = matmul_avx2;
+	if (llm_attn_kernels_avx2.name != NULL)
+		isa_ops[LLM_CPU_ISA_AVX2].attention = attention_avx2;
 	isa_ops[LLM_CPU_ISA_AVX512] = llm_cpu_ref_ops;
 	isa_ops[LLM_CPU_ISA_AVX512].name = "cpu-avx512";
 	isa_ops[LLM_CPU_ISA_AVX512].matmul = matmul_avx512;
+	if (llm_attn_kernels_avx512.name != NULL)
+		isa_ops[LLM_CPU_ISA_AVX512].attention = attention_avx512;
 }
 
 /* The kernels of level isa; NULL for scalar or a level this processor lacks. */

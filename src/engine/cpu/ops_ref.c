@@ -4,9 +4,10 @@
  *		any processor and the oracle every fast kernel is tested against.
  *
  * Work is split over the thread pool: matmuls by chunks of output rows,
- * attention by (token, head) pairs, element-wise ops by ranges.
+ * element-wise ops by ranges; attention is in cpu/attention.c.
  */
 #include "backend.h"
+#include "cpu/attention.h"
 #include "cpu/matmul.h"
 
 #include <math.h>
@@ -15,22 +16,6 @@
 
 #define MATMUL_ROWS_PER_TASK 16
 #define ELEMS_PER_TASK 16384
-#define ATTN_TILE 32			/* keys scored per tile of the online softmax */
-
-/* Convert n stored KV values to floats. */
-static inline void
-kv_load(const LlmKvCache *kv, const void *src, float *dst, int n)
-{
-	if (kv->type == LLM_KV_F32)
-		memcpy(dst, src, (size_t) n * sizeof(float));
-	else
-	{
-		const uint16_t *h = src;
-
-		for (int i = 0; i < n; i++)
-			dst[i] = llm_fp16_to_fp32(h[i]);
-	}
-}
 
 /* Convert n floats to the stored KV type. */
 static inline void
@@ -156,91 +141,11 @@ ref_kv_store(LlmBackend *be, LlmKvCache *kv, int layer, LlmKvSeq *const *seq, co
 	}
 }
 
-typedef struct AttnTask
-{
-	const LlmKvCache *kv;
-	int			layer;
-	const LlmAttnArgs *a;
-} AttnTask;
-
-/*
- * Attention of one query token and head: one pass over its keys in tiles,
- * keeping the running maximum m, the running sum l of exp(s - m) and the
- * accumulator acc of exp(s - m) * v (FlashAttention's online softmax, Dao
- * et al. 2022), so no score row longer than a tile is ever stored.
- */
-static void
-attn_task(void *arg, int task)
-{
-	const AttnTask *t = arg;
-	const LlmAttnArgs *a = t->a;
-	const LlmKvCache *kv = t->kv;
-	int			i = task / a->n_heads;
-	int			h = task % a->n_heads;
-	int			hd = a->head_dim;
-	int			kvh = h / (a->n_heads / a->n_kv_heads);
-	const float *q = a->q + ((size_t) i * a->n_heads + h) * hd;
-	float	   *out = a->out + ((size_t) i * a->n_heads + h) * hd;
-	int			hi = a->pos[i];
-	int			lo = a->window > 0 && hi - a->window + 1 > 0 ? hi - a->window + 1 : 0;
-	float		m = -INFINITY;
-	float		l = 0.0f;
-	float		acc[hd];
-	float		kvec[hd];
-	float		s[ATTN_TILE];
-
-	memset(acc, 0, sizeof(acc));
-	for (int p0 = lo; p0 <= hi; p0 += ATTN_TILE)
-	{
-		int			nt = hi - p0 + 1 < ATTN_TILE ? hi - p0 + 1 : ATTN_TILE;
-		float		m_new = m;
-		float		corr;
-
-		/* scores of this tile */
-		for (int j = 0; j < nt; j++)
-		{
-			const uint8_t *kp = llm_kv_k_at(kv, a->seq[i], t->layer, p0 + j);
-			float		dot = 0.0f;
-
-			kv_load(kv, kp + (size_t) kvh * hd * kv->elem_size, kvec, hd);
-			for (int d = 0; d < hd; d++)
-				dot += q[d] * kvec[d];
-			dot *= a->scale;
-			if (a->softcap > 0.0f)
-				dot = a->softcap * tanhf(dot / a->softcap);
-			s[j] = dot;
-			if (dot > m_new)
-				m_new = dot;
-		}
-		/* rescale what was accumulated under the old maximum */
-		corr = expf(m - m_new);
-		l *= corr;
-		for (int d = 0; d < hd; d++)
-			acc[d] *= corr;
-		m = m_new;
-		/* accumulate this tile's values */
-		for (int j = 0; j < nt; j++)
-		{
-			const uint8_t *vp = llm_kv_v_at(kv, a->seq[i], t->layer, p0 + j);
-			float		w = expf(s[j] - m);
-
-			kv_load(kv, vp + (size_t) kvh * hd * kv->elem_size, kvec, hd);
-			l += w;
-			for (int d = 0; d < hd; d++)
-				acc[d] += w * kvec[d];
-		}
-	}
-	for (int d = 0; d < hd; d++)
-		out[d] = acc[d] / l;
-}
-
-/* Fused attention over the paged cache of layer, one task per (token, head). */
+/* Fused attention over the paged cache of layer, with the scalar kernels. */
 static void
 ref_attention(LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArgs *a)
 {
-	AttnTask	t = {kv, layer, a};
-
-	llm_pool_run(be->pool, a->n * a->n_heads, attn_task, &t);
+	llm_cpu_attention(be, kv, layer, a, &llm_attn_kernels_ref);
 }
 
 /* GELU, tanh approximation, as in Gemma. */

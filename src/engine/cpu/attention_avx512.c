@@ -1,0 +1,89 @@
+/*
+ * attention_avx512.c
+ *		AVX-512 vector kernels of attention (see cpu/attention.h): 16 floats
+ *		a step, f16 keys and values widened with vcvtph2ps, the tail masked.
+ */
+#include "cpu/attention.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#if defined(__clang__)
+#pragma clang attribute push (__attribute__((target("avx512f,avx512bw,avx512vl,f16c,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,f16c,fma")
+#endif
+
+#include <immintrin.h>
+
+/* 16 stored values from p + d (f32 or f16), masked to the first n. */
+static inline __m512
+load16(const void *p, int d, int n, LlmKvType type)
+{
+	__mmask16	m = n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1);
+
+	if (type == LLM_KV_F32)
+		return _mm512_maskz_loadu_ps(m, (const float *) p + d);
+	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *) p + d));
+}
+
+/* q . k. */
+static float
+avx512_dot(const float *q, const void *k, int hd, LlmKvType type)
+{
+	__m512		sum = _mm512_setzero_ps();
+
+	for (int d = 0; d < hd; d += 16)
+	{
+		int			n = hd - d;
+		__mmask16	m = n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1);
+
+		sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), load16(k, d, n, type), sum);
+	}
+	return _mm512_reduce_add_ps(sum);
+}
+
+/* acc *= c. */
+static void
+avx512_scale(float *acc, float c, int hd)
+{
+	__m512		vc = _mm512_set1_ps(c);
+
+	for (int d = 0; d < hd; d += 16)
+	{
+		int			n = hd - d;
+		__mmask16	m = n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1);
+
+		_mm512_mask_storeu_ps(acc + d, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + d), vc));
+	}
+}
+
+/* acc += w * v. */
+static void
+avx512_axpy(float *acc, float w, const void *v, int hd, LlmKvType type)
+{
+	__m512		vw = _mm512_set1_ps(w);
+
+	for (int d = 0; d < hd; d += 16)
+	{
+		int			n = hd - d;
+		__mmask16	m = n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1);
+
+		_mm512_mask_storeu_ps(acc + d, m,
+							  _mm512_fmadd_ps(vw, load16(v, d, n, type), _mm512_maskz_loadu_ps(m, acc + d)));
+	}
+}
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+const LlmAttnKernels llm_attn_kernels_avx512 = {"avx512", avx512_dot, avx512_scale, avx512_axpy};
+
+#else
+
+const LlmAttnKernels llm_attn_kernels_avx512 = {NULL, NULL, NULL, NULL};
+
+#endif
