@@ -9,16 +9,22 @@
 
 #include "backend.h"
 
-/* The vector work of attention for one head; hd values, keys/values in the cache's type. */
+/*
+ * The vector work of attention for one head over a run of nt consecutive
+ * positions of one KV block: key/value j (hd values in the cache's type)
+ * starts stride bytes after key/value j - 1.
+ */
 typedef struct LlmAttnKernels
 {
 	const char *name;
-	/* q (hd) . k (hd, stored) */
-	float		(*dot) (const float *q, const void *k, int hd, LlmKvType type);
+	/* s (nt) = q (hd) . k_j */
+	void		(*scores) (const float *q, const uint8_t *k, size_t stride, int nt, int hd,
+						   LlmKvType type, float *s);
 	/* acc (hd) *= c */
 	void		(*scale) (float *acc, float c, int hd);
-	/* acc (hd) += w * v (hd, stored) */
-	void		(*axpy) (float *acc, float w, const void *v, int hd, LlmKvType type);
+	/* acc (hd) += sum_j w_j * v_j */
+	void		(*accum) (float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd,
+						  LlmKvType type);
 } LlmAttnKernels;
 
 extern const LlmAttnKernels llm_attn_kernels_ref;

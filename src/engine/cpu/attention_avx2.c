@@ -43,19 +43,23 @@ hsum8(__m256 v)
 	return _mm_cvtss_f32(s);
 }
 
-/* q . k. */
-static float
-avx2_dot(const float *q, const void *k, int hd, LlmKvType type)
+/* s_j = q . k_j. */
+static void
+avx2_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, LlmKvType type, float *s)
 {
-	__m256		sum = _mm256_setzero_ps();
-	int			d = 0;
-	float		tail = 0.0f;
+	for (int j = 0; j < nt; j++)
+	{
+		const uint8_t *kj = k + (size_t) j * stride;
+		__m256		sum = _mm256_setzero_ps();
+		float		tail = 0.0f;
+		int			d = 0;
 
-	for (; d + 8 <= hd; d += 8)
-		sum = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8(k, d, type), sum);
-	for (; d < hd; d++)
-		tail += q[d] * load1(k, d, type);
-	return hsum8(sum) + tail;
+		for (; d + 8 <= hd; d += 8)
+			sum = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8(kj, d, type), sum);
+		for (; d < hd; d++)
+			tail += q[d] * load1(kj, d, type);
+		s[j] = hsum8(sum) + tail;
+	}
 }
 
 /* acc *= c. */
@@ -71,17 +75,23 @@ avx2_scale(float *acc, float c, int hd)
 		acc[d] *= c;
 }
 
-/* acc += w * v. */
+/* acc += sum_j w_j v_j, one 8-wide slice of acc at a time in a register. */
 static void
-avx2_axpy(float *acc, float w, const void *v, int hd, LlmKvType type)
+avx2_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, LlmKvType type)
 {
-	__m256		vw = _mm256_set1_ps(w);
 	int			d = 0;
 
 	for (; d + 8 <= hd; d += 8)
-		_mm256_storeu_ps(acc + d, _mm256_fmadd_ps(vw, load8(v, d, type), _mm256_loadu_ps(acc + d)));
+	{
+		__m256		a = _mm256_loadu_ps(acc + d);
+
+		for (int j = 0; j < nt; j++)
+			a = _mm256_fmadd_ps(_mm256_set1_ps(w[j]), load8(v + (size_t) j * stride, d, type), a);
+		_mm256_storeu_ps(acc + d, a);
+	}
 	for (; d < hd; d++)
-		acc[d] += w * load1(v, d, type);
+		for (int j = 0; j < nt; j++)
+			acc[d] += w[j] * load1(v + (size_t) j * stride, d, type);
 }
 
 #if defined(__clang__)
@@ -90,7 +100,7 @@ avx2_axpy(float *acc, float w, const void *v, int hd, LlmKvType type)
 #pragma GCC pop_options
 #endif
 
-const LlmAttnKernels llm_attn_kernels_avx2 = {"avx2", avx2_dot, avx2_scale, avx2_axpy};
+const LlmAttnKernels llm_attn_kernels_avx2 = {"avx2", avx2_scores, avx2_scale, avx2_accum};
 
 #else
 

@@ -27,20 +27,24 @@ load16(const void *p, int d, int n, LlmKvType type)
 	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *) p + d));
 }
 
-/* q . k. */
-static float
-avx512_dot(const float *q, const void *k, int hd, LlmKvType type)
+/* s_j = q . k_j. */
+static void
+avx512_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, LlmKvType type, float *s)
 {
-	__m512		sum = _mm512_setzero_ps();
-
-	for (int d = 0; d < hd; d += 16)
+	for (int j = 0; j < nt; j++)
 	{
-		int			n = hd - d;
-		__mmask16	m = n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1);
+		const uint8_t *kj = k + (size_t) j * stride;
+		__m512		sum = _mm512_setzero_ps();
 
-		sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), load16(k, d, n, type), sum);
+		for (int d = 0; d < hd; d += 16)
+		{
+			int			n = hd - d;
+			__mmask16	m = n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1);
+
+			sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), load16(kj, d, n, type), sum);
+		}
+		s[j] = _mm512_reduce_add_ps(sum);
 	}
-	return _mm512_reduce_add_ps(sum);
 }
 
 /* acc *= c. */
@@ -58,19 +62,19 @@ avx512_scale(float *acc, float c, int hd)
 	}
 }
 
-/* acc += w * v. */
+/* acc += sum_j w_j v_j, one 16-wide slice of acc at a time in a register. */
 static void
-avx512_axpy(float *acc, float w, const void *v, int hd, LlmKvType type)
+avx512_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, LlmKvType type)
 {
-	__m512		vw = _mm512_set1_ps(w);
-
 	for (int d = 0; d < hd; d += 16)
 	{
 		int			n = hd - d;
 		__mmask16	m = n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1);
+		__m512		a = _mm512_maskz_loadu_ps(m, acc + d);
 
-		_mm512_mask_storeu_ps(acc + d, m,
-							  _mm512_fmadd_ps(vw, load16(v, d, n, type), _mm512_maskz_loadu_ps(m, acc + d)));
+		for (int j = 0; j < nt; j++)
+			a = _mm512_fmadd_ps(_mm512_set1_ps(w[j]), load16(v + (size_t) j * stride, d, n, type), a);
+		_mm512_mask_storeu_ps(acc + d, m, a);
 	}
 }
 
@@ -80,7 +84,7 @@ avx512_axpy(float *acc, float w, const void *v, int hd, LlmKvType type)
 #pragma GCC pop_options
 #endif
 
-const LlmAttnKernels llm_attn_kernels_avx512 = {"avx512", avx512_dot, avx512_scale, avx512_axpy};
+const LlmAttnKernels llm_attn_kernels_avx512 = {"avx512", avx512_scores, avx512_scale, avx512_accum};
 
 #else
 
