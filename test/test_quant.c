@@ -972,10 +972,49 @@ test_quantize_bytes(void)
 }
 
 /* Run every test; prints "quant: N passed, N failed". */
+/* Q5_0 repacked as Q8_0 decodes to exactly the Q5_0 golden values. */
+static void
+test_repack_q5_0(void)
+{
+	char		path[1024];
+	size_t		nb = 0,
+				nw = 0;
+	uint8_t    *blocks,
+			   *want;
+	uint8_t    *q8;
+	float	   *got;
+	int64_t		n;
+
+	TEST_CHECK(llm_type_repacks_to_q8_0(LLM_TYPE_Q5_0) && !llm_type_repacks_to_q8_0(LLM_TYPE_Q4_K),
+			   "only Q5_0 repacks to Q8_0");
+	snprintf(path, sizeof(path), "%s/golden/quant/Q5_0.blocks", test_shared_dir());
+	blocks = read_file(path, &nb);
+	snprintf(path, sizeof(path), "%s/golden/quant/Q5_0.f32", test_shared_dir());
+	want = read_file(path, &nw);
+	TEST_CHECK(blocks != NULL && want != NULL, "Q5_0 golden files readable");
+	if (blocks == NULL || want == NULL)
+	{
+		free(blocks);
+		free(want);
+		return;
+	}
+	n = (int64_t) (nb / llm_type_traits(LLM_TYPE_Q5_0)->type_size) * LLM_QK;
+	q8 = malloc(llm_type_row_size(LLM_TYPE_Q8_0, n));
+	got = malloc((size_t) n * sizeof(float));
+	llm_repack_q8_0(LLM_TYPE_Q5_0, blocks, q8, n);
+	llm_dequant_row(LLM_TYPE_Q8_0, q8, got, n);
+	TEST_CHECK((size_t) n * 4 == nw && memcmp(got, want, nw) == 0, "Q5_0 repacked as Q8_0 differs from the golden values");
+	free(q8);
+	free(got);
+	free(blocks);
+	free(want);
+}
+
 int
 main(void)
 {
 	test_traits();
+	test_repack_q5_0();
 	test_golden();
 	test_hand_q4_k();
 	test_hand_q6_k();

@@ -172,6 +172,22 @@ bind_matrix(const LlmGguf *g, const char *name, int64_t cols, int64_t rows, LlmW
 	w->rows = rows;
 	w->row_bytes = llm_type_row_size(t->type, cols);
 	w->data = t->data;
+	w->owned = NULL;
+	if (llm_type_repacks_to_q8_0(t->type))
+	{
+		/* no fast kernel for this type: the same integers and scales as Q8_0 */
+		size_t		row_bytes = llm_type_row_size(LLM_TYPE_Q8_0, cols);
+		uint8_t    *q8 = malloc(row_bytes * (size_t) rows);
+
+		if (q8 == NULL)
+			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory repacking tensor \"%s\"", name);
+		for (int64_t r = 0; r < rows; r++)
+			llm_repack_q8_0(t->type, w->data + (size_t) r * w->row_bytes, q8 + (size_t) r * row_bytes, cols);
+		w->type = LLM_TYPE_Q8_0;
+		w->row_bytes = row_bytes;
+		w->data = q8;
+		w->owned = q8;
+	}
 	return LLM_OK;
 }
 
@@ -393,6 +409,13 @@ llm_model_free(LlmModel *m)
 		{
 			LlmLayerWeights *lw = &m->weights.layers[l];
 
+			free(lw->wq.owned);
+			free(lw->wk.owned);
+			free(lw->wv.owned);
+			free(lw->wo.owned);
+			free(lw->w_gate.owned);
+			free(lw->w_up.owned);
+			free(lw->w_down.owned);
 			free(lw->attn_norm);
 			free(lw->ffn_norm);
 			free(lw->q_norm);
@@ -402,6 +425,9 @@ llm_model_free(LlmModel *m)
 		}
 		free(m->weights.layers);
 	}
+	if (m->weights.output.owned != m->weights.tok_embd.owned)
+		free(m->weights.output.owned);
+	free(m->weights.tok_embd.owned);
 	free(m->weights.output_norm);
 	free(m->rope_inv_freq);
 	free(m->rope_inv_freq_local);

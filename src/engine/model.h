@@ -67,7 +67,8 @@ typedef struct LlmWeight
 	int64_t		cols;			/* ne[0]: input width */
 	int64_t		rows;			/* ne[1]: output width */
 	size_t		row_bytes;
-	const uint8_t *data;		/* (rows, row_bytes), in the map */
+	const uint8_t *data;		/* (rows, row_bytes), in the map or in owned */
+	void	   *owned;			/* a repacked copy the model frees, else NULL */
 } LlmWeight;
 
 typedef struct LlmLayerWeights

@@ -70,4 +70,10 @@ bool		llm_type_can_quantize(LlmType type);
 /* Encode n floats (a multiple of the block size) as type into dst, as ggml's reference quantizers do. */
 void		llm_quantize_row(LlmType type, const float *src, void *dst, int64_t n);
 
+/* Whether a row of type can be rewritten exactly as Q8_0 (Q5_0 can). */
+bool		llm_type_repacks_to_q8_0(LlmType type);
+
+/* Rewrite n values of such a type as Q8_0 blocks with the same scales and integers. */
+void		llm_repack_q8_0(LlmType type, const void *src, void *dst, int64_t n);
+
 #endif							/* LLM_QUANT_H */

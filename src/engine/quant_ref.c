@@ -114,6 +114,22 @@ q5_high_bits(const uint8_t *qh)
 		((uint32_t) qh[2] << 16) | ((uint32_t) qh[3] << 24);
 }
 
+/* The 32 signed integers q - 16 of a Q5_0 block. */
+static void
+q5_0_ints(const LlmBlockQ5_0 *b, int8_t *q)
+{
+	const uint32_t qh = q5_high_bits(b->qh);
+
+	for (int j = 0; j < LLM_QK / 2; j++)
+	{
+		const int	h0 = (qh >> j) & 1;
+		const int	h1 = (qh >> (j + LLM_QK / 2)) & 1;
+
+		q[j] = (int8_t) (((b->qs[j] & 0xf) | (h0 << 4)) - 16);
+		q[j + LLM_QK / 2] = (int8_t) (((b->qs[j] >> 4) | (h1 << 4)) - 16);
+	}
+}
+
 /* Decode nb Q5_0 blocks: x = d * (q - 16). */
 static void
 dequant_q5_0(const void *src, float *dst, int64_t nb)
@@ -123,18 +139,38 @@ dequant_q5_0(const void *src, float *dst, int64_t nb)
 	for (int64_t i = 0; i < nb; i++, b++, dst += LLM_QK)
 	{
 		const float d = llm_fp16_to_fp32(b->d);
-		const uint32_t qh = q5_high_bits(b->qh);
+		int8_t		q[LLM_QK];
 
-		for (int j = 0; j < LLM_QK / 2; j++)
-		{
-			const int	h0 = (qh >> j) & 1;
-			const int	h1 = (qh >> (j + LLM_QK / 2)) & 1;
-			const int	x0 = ((b->qs[j] & 0xf) | (h0 << 4)) - 16;
-			const int	x1 = ((b->qs[j] >> 4) | (h1 << 4)) - 16;
+		q5_0_ints(b, q);
+		for (int j = 0; j < LLM_QK; j++)
+			dst[j] = q[j] * d;
+	}
+}
 
-			dst[j] = x0 * d;
-			dst[j + LLM_QK / 2] = x1 * d;
-		}
+/* Whether a row of type can be rewritten exactly as Q8_0 (llm_repack_q8_0). */
+bool
+llm_type_repacks_to_q8_0(LlmType type)
+{
+	return type == LLM_TYPE_Q5_0;
+}
+
+/*
+ * Rewrite n values of type as Q8_0 blocks, exactly: the same fp16 scale and
+ * the same integers (Q5_0's q - 16 lies in [-16, 15]), so kernels without a
+ * Q5_0 path compute the same products.
+ */
+void
+llm_repack_q8_0(LlmType type, const void *src, void *dst, int64_t n)
+{
+	const LlmBlockQ5_0 *b = src;
+	LlmBlockQ8_0 *o = dst;
+
+	if (type != LLM_TYPE_Q5_0)
+		return;
+	for (int64_t i = 0; i < n / LLM_QK; i++, b++, o++)
+	{
+		o->d = b->d;
+		q5_0_ints(b, o->qs);
 	}
 }
 
