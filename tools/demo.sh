@@ -7,7 +7,7 @@
 # failure.  As root the server runs as an unprivileged user (llmtest).
 #
 # The packaged Gemma 3 270M is the base (pretrained) model, so the prompt is
-# a plain completion ("Article: ... Summary in one sentence:") cut at the
+# a plain completion ("Article: ... One-sentence summary:") cut at the
 # first newline; LLM_DEMO_CHAT=true wraps it in the chat format instead, for
 # an instruction-tuned model given as LLM_DEMO_MODEL (another GGUF file).
 # LLM_DEMO_MAX_TOKENS (default 40); KEEP=1 keeps the temporary directory.
@@ -51,7 +51,7 @@ INSERT INTO docs VALUES
 \timing on
 WITH d AS (
     SELECT array_agg(id ORDER BY id) AS ids,
-           array_agg('Article: ' || body || E'\nSummary in one sentence:' ORDER BY id) AS prompts
+           array_agg('Article: ' || body || E'\nOne-sentence summary:' ORDER BY id) AS prompts
     FROM docs)
 SELECT docs.id, docs.title,
        btrim(regexp_replace(b.completion, '\s+', ' ', 'g')) AS summary,
