@@ -365,9 +365,9 @@ LlmWorkerLoad(void)
 	PG_END_TRY();
 }
 
-/* Free the engine and the model (the engine must be idle). */
+/* Free the engine and the model, if loaded. */
 static void
-LlmWorkerUnload(void)
+LlmWorkerFreeEngine(void)
 {
 	if (WorkerEngine)
 		llm_engine_free(WorkerEngine);
@@ -375,6 +375,13 @@ LlmWorkerUnload(void)
 		llm_model_free(WorkerModel);
 	WorkerEngine = NULL;
 	WorkerModel = NULL;
+}
+
+/* Free the engine and the model (the engine must be idle). */
+static void
+LlmWorkerUnload(void)
+{
+	LlmWorkerFreeEngine();
 	memset(&WorkerLast, 0, sizeof(WorkerLast));
 	LlmWorkerSetState(LLM_WORKER_LOADING, NULL, NULL);
 }
@@ -818,12 +825,7 @@ LlmWorkerOnExit(int code, Datum arg)
 		if (wake[i])
 			ConditionVariableBroadcast(&LlmState->slots[i].cv);
 
-	if (WorkerEngine)
-		llm_engine_free(WorkerEngine);
-	if (WorkerModel)
-		llm_model_free(WorkerModel);
-	WorkerEngine = NULL;
-	WorkerModel = NULL;
+	LlmWorkerFreeEngine();
 }
 
 /* Main entry point of the background worker. */

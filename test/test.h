@@ -10,6 +10,7 @@
 #ifndef LLM_TEST_H
 #define LLM_TEST_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -32,6 +33,26 @@ static int	test_n_failed;
 			} \
 		} \
 	} while (0)
+
+static uint64_t test_rng_state = 0x9e3779b97f4a7c15ull;
+
+/* The next pseudo-random 64 bits (splitmix64; fixed seed, so runs repeat). */
+static inline uint64_t
+test_rng_next(void)
+{
+	uint64_t	z = (test_rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* A pseudo-random float uniform in [lo, hi). */
+static inline float
+test_rng_uniform(float lo, float hi)
+{
+	return lo + (hi - lo) * (float) ((test_rng_next() >> 40) * (1.0 / 16777216.0));
+}
 
 /* Print the closing line of one test program; returns its exit status. */
 static inline int

@@ -41,31 +41,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-
-/* The next pseudo-random 64 bits (splitmix64; fixed seed, so runs repeat). */
-static uint64_t
-rng_next(void)
-{
-	uint64_t	z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* A pseudo-random float uniform in [lo, hi). */
-static float
-rng_uniform(float lo, float hi)
-{
-	return lo + (hi - lo) * (float) ((rng_next() >> 40) * (1.0 / 16777216.0));
-}
-
 /* A pseudo-random float, roughly normal (sum of four uniforms). */
 static float
 rng_normal(void)
 {
-	return rng_uniform(-1, 1) + rng_uniform(-1, 1) + rng_uniform(-1, 1) + rng_uniform(-1, 1);
+	return test_rng_uniform(-1, 1) + test_rng_uniform(-1, 1) + test_rng_uniform(-1, 1) + test_rng_uniform(-1, 1);
 }
 
 /* 64-byte aligned zeroed memory, or NULL. */
@@ -86,7 +66,7 @@ random_k_blocks(LlmType type, uint8_t *data, int64_t n_blocks)
 	const LlmTypeTraits *tr = llm_type_traits(type);
 
 	for (int64_t i = 0; i < n_blocks * tr->type_size; i++)
-		data[i] = (uint8_t) rng_next();
+		data[i] = (uint8_t) test_rng_next();
 	for (int64_t b = 0; b < n_blocks; b++)
 	{
 		uint8_t    *blk = data + b * tr->type_size;
@@ -95,14 +75,14 @@ random_k_blocks(LlmType type, uint8_t *data, int64_t n_blocks)
 		{
 			LlmBlockQ4_K *q = (LlmBlockQ4_K *) blk;
 
-			q->d = llm_fp32_to_fp16(rng_uniform(0.0005f, 0.005f));
-			q->dmin = llm_fp32_to_fp16(rng_uniform(0.0005f, 0.005f));
+			q->d = llm_fp32_to_fp16(test_rng_uniform(0.0005f, 0.005f));
+			q->dmin = llm_fp32_to_fp16(test_rng_uniform(0.0005f, 0.005f));
 		}
 		else if (type == LLM_TYPE_Q6_K)
 		{
 			LlmBlockQ6_K *q = (LlmBlockQ6_K *) blk;
 
-			q->d = llm_fp32_to_fp16(rng_uniform(0.0005f, 0.005f));
+			q->d = llm_fp32_to_fp16(test_rng_uniform(0.0005f, 0.005f));
 		}
 	}
 }
@@ -151,7 +131,7 @@ random_acts(float *x, int n, int64_t cols)
 	for (int i = 0; i < n; i++)
 		for (int64_t j = 0; j < cols; j += 32)
 		{
-			float		mag = powf(10.0f, rng_uniform(-1.5f, 1.0f));
+			float		mag = powf(10.0f, test_rng_uniform(-1.5f, 1.0f));
 
 			for (int64_t l = j; l < cols && l < j + 32; l++)
 				x[(size_t) i * cols + l] = rng_normal() * mag;
@@ -458,6 +438,7 @@ check_fallback(LlmBackend *be, const LlmBackendOps *ops)
 int
 main(void)
 {
+	test_rng_state = 0x2545f4914f6cdd1dull;
 	LlmBackend *be = NULL;
 	LlmError	err;
 	LlmCpuIsa	best = llm_cpu_isa_detect();

@@ -42,26 +42,6 @@ static const LlmType golden_types[] = {
 };
 #define N_GOLDEN ((int) (sizeof(golden_types) / sizeof(golden_types[0])))
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-/* The next pseudo-random 64 bits (splitmix64; fixed seed, so runs repeat). */
-static uint64_t
-rng_next(void)
-{
-	uint64_t	z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* A pseudo-random float uniform in [lo, hi). */
-static float
-rng_uniform(float lo, float hi)
-{
-	return lo + (hi - lo) * (float) ((rng_next() >> 40) * (1.0 / 16777216.0));
-}
-
 /* Read a whole file into a malloc'd buffer; NULL when it cannot be read. */
 static uint8_t *
 read_file(const char *path, size_t *len)
@@ -613,13 +593,13 @@ random_row(LlmType type, uint8_t *row, int64_t n)
 		float	   *x = malloc((size_t) n * sizeof(float));
 
 		for (int64_t i = 0; i < n; i++)
-			x[i] = rng_uniform(-1.0f, 1.0f) * (i % 64 < 32 ? 1.0f : 10.0f);
+			x[i] = test_rng_uniform(-1.0f, 1.0f) * (i % 64 < 32 ? 1.0f : 10.0f);
 		llm_quantize_row(type, x, row, n);
 		free(x);
 		return;
 	}
 	for (size_t i = 0; i < bytes; i++)
-		row[i] = (uint8_t) (rng_next() >> 56);
+		row[i] = (uint8_t) (test_rng_next() >> 56);
 	for (int64_t i = 0; i < nb; i++)
 	{
 		uint8_t    *b = row + i * t->type_size;
@@ -627,33 +607,33 @@ random_row(LlmType type, uint8_t *row, int64_t n)
 		switch (type)
 		{
 			case LLM_TYPE_Q4_1:
-				put_half(b + offsetof(LlmBlockQ4_1, d), rng_uniform(-0.1f, 0.1f));
-				put_half(b + offsetof(LlmBlockQ4_1, m), rng_uniform(-1.0f, 1.0f));
+				put_half(b + offsetof(LlmBlockQ4_1, d), test_rng_uniform(-0.1f, 0.1f));
+				put_half(b + offsetof(LlmBlockQ4_1, m), test_rng_uniform(-1.0f, 1.0f));
 				break;
 			case LLM_TYPE_Q5_0:
-				put_half(b + offsetof(LlmBlockQ5_0, d), rng_uniform(-0.1f, 0.1f));
+				put_half(b + offsetof(LlmBlockQ5_0, d), test_rng_uniform(-0.1f, 0.1f));
 				break;
 			case LLM_TYPE_Q5_1:
-				put_half(b + offsetof(LlmBlockQ5_1, d), rng_uniform(-0.1f, 0.1f));
-				put_half(b + offsetof(LlmBlockQ5_1, m), rng_uniform(-1.0f, 1.0f));
+				put_half(b + offsetof(LlmBlockQ5_1, d), test_rng_uniform(-0.1f, 0.1f));
+				put_half(b + offsetof(LlmBlockQ5_1, m), test_rng_uniform(-1.0f, 1.0f));
 				break;
 			case LLM_TYPE_Q2_K:
-				put_half(b + offsetof(LlmBlockQ2_K, d), rng_uniform(0.0f, 0.1f));
-				put_half(b + offsetof(LlmBlockQ2_K, dmin), rng_uniform(0.0f, 0.1f));
+				put_half(b + offsetof(LlmBlockQ2_K, d), test_rng_uniform(0.0f, 0.1f));
+				put_half(b + offsetof(LlmBlockQ2_K, dmin), test_rng_uniform(0.0f, 0.1f));
 				break;
 			case LLM_TYPE_Q3_K:
-				put_half(b + offsetof(LlmBlockQ3_K, d), rng_uniform(-0.1f, 0.1f));
+				put_half(b + offsetof(LlmBlockQ3_K, d), test_rng_uniform(-0.1f, 0.1f));
 				break;
 			case LLM_TYPE_Q4_K:
-				put_half(b + offsetof(LlmBlockQ4_K, d), rng_uniform(0.0f, 0.1f));
-				put_half(b + offsetof(LlmBlockQ4_K, dmin), rng_uniform(0.0f, 0.1f));
+				put_half(b + offsetof(LlmBlockQ4_K, d), test_rng_uniform(0.0f, 0.1f));
+				put_half(b + offsetof(LlmBlockQ4_K, dmin), test_rng_uniform(0.0f, 0.1f));
 				break;
 			case LLM_TYPE_Q5_K:
-				put_half(b + offsetof(LlmBlockQ5_K, d), rng_uniform(0.0f, 0.1f));
-				put_half(b + offsetof(LlmBlockQ5_K, dmin), rng_uniform(0.0f, 0.1f));
+				put_half(b + offsetof(LlmBlockQ5_K, d), test_rng_uniform(0.0f, 0.1f));
+				put_half(b + offsetof(LlmBlockQ5_K, dmin), test_rng_uniform(0.0f, 0.1f));
 				break;
 			case LLM_TYPE_Q6_K:
-				put_half(b + offsetof(LlmBlockQ6_K, d), rng_uniform(-0.1f, 0.1f));
+				put_half(b + offsetof(LlmBlockQ6_K, d), test_rng_uniform(-0.1f, 0.1f));
 				break;
 			default:
 				break;
@@ -680,7 +660,7 @@ check_row(LlmType type, const uint8_t *row, int64_t n, const char *what)
 	double		err;
 
 	for (int64_t i = 0; i < n; i++)
-		x[i] = rng_uniform(-1.0f, 1.0f);
+		x[i] = test_rng_uniform(-1.0f, 1.0f);
 	llm_dequant_row(type, row, y, n);
 	for (int64_t i = 0; i < n; i++)
 	{
@@ -766,10 +746,10 @@ test_quantize_error(void)
 	/* blocks of very different magnitudes, 1e-4 .. 1e3 */
 	for (int i = 0; i < NB; i++)
 	{
-		float		scale = powf(10.0f, rng_uniform(-4.0f, 3.0f));
+		float		scale = powf(10.0f, test_rng_uniform(-4.0f, 3.0f));
 
 		for (int j = 0; j < LLM_QK; j++)
-			x[i * LLM_QK + j] = rng_uniform(-1.0f, 1.0f) * scale;
+			x[i * LLM_QK + j] = test_rng_uniform(-1.0f, 1.0f) * scale;
 	}
 
 	/*
@@ -835,7 +815,7 @@ test_quantize_error(void)
 	 * subnormals an absolute 2^-25; F32 is exact
 	 */
 	for (int i = 0; i < N; i++)
-		x[i] = rng_uniform(-1.0f, 1.0f) * powf(2.0f, rng_uniform(-13.0f, 15.0f));
+		x[i] = test_rng_uniform(-1.0f, 1.0f) * powf(2.0f, test_rng_uniform(-13.0f, 15.0f));
 	llm_quantize_row(LLM_TYPE_F16, x, q, N);
 	llm_dequant_row(LLM_TYPE_F16, q, y, N);
 	worst = 0.0;
@@ -1013,6 +993,7 @@ test_repack_q5_0(void)
 int
 main(void)
 {
+	test_rng_state = 0x9e3779b97f4a7c15ull;
 	test_traits();
 	test_repack_q5_0();
 	test_golden();

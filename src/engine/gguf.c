@@ -111,9 +111,9 @@ gguf_lef64(const uint8_t *p)
 	return d;
 }
 
-/* Bytes of one element of a fixed-size metadata type, 0 for string/array. */
-static uint64_t
-gguf_type_size(LlmGgufType t)
+/* Bytes of one element of a fixed-size metadata type, 0 for string/array/invalid. */
+size_t
+llm_gguf_type_size(LlmGgufType t)
 {
 	switch (t)
 	{
@@ -332,7 +332,7 @@ gguf_parse_value(GgufParser *p, LlmGgufType type, LlmGgufValue *v, int depth,
 		case LLM_GGUF_UINT64:
 		case LLM_GGUF_INT64:
 		case LLM_GGUF_FLOAT64:
-			if (!gguf_take(p, gguf_type_size(type), &ptr))
+			if (!gguf_take(p, llm_gguf_type_size(type), &ptr))
 				return gguf_eof(p, "the %s value of %s%s", llm_gguf_type_name(type),
 								where, gguf_elem(eb, sizeof(eb), elem));
 			switch (type)
@@ -409,7 +409,7 @@ gguf_parse_value(GgufParser *p, LlmGgufType type, LlmGgufValue *v, int depth,
 				return gguf_eof(p, "the array length of %s%s",
 								where, gguf_elem(eb, sizeof(eb), elem));
 			len = gguf_le64(ptr);
-			esize = gguf_type_size((LlmGgufType) arr_type);
+			esize = llm_gguf_type_size((LlmGgufType) arr_type);
 			if (esize == 0)		/* string: length 8; array: type 4 + length 8 */
 				esize = arr_type == LLM_GGUF_STRING ? 8 : 12;
 			if (len > gguf_left(p) / esize)
@@ -1171,7 +1171,7 @@ llm_gguf_arr_int(const LlmGgufValue *arr, uint64_t i)
 	if (arr == NULL || arr->type != LLM_GGUF_ARRAY || arr->arr_data == NULL ||
 		i >= arr->arr_len)
 		return 0;
-	esize = gguf_type_size(arr->arr_type);
+	esize = llm_gguf_type_size(arr->arr_type);
 	if (esize == 0)
 		return 0;
 	p = arr->arr_data + i * esize;
@@ -1216,9 +1216,9 @@ llm_gguf_arr_float(const LlmGgufValue *arr, uint64_t i)
 	const uint8_t *p;
 
 	if (arr == NULL || arr->type != LLM_GGUF_ARRAY || arr->arr_data == NULL ||
-		i >= arr->arr_len || gguf_type_size(arr->arr_type) == 0)
+		i >= arr->arr_len || llm_gguf_type_size(arr->arr_type) == 0)
 		return 0.0;
-	p = arr->arr_data + i * gguf_type_size(arr->arr_type);
+	p = arr->arr_data + i * llm_gguf_type_size(arr->arr_type);
 	switch (arr->arr_type)
 	{
 		case LLM_GGUF_FLOAT32:

@@ -132,6 +132,9 @@ LlmStatus	llm_gguf_get_arr(const LlmGguf *g, const char *key, LlmGgufType elem_t
 int64_t		llm_gguf_arr_int(const LlmGgufValue *arr, uint64_t i);
 double		llm_gguf_arr_float(const LlmGgufValue *arr, uint64_t i);
 
+/* Bytes of one element of a fixed-size metadata type, 0 for string/array/invalid. */
+size_t		llm_gguf_type_size(LlmGgufType t);
+
 /* The name of a metadata value type, e.g. "uint32". */
 const char *llm_gguf_type_name(LlmGgufType t);
 

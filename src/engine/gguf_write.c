@@ -162,32 +162,6 @@ gguf_f64_bits(double d)
 	return u;
 }
 
-/* Bytes of one element of a fixed-size metadata type, 0 for string/array/invalid. */
-static size_t
-gguf_w_type_size(LlmGgufType t)
-{
-	switch (t)
-	{
-		case LLM_GGUF_UINT8:
-		case LLM_GGUF_INT8:
-		case LLM_GGUF_BOOL:
-			return 1;
-		case LLM_GGUF_UINT16:
-		case LLM_GGUF_INT16:
-			return 2;
-		case LLM_GGUF_UINT32:
-		case LLM_GGUF_INT32:
-		case LLM_GGUF_FLOAT32:
-			return 4;
-		case LLM_GGUF_UINT64:
-		case LLM_GGUF_INT64:
-		case LLM_GGUF_FLOAT64:
-			return 8;
-		default:
-			return 0;
-	}
-}
-
 /*
  * Append the payload of v (of type type, without the type tag) to b; returns
  * false with a message in why when v is malformed.
@@ -204,13 +178,13 @@ gguf_w_payload(GgufBuf *b, LlmGgufType type, const LlmGgufValue *v, int depth,
 		case LLM_GGUF_UINT16:
 		case LLM_GGUF_UINT32:
 		case LLM_GGUF_UINT64:
-			gguf_buf_put_le(b, v->num.u, (int) gguf_w_type_size(type));
+			gguf_buf_put_le(b, v->num.u, (int) llm_gguf_type_size(type));
 			return true;
 		case LLM_GGUF_INT8:
 		case LLM_GGUF_INT16:
 		case LLM_GGUF_INT32:
 		case LLM_GGUF_INT64:
-			gguf_buf_put_le(b, (uint64_t) v->num.i, (int) gguf_w_type_size(type));
+			gguf_buf_put_le(b, (uint64_t) v->num.i, (int) llm_gguf_type_size(type));
 			return true;
 		case LLM_GGUF_BOOL:
 			if (v->num.u > 1)
@@ -254,7 +228,7 @@ gguf_w_payload(GgufBuf *b, LlmGgufType type, const LlmGgufValue *v, int depth,
 			}
 			gguf_buf_put_le(b, (uint64_t) v->arr_type, 4);
 			gguf_buf_put_le(b, v->arr_len, 8);
-			esize = gguf_w_type_size(v->arr_type);
+			esize = llm_gguf_type_size(v->arr_type);
 			if (esize > 0)
 			{
 				if (v->arr_len > SIZE_MAX / 2 / esize || (v->arr_data == NULL && v->arr_len > 0))
