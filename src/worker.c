@@ -276,7 +276,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 				 errdetail_internal("%s", LlmMessageAsSentence(err.msg))));
 
 	llm_engine_config_default(&config);
-	config.n_threads = s->threads > 0 ? s->threads : Max(1, (int) sysconf(_SC_NPROCESSORS_ONLN));
+	config.n_threads = s->threads > 0 ? s->threads : Min(Max(1, (int) sysconf(_SC_NPROCESSORS_ONLN)), 1024);
 	config.max_batch_tokens = s->max_batch_tokens;
 	config.max_seqs = s->max_sequences;
 	config.kv_block_size = s->kv_block_size;
@@ -533,7 +533,7 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 
 	/* The same limit as the engine's, with both counts for the user. */
 	n_ctx = llm_engine_n_ctx(WorkerEngine);
-	if (n_tokens >= n_ctx && params->max_tokens > 0)
+	if (n_tokens > n_ctx || (n_tokens == n_ctx && params->max_tokens > 0))
 	{
 		free(tokens);
 		dsa_free(area, input);

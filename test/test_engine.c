@@ -255,7 +255,11 @@ test_too_big(void)
 	r.prompt = ids;
 	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_LIMIT && strstr(err.msg, "600") != NULL,
 			   "expected a context error, got %s", err.msg);
+	r.max_tokens = 0;
+	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_LIMIT,
+			   "a prompt over the context must be refused even with max_tokens 0");
 	/* bad parameters */
+	r.max_tokens = 1;
 	r.n_prompt = n_ids;
 	r.top_p = 1.5f;
 	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_INVALID && strstr(err.msg, "top_p") != NULL,
@@ -284,7 +288,7 @@ test_stop_cancel(void)
 				c;
 	int			n_ids;
 	int32_t    *ids = tokenize(prompts[0], &n_ids);
-	const char *stops[] = {"Lily"};
+	const char *stops[] = {"named", "Lily", "there"};
 	char	   *t;
 
 	llm_request_default(&r);
@@ -292,7 +296,7 @@ test_stop_cancel(void)
 	r.n_prompt = n_ids;
 	r.max_tokens = 64;
 	r.stop = stops;
-	r.n_stop = 1;
+	r.n_stop = 3;
 	TEST_CHECK(llm_engine_add(e, &r, &a, &err) == LLM_OK, "add: %s", err.msg);
 	r.n_stop = 0;
 	r.max_tokens = 0;
@@ -304,7 +308,8 @@ test_stop_cancel(void)
 	run_to_idle(e);
 
 	t = result_text(e, a, &res);
-	TEST_CHECK(t != NULL && strcmp(t, ", there was a little girl named ") == 0 && res.reason == LLM_FINISH_STOP,
+	/* the earliest hit wins, whatever its place in the list */
+	TEST_CHECK(t != NULL && strcmp(t, ", ") == 0 && res.reason == LLM_FINISH_STOP,
 			   "stop string: got \"%s\" (%s)", t ? t : "", llm_finish_reason_name(res.reason));
 	free(t);
 	llm_engine_release(e, a);
@@ -324,6 +329,24 @@ test_stop_cancel(void)
 	llm_engine_cancel(e, 12345);
 	llm_engine_release(e, 12345);
 	free(ids);
+	llm_engine_free(e);
+}
+
+/* A huge max_tokens stops at the context length, without overflow. */
+static void
+test_huge_max_tokens(void)
+{
+	LlmEngine  *e = make_engine(1, 64, 0, 16);
+	LlmResult	res;
+	int64_t		id = add(e, prompts[0], 2147483647);
+	char	   *t;
+
+	run_to_idle(e);
+	t = result_text(e, id, &res);
+	TEST_CHECK(t != NULL && res.reason == LLM_FINISH_LENGTH && res.n_prompt + res.n_generated == 512,
+			   "huge max_tokens: %s after %d + %d tokens", llm_finish_reason_name(res.reason),
+			   res.n_prompt, res.n_generated);
+	free(t);
 	llm_engine_free(e);
 }
 
@@ -473,6 +496,7 @@ main(void)
 	test_too_big();
 	test_stop_cancel();
 	test_seeded();
+	test_huge_max_tokens();
 	test_prefix_cache();
 	test_random_ops();
 	for (int i = 0; i < N_PROMPTS; i++)

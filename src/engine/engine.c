@@ -41,6 +41,7 @@ typedef struct Seq
 	int			cap;
 	int			n_prompt;
 	int			n_past;			/* tokens whose keys and values are in kv */
+	int			n_attached;		/* of those, taken from the prefix cache at admission */
 	int			max_tokens;
 	bool		ignore_eos;
 	LlmSampler	sampler;
@@ -308,7 +309,8 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 		return llm_error_set(err, LLM_ERR_INVALID, "the prompt has no tokens");
 	if (r->max_tokens < 0)
 		return llm_error_set(err, LLM_ERR_INVALID, "max_tokens must not be negative, got %d", r->max_tokens);
-	if (r->n_prompt >= n_ctx && r->max_tokens > 0)
+	/* the prompt must fit, with room for one new token unless none is wanted */
+	if (r->n_prompt > n_ctx || (r->n_prompt == n_ctx && r->max_tokens > 0))
 		return llm_error_set(err, LLM_ERR_LIMIT, "the prompt has %d tokens; the context length is %d",
 							 r->n_prompt, n_ctx);
 	for (int i = 0; i < r->n_prompt; i++)
@@ -316,7 +318,7 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 			return llm_error_set(err, LLM_ERR_INVALID, "prompt token %d is %d, outside the vocabulary",
 								 i, r->prompt[i]);
 	/* the sequence must fit the whole pool by itself, or it could never finish */
-	want = r->n_prompt + r->max_tokens < n_ctx ? r->n_prompt + r->max_tokens : n_ctx;
+	want = r->max_tokens < n_ctx - r->n_prompt ? r->n_prompt + r->max_tokens : n_ctx;
 	if (llm_kv_blocks_for(&e->kv, want) > e->kv.n_blocks)
 		return llm_error_set(err, LLM_ERR_LIMIT,
 							 "the request needs %d KV blocks of %d tokens but the pool has only %d",
@@ -391,14 +393,20 @@ seq_index(const LlmEngine *e, int64_t id)
 	return -1;
 }
 
-/* Send a running sequence back to waiting, giving back its blocks (it recomputes later). */
+/*
+ * Send a running sequence back to waiting, giving back its blocks (it
+ * recomputes later).  Only a sequence that loses work it computed counts as
+ * preempted: one that held nothing but cached blocks just waits longer.
+ */
 static void
 seq_preempt(LlmEngine *e, Seq *s)
 {
+	if (s->n_past > s->n_attached)
+		e->stats.preemptions++;
 	llm_kv_seq_release(&e->kv, &s->kv);
 	s->n_past = 0;
+	s->n_attached = 0;
 	s->state = SEQ_WAITING;
-	e->stats.preemptions++;
 }
 
 /* The most recently admitted running sequence other than except, or NULL. */
@@ -447,6 +455,8 @@ batch_add_seq(LlmEngine *e, Seq *s, int n_batch, int budget)
 		take = budget;
 	if (take <= 0 || !reserve_or_preempt(e, s, s->n_past + take, n_batch))
 		return 0;
+	if (s->n_past == s->n_attached && s->n_attached > 0)
+		e->stats.prefix_hit_tokens += s->n_attached;	/* the cached prefix is used now */
 	for (int j = 0; j < take; j++)
 	{
 		int			b = n_batch + j;
@@ -460,10 +470,16 @@ batch_add_seq(LlmEngine *e, Seq *s, int n_batch, int budget)
 	return take;
 }
 
-/* Check s's text for a stop string that ends in its newest bytes (added_len); cut it there. */
+/*
+ * Check s's text for a stop string that ends in its newest bytes
+ * (added_len); cut the text at the earliest such hit.  memmem, not strstr:
+ * the text may hold NUL bytes from byte tokens.
+ */
 static bool
 seq_hit_stop(Seq *s, size_t added_len)
 {
+	size_t		cut = s->text_len + 1;
+
 	for (int i = 0; i < s->n_stop; i++)
 	{
 		size_t		slen = strlen(s->stop[i]);
@@ -471,15 +487,15 @@ seq_hit_stop(Seq *s, size_t added_len)
 		char	   *hit;
 
 		from = from > slen - 1 ? from - (slen - 1) : 0;
-		hit = strstr(s->text + from, s->stop[i]);
-		if (hit != NULL)
-		{
-			s->text_len = (size_t) (hit - s->text);
-			s->text[s->text_len] = '\0';
-			return true;
-		}
+		hit = memmem(s->text + from, s->text_len - from, s->stop[i], slen);
+		if (hit != NULL && (size_t) (hit - s->text) < cut)
+			cut = (size_t) (hit - s->text);
 	}
-	return false;
+	if (cut > s->text_len)
+		return false;
+	s->text_len = cut;
+	s->text[cut] = '\0';
+	return true;
 }
 
 /* Sample s's next token from logits and decide whether s is finished. */
@@ -550,7 +566,7 @@ seq_admit(LlmEngine *e, Seq *s)
 {
 	s->state = SEQ_RUNNING;
 	if (s->n_past == 0)
-		s->n_past = llm_kv_prefix_attach(&e->kv, &s->kv, s->tokens, s->n_tokens - 1);
+		s->n_past = s->n_attached = llm_kv_prefix_attach(&e->kv, &s->kv, s->tokens, s->n_tokens - 1);
 }
 
 /* Run one step: admit, batch, forward, sample, finish. */
@@ -694,5 +710,5 @@ llm_engine_stats(const LlmEngine *e, LlmEngineStats *out)
 	out->kv_blocks_used = e->kv.n_blocks - e->kv.n_free - e->kv.n_lru;
 	out->kv_blocks_cached = e->kv.n_lru;
 	out->kv_blocks_total = e->kv.n_blocks;
-	out->prefix_hit_tokens = e->kv.prefix_hit_tokens;
+
 }
