@@ -32,6 +32,13 @@ double		llm_kv_budget = 1.0;
 int			llm_max_queued_requests = 1024;
 int			llm_debug_step_delay = 0;
 bool		llm_chat = false;
+int			llm_kv_type = LLM_KV_F32;
+
+static const struct config_enum_entry llm_kv_type_options[] = {
+	{"f32", LLM_KV_F32, false},
+	{"f16", LLM_KV_F16, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry llm_device_options[] = {
 	{"auto", LLM_DEVICE_AUTO, false},
@@ -150,6 +157,17 @@ LlmDefineSettings(void)
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("llm.kv_type",
+							 "Type of the keys and values in the KV cache.",
+							 "f16 halves the cache's memory and the bandwidth attention needs; greedy text "
+							 "can differ slightly from f32.  Takes effect when the worker next loads a model.",
+							 &llm_kv_type,
+							 LLM_KV_F32,
+							 llm_kv_type_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomRealVariable("llm.kv_budget",
 							 "Fraction of a sequence's KV entries kept by H2O eviction.",

@@ -35,6 +35,7 @@ extern double llm_kv_budget;
 extern int	llm_max_queued_requests;
 extern int	llm_debug_step_delay;
 extern bool llm_chat;
+extern int	llm_kv_type;
 
 /* Values of llm.device. */
 typedef enum LlmDevice

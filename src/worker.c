@@ -72,6 +72,7 @@ typedef struct LlmModelSettings
 	int			kv_cache_mb;
 	int			kv_block_size;
 	double		kv_budget;
+	int			kv_type;
 } LlmModelSettings;
 
 static LlmModel *WorkerModel = NULL;
@@ -180,6 +181,7 @@ LlmWorkerReadSettings(LlmModelSettings *s)
 	s->kv_cache_mb = llm_kv_cache_mb;
 	s->kv_block_size = llm_kv_block_size;
 	s->kv_budget = llm_kv_budget;
+	s->kv_type = llm_kv_type;
 }
 
 /*
@@ -279,6 +281,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	config.n_threads = s->threads > 0 ? s->threads : Min(Max(1, (int) sysconf(_SC_NPROCESSORS_ONLN)), 1024);
 	config.max_batch_tokens = s->max_batch_tokens;
 	config.max_seqs = s->max_sequences;
+	config.kv_type = (LlmKvType) s->kv_type;
 	config.kv_block_size = s->kv_block_size;
 	config.kv_cache_bytes = (size_t) s->kv_cache_mb * 1024 * 1024;
 

@@ -2,7 +2,7 @@
 # End-to-end checks of bin/llm-cli on real files from ../shared:
 #   - generate reproduces every line of golden/stories260K-greedy.tsv exactly;
 #   - perplexity of stories260K on data/stories260K-samples.txt (-c 256) is
-#     within 0.2% of llama.cpp's 2.8958;
+#     within 0.2% of llama.cpp's 2.8958 (within 0.5% with an f16 KV cache);
 #   - tokenize reproduces both vocabulary test suites;
 #   - the random-model writer and quantize produce loadable models;
 #   - bad arguments and bad files fail with a message, never a crash.
@@ -34,6 +34,14 @@ if python3 -c "import sys; v=float('$ppl'); sys.exit(0 if abs(v-2.8958)/2.8958 <
     ok; echo "cli: perplexity $ppl (reference 2.8958)"
 else
     fail "perplexity '$ppl', expected 2.8958 within 0.2%"
+fi
+
+# an f16 KV cache: perplexity within 0.5% of the same reference
+ppl16=$("$CLI" perplexity -m "$MODEL" -f "$SHARED/data/stories260K-samples.txt" -c 256 --threads 2 --kv f16 2>/dev/null | sed -n 's/^PPL = //p')
+if python3 -c "import sys; v=float('$ppl16'); sys.exit(0 if abs(v-2.8958)/2.8958 <= 0.005 else 1)" 2>/dev/null; then
+    ok; echo "cli: perplexity with an f16 KV cache $ppl16"
+else
+    fail "perplexity with --kv f16 '$ppl16', expected 2.8958 within 0.5%"
 fi
 
 # tokenize: both suites, each input (between separator lines) against its .out line
