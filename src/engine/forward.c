@@ -37,9 +37,8 @@ llm_run_state_init(LlmRunState *s, const LlmConfig *c, int max_tokens, LlmError 
 	s->hb = malloc(n * c->ffn_dim * sizeof(float));
 	s->hb2 = malloc(n * c->ffn_dim * sizeof(float));
 	s->xo = malloc(n * c->dim * sizeof(float));
-	s->out_idx = malloc(n * sizeof(int32_t));
 	if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 ||
-		!s->xo || !s->out_idx)
+		!s->xo)
 	{
 		llm_run_state_free(s);
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for activations of %d tokens", max_tokens);
@@ -61,7 +60,6 @@ llm_run_state_free(LlmRunState *s)
 	free(s->hb);
 	free(s->hb2);
 	free(s->xo);
-	free(s->out_idx);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -34,7 +34,6 @@ typedef struct LlmRunState
 	float	   *hb;				/* (max_tokens, ffn_dim) gate, then act(gate) * up */
 	float	   *hb2;			/* (max_tokens, ffn_dim) up */
 	float	   *xo;				/* (max_tokens, dim) rows that want logits */
-	int32_t    *out_idx;		/* (max_tokens) */
 } LlmRunState;
 
 LlmStatus	llm_run_state_init(LlmRunState *s, const LlmConfig *c, int max_tokens, LlmError *err);
