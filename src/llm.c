@@ -33,6 +33,16 @@ int			llm_max_queued_requests = 1024;
 int			llm_debug_step_delay = 0;
 bool		llm_chat = false;
 int			llm_kv_type = LLM_KV_F32;
+int			llm_quantize = LLM_QUANT_NONE;
+
+static const struct config_enum_entry llm_quantize_options[] = {
+	{"none", LLM_QUANT_NONE, false},
+	{"int8", LLM_QUANT_INT8, false},
+	{"int4", LLM_QUANT_INT4_G128, false},
+	{"int4_g32", LLM_QUANT_INT4_G32, false},
+	{"int4_g128", LLM_QUANT_INT4_G128, true},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry llm_kv_type_options[] = {
 	{"f32", LLM_KV_F32, false},
@@ -165,6 +175,17 @@ LlmDefineSettings(void)
 							 &llm_kv_type,
 							 LLM_KV_F32,
 							 llm_kv_type_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("llm.quantize",
+							 "Quantization of the model's float weights when the worker loads it.",
+							 "int8: one scale per output channel; int4: one scale per 128 inputs (int4_g32: per 32). "
+							 "Already quantized tensors keep their type.  Takes effect when the worker next loads a model.",
+							 &llm_quantize,
+							 LLM_QUANT_NONE,
+							 llm_quantize_options,
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);

@@ -36,6 +36,7 @@ extern int	llm_max_queued_requests;
 extern int	llm_debug_step_delay;
 extern bool llm_chat;
 extern int	llm_kv_type;
+extern int	llm_quantize;
 
 /* Values of llm.device. */
 typedef enum LlmDevice

@@ -73,6 +73,7 @@ typedef struct LlmModelSettings
 	int			kv_block_size;
 	double		kv_budget;
 	int			kv_type;
+	int			quantize;
 } LlmModelSettings;
 
 static LlmModel *WorkerModel = NULL;
@@ -182,6 +183,7 @@ LlmWorkerReadSettings(LlmModelSettings *s)
 	s->kv_block_size = llm_kv_block_size;
 	s->kv_budget = llm_kv_budget;
 	s->kv_type = llm_kv_type;
+	s->quantize = llm_quantize;
 }
 
 /*
@@ -269,7 +271,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 
 	llm_error_clear(&err);
 	mask = LlmBlockSignals();
-	status = llm_model_load(path, &model, &err);
+	status = llm_model_load_quantized(path, (LlmQuantScheme) s->quantize, &model, &err);
 	LlmRestoreSignals(&mask);
 	if (status != LLM_OK)
 		ereport(ERROR,

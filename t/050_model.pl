@@ -81,6 +81,16 @@ is(llm_worker_pid($node), $pid, 'in the same worker');
 like(slurp_file($node->logfile), qr/llm worker loaded model ".*\Q$model\E"\n.*DETAIL:  Architecture llama, \d+ parameters/,
 	'the load is logged with the model\'s description');
 
+# Own quantization at load: llm.quantize = int8 serves the float model as INT8 (Q8_0 blocks).
+$node->safe_psql('postgres', "ALTER SYSTEM SET llm.quantize = 'int8'; SELECT pg_reload_conf()");
+llm_poll($node, "SELECT weight_types LIKE '%Q8_0%' FROM llm_worker_status() WHERE state = 'ready'");
+like($node->safe_psql('postgres', 'SELECT weight_types FROM llm_worker_status()'),
+	qr/Q8_0/, 'llm.quantize = int8 reloads the model with INT8 weights');
+isnt($node->safe_psql('postgres', "SELECT llm_generate('Once upon a time', 8)"), '',
+	'the INT8 model generates');
+$node->safe_psql('postgres', "ALTER SYSTEM RESET llm.quantize; SELECT pg_reload_conf()");
+llm_poll($node, "SELECT weight_types NOT LIKE '%Q8_0%' FROM llm_worker_status() WHERE state = 'ready'");
+
 # A device this build lacks: the worker runs without a model.
 $node->append_conf('postgresql.conf', "llm.device = 'cuda'");
 $node->restart;

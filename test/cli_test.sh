@@ -44,6 +44,16 @@ else
     fail "perplexity with --kv f16 '$ppl16', expected 2.8958 within 0.5%"
 fi
 
+# own INT8 (per output channel) at load time, and the same written by quantize: perplexity within 0.5%
+ppl8=$("$CLI" perplexity -m "$MODEL" -f "$SHARED/data/stories260K-samples.txt" -c 256 --threads 2 --quantize int8 2>/dev/null | sed -n 's/^PPL = //p')
+"$CLI" quantize "$MODEL" "$TMP/int8.gguf" INT8 2>/dev/null
+ppl8f=$("$CLI" perplexity -m "$TMP/int8.gguf" -f "$SHARED/data/stories260K-samples.txt" -c 256 --threads 2 2>/dev/null | sed -n 's/^PPL = //p')
+if python3 -c "import sys; v=float('$ppl8'); sys.exit(0 if abs(v-2.8958)/2.8958 <= 0.005 and '$ppl8' == '$ppl8f' else 1)" 2>/dev/null; then
+    ok; echo "cli: perplexity with INT8 weights $ppl8 (load time) and $ppl8f (quantize)"
+else
+    fail "perplexity with INT8 weights '$ppl8' / '$ppl8f', expected 2.8958 within 0.5%, equal"
+fi
+
 # tokenize: both suites, each input (between separator lines) against its .out line
 for vocab in llama-spm gpt-2; do
     python3 - "$CLI" "$SHARED/vocab/ggml-vocab-$vocab.gguf" > "$TMP/tok" <<'PY'

@@ -990,12 +990,60 @@ test_repack_q5_0(void)
 	free(want);
 }
 
+/* Own INT8 per channel and INT4 per group: shared scales, errors within half a step (a step when clamped). */
+static void
+test_own_quantizers(void)
+{
+	enum
+	{
+		N = 512
+	};
+	float		x[N],
+				y[N];
+	LlmBlockQ8_0 q8[N / LLM_QK];
+	LlmBlockQ4_0 q4[N / LLM_QK];
+
+	for (int i = 0; i < N; i++)
+		x[i] = test_rng_uniform(-1.0f, 1.0f) * (i % 97 == 0 ? 8.0f : 1.0f);
+
+	llm_quantize_row_int8_channel(x, q8, N);
+	llm_dequant_row(LLM_TYPE_Q8_0, q8, y, N);
+	{
+		float		d = llm_fp16_to_fp32(q8[0].d);
+		float		worst = 0.0f;
+		bool		shared = true;
+
+		for (int b = 1; b < N / LLM_QK; b++)
+			shared &= q8[b].d == q8[0].d;
+		for (int i = 0; i < N; i++)
+			worst = fmaxf(worst, fabsf(x[i] - y[i]));
+		TEST_CHECK(shared, "int8 per channel: blocks carry different scales");
+		TEST_CHECK(worst <= d * 0.5001f, "int8 per channel: error %g > half step %g", worst, d / 2);
+	}
+	for (int g = 32; g <= 128; g *= 4)
+	{
+		llm_quantize_row_int4_group(x, q4, N, g);
+		llm_dequant_row(LLM_TYPE_Q4_0, q4, y, N);
+		for (int b = 0; b < N / LLM_QK; b++)
+		{
+			float		d = fabsf(llm_fp16_to_fp32(q4[b].d));
+			float		worst = 0.0f;
+
+			TEST_CHECK(q4[b].d == q4[b / (g / LLM_QK) * (g / LLM_QK)].d, "int4 g%d: block %d has its own scale", g, b);
+			for (int j = 0; j < LLM_QK; j++)
+				worst = fmaxf(worst, fabsf(x[b * LLM_QK + j] - y[b * LLM_QK + j]));
+			TEST_CHECK(worst <= d * 1.001f, "int4 g%d: block %d error %g > step %g", g, b, worst, d);
+		}
+	}
+}
+
 int
 main(void)
 {
 	test_rng_state = 0x9e3779b97f4a7c15ull;
 	test_traits();
 	test_repack_q5_0();
+	test_own_quantizers();
 	test_golden();
 	test_hand_q4_k();
 	test_hand_q6_k();

@@ -193,6 +193,15 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 			o->chat = true;
 		else if (strcmp(opt, "--no-prefix-cache") == 0)
 			o->no_prefix_cache = true;
+		else if (strcmp(opt, "--quantize") == 0)
+		{
+			if (!llm_quant_scheme_parse(val, &o->quantize))
+			{
+				fprintf(stderr, "llm-cli %s: unknown quantization \"%s\" (none, int8, int4, int4_g32, int4_g128)\n",
+						argv[0], val);
+				return false;
+			}
+		}
 		else if (strcmp(opt, "--shared-prefix") == 0)
 		{
 			if (!cli_parse_int(opt, val, 0, 1 << 20, &iv))
@@ -226,7 +235,7 @@ cli_load_model(const CliOptions *o)
 	LlmModel   *m = NULL;
 	LlmError	err;
 
-	if (llm_model_load(o->model, &m, &err) != LLM_OK)
+	if (llm_model_load_quantized(o->model, o->quantize, &m, &err) != LLM_OK)
 	{
 		fprintf(stderr, "llm-cli: could not load model \"%s\": %s\n", o->model, err.msg);
 		return NULL;

@@ -38,7 +38,8 @@ typedef struct CliOptions
 	bool		special;
 	bool		chat;
 	int			shared_prefix;	/* bench: leading prompt tokens common to all sequences */
-	bool		no_prefix_cache;	/* bench: turn the prefix cache off */			/* generate: wrap the prompt in the model's chat format */
+	bool		no_prefix_cache;	/* bench: turn the prefix cache off */
+	LlmQuantScheme quantize;	/* quantize float weights at load (--quantize) */			/* generate: wrap the prompt in the model's chat format */
 } CliOptions;
 
 /*

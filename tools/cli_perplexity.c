@@ -77,7 +77,7 @@ cli_perplexity(int argc, char **argv)
 	int			rc = 1;
 	double		t0 = cli_now();
 
-	if (!cli_parse_options(argc, argv, "-m -f -c --threads --kv", &o))
+	if (!cli_parse_options(argc, argv, "-m -f -c --threads --kv --quantize", &o))
 		return 2;
 	if (o.file == NULL)
 	{

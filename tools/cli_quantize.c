@@ -1,9 +1,12 @@
 /*
  * cli_quantize.c
  *		llm-cli quantize IN OUT TYPE: rewrite a GGUF file with its weight
- *		matrices in another type (F32, F16, BF16, Q8_0, Q4_0).  Metadata is
- *		copied verbatim; one-dimensional tensors (norms) and matrices whose
- *		rows do not divide into blocks keep their type.
+ *		matrices in another type (F32, F16, BF16, Q8_0, Q4_0) or one of the
+ *		engine's own schemes (INT8 per output channel, INT4 per group of 32 or
+ *		128 inputs; stored as Q8_0 / Q4_0 blocks, so any GGUF reader can load
+ *		the result).  Metadata is copied verbatim; one-dimensional tensors
+ *		(norms) and matrices whose rows do not divide into groups keep their
+ *		type.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,28 +30,18 @@ type_by_name(const char *name)
 	return -1;
 }
 
-/* Convert one tensor to type into a new buffer (*out); false when out of memory. */
+/* Convert one tensor to type (or, with a scheme, to the scheme's type) into a new buffer (*out); false when out of memory. */
 static bool
-convert_tensor(const LlmGgufTensor *t, LlmType type, void **out)
+convert_tensor(const LlmGgufTensor *t, LlmType type, LlmQuantScheme scheme, void **out)
 {
 	int64_t		rows = t->ne[1] * t->ne[2] * t->ne[3];
-	size_t		in_row = llm_type_row_size(t->type, t->ne[0]);
-	size_t		out_row = llm_type_row_size(type, t->ne[0]);
-	float	   *buf = malloc((size_t) t->ne[0] * sizeof(float));
-	uint8_t    *dst = malloc(out_row * (size_t) rows);
+	void	   *dst = malloc(llm_type_row_size(type, t->ne[0]) * (size_t) rows);
 
-	if (buf == NULL || dst == NULL)
+	if (dst == NULL || !llm_convert_rows(t->type, t->data, rows, t->ne[0], type, scheme, dst))
 	{
-		free(buf);
 		free(dst);
 		return false;
 	}
-	for (int64_t r = 0; r < rows; r++)
-	{
-		llm_dequant_row(t->type, (const uint8_t *) t->data + (size_t) r * in_row, buf, t->ne[0]);
-		llm_quantize_row(type, buf, dst + (size_t) r * out_row, t->ne[0]);
-	}
-	free(buf);
 	*out = dst;
 	return true;
 }
@@ -61,6 +54,7 @@ cli_quantize(int argc, char **argv)
 	LlmGgufWriter *w = NULL;
 	LlmError	err;
 	int			type;
+	LlmQuantScheme scheme = LLM_QUANT_NONE;
 	int			n_converted = 0;
 	int			rc = 1;
 
@@ -70,9 +64,11 @@ cli_quantize(int argc, char **argv)
 		return 2;
 	}
 	type = type_by_name(argv[3]);
-	if (type < 0 || !llm_type_can_quantize(type))
+	if (llm_quant_scheme_parse(argv[3], &scheme) && scheme != LLM_QUANT_NONE)
+		type = llm_quant_scheme_type(scheme);
+	else if (type < 0 || !llm_type_can_quantize(type))
 	{
-		fprintf(stderr, "llm-cli quantize: unsupported target type \"%s\" (supported: F32, F16, BF16, Q8_0, Q4_0)\n", argv[3]);
+		fprintf(stderr, "llm-cli quantize: unsupported target type \"%s\" (supported: F32, F16, BF16, Q8_0, Q4_0, INT8, INT4_G32, INT4_G128)\n", argv[3]);
 		return 2;
 	}
 	if (llm_gguf_open(argv[1], &g, &err) != LLM_OK)
@@ -87,14 +83,15 @@ cli_quantize(int argc, char **argv)
 	for (uint64_t i = 0; i < g->n_tensors; i++)
 	{
 		const LlmGgufTensor *t = &g->tensors[i];
-		bool		convert = t->n_dims >= 2 && (int) t->type != type &&
-			t->ne[0] % llm_type_traits(type)->block_size == 0;
+		bool		convert = t->n_dims >= 2 &&
+			(scheme != LLM_QUANT_NONE ? llm_quant_scheme_fits(scheme, t->ne[0]) :
+			 (int) t->type != type && t->ne[0] % llm_type_traits(type)->block_size == 0);
 
 		if (convert)
 		{
 			void	   *data;
 
-			if (!convert_tensor(t, type, &data))
+			if (!convert_tensor(t, type, scheme, &data))
 				goto oom;
 			llm_gguf_writer_add_tensor(w, t->name, type, t->n_dims, t->ne, data);
 			free(data);
@@ -109,7 +106,8 @@ cli_quantize(int argc, char **argv)
 		goto done;
 	}
 	fprintf(stderr, "llm-cli quantize: %d of %llu tensors converted to %s\n", n_converted,
-			(unsigned long long) g->n_tensors, llm_type_traits(type)->name);
+			(unsigned long long) g->n_tensors,
+			scheme != LLM_QUANT_NONE ? llm_quant_scheme_name(scheme) : llm_type_traits(type)->name);
 	rc = 0;
 	goto done;
 

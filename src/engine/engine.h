@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "quant.h"
 #include "status.h"
 #include "tokenizer.h"
 
@@ -44,6 +45,12 @@ typedef struct LlmModelInfo
 
 /* Load a GGUF model (weights stay mapped, in their stored types). */
 LlmStatus	llm_model_load(const char *path, LlmModel **out, LlmError *err);
+
+/*
+ * Load a GGUF model and quantize its F32/F16/BF16 weight matrices with the
+ * engine's own scheme (INT8 per output channel, INT4 per group), in memory.
+ */
+LlmStatus	llm_model_load_quantized(const char *path, LlmQuantScheme scheme, LlmModel **out, LlmError *err);
 void		llm_model_free(LlmModel *m);
 const LlmModelInfo *llm_model_info(const LlmModel *m);
 const LlmTokenizer *llm_model_tokenizer(const LlmModel *m);

@@ -255,16 +255,42 @@ rope_inv_freq_new(int rope_dim, float base)
 	return f;
 }
 
-/* Describe the weight types as "Q4_K x 100, Q6_K x 12" into buf. */
+/* Count matrix w under the type it is served in rather than the type the file stores. */
 static void
-describe_weight_types(const LlmGguf *g, char *buf, size_t len)
+count_served_type(const LlmGguf *g, const LlmWeight *w, int *counts)
 {
+	const LlmGgufTensor *t = llm_gguf_tensor(g, w->name);
+
+	if (t != NULL && t->type != w->type)
+	{
+		counts[t->type]--;
+		counts[w->type]++;
+	}
+}
+
+/* Describe the served weight types as "Q4_K x 100, Q6_K x 12" into buf (repacked and quantized ones included). */
+static void
+describe_weight_types(const LlmModel *m, char *buf, size_t len)
+{
+	const LlmGguf *g = m->gguf;
+	const LlmWeights *w = &m->weights;
 	int			counts[LLM_TYPE_COUNT] = {0};
 	size_t		used = 0;
 
 	buf[0] = '\0';
 	for (uint64_t i = 0; i < g->n_tensors; i++)
 		counts[g->tensors[i].type]++;
+	count_served_type(g, &w->tok_embd, counts);
+	if (w->output.name != w->tok_embd.name)
+		count_served_type(g, &w->output, counts);
+	for (int l = 0; l < m->config.n_layers; l++)
+	{
+		const LlmLayerWeights *lw = &w->layers[l];
+		const LlmWeight *mats[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
+
+		for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
+			count_served_type(g, mats[i], counts);
+	}
 	for (int t = 0; t < LLM_TYPE_COUNT && used < len; t++)
 	{
 		if (counts[t] == 0)
@@ -306,7 +332,7 @@ fill_info(LlmModel *m, const char *arch, const char *path)
 	info->n_kv_heads = c->n_kv_heads;
 	info->n_vocab = c->n_vocab;
 	info->n_ctx = c->n_ctx;
-	describe_weight_types(m->gguf, info->weight_types, sizeof(info->weight_types));
+	describe_weight_types(m, info->weight_types, sizeof(info->weight_types));
 }
 
 /* Bind weights and tokenizer once the config is known. */
@@ -356,9 +382,70 @@ load_weights(LlmModel *m, LlmError *err)
 	return LLM_OK;
 }
 
+/* Convert one float matrix (F32, F16, BF16) to the scheme in a new owned buffer; others are left alone. */
+static LlmStatus
+quantize_weight(LlmWeight *w, LlmQuantScheme scheme, LlmError *err)
+{
+	LlmType		to = llm_quant_scheme_type(scheme);
+	size_t		row_bytes = llm_type_row_size(to, w->cols);
+	void	   *dst;
+
+	if ((w->type != LLM_TYPE_F32 && w->type != LLM_TYPE_F16 && w->type != LLM_TYPE_BF16) ||
+		!llm_quant_scheme_fits(scheme, w->cols))
+		return LLM_OK;
+	dst = malloc(row_bytes * (size_t) w->rows);
+	if (dst == NULL || !llm_convert_rows(w->type, w->data, w->rows, w->cols, to, scheme, dst))
+	{
+		free(dst);
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory quantizing tensor \"%s\" to %s",
+							 w->name, llm_quant_scheme_name(scheme));
+	}
+	free(w->owned);
+	w->type = to;
+	w->row_bytes = row_bytes;
+	w->data = dst;
+	w->owned = dst;
+	return LLM_OK;
+}
+
+/* Quantize every float weight matrix of m with the scheme (own INT8 / INT4 at load time). */
+static LlmStatus
+quantize_weights(LlmModel *m, LlmQuantScheme scheme, LlmError *err)
+{
+	LlmWeights *w = &m->weights;
+	bool		tied = w->output.data == w->tok_embd.data;
+	LlmStatus	st;
+
+	if (scheme == LLM_QUANT_NONE)
+		return LLM_OK;
+	if ((st = quantize_weight(&w->tok_embd, scheme, err)))
+		return st;
+	if (tied)
+		w->output = w->tok_embd;
+	else if ((st = quantize_weight(&w->output, scheme, err)))
+		return st;
+	for (int l = 0; l < m->config.n_layers; l++)
+	{
+		LlmLayerWeights *lw = &w->layers[l];
+		LlmWeight  *mats[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
+
+		for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
+			if ((st = quantize_weight(mats[i], scheme, err)))
+				return st;
+	}
+	return LLM_OK;
+}
+
 /* Load a GGUF model (weights stay mapped, in their stored types). */
 LlmStatus
 llm_model_load(const char *path, LlmModel **out, LlmError *err)
+{
+	return llm_model_load_quantized(path, LLM_QUANT_NONE, out, err);
+}
+
+/* Load a GGUF model, quantizing its float weight matrices with scheme. */
+LlmStatus
+llm_model_load_quantized(const char *path, LlmQuantScheme scheme, LlmModel **out, LlmError *err)
 {
 	LlmModel   *m;
 	char	   *arch = NULL;
@@ -384,7 +471,8 @@ llm_model_load(const char *path, LlmModel **out, LlmError *err)
 		goto fail;
 	}
 	if ((st = entry->load_config(m->gguf, &m->config, err)) ||
-		(st = load_weights(m, err)))
+		(st = load_weights(m, err)) ||
+		(st = quantize_weights(m, scheme, err)))
 		goto fail;
 	fill_info(m, arch, path);
 	free(arch);

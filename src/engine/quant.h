@@ -70,6 +70,46 @@ bool		llm_type_can_quantize(LlmType type);
 /* Encode n floats (a multiple of the block size) as type into dst, as ggml's reference quantizers do. */
 void		llm_quantize_row(LlmType type, const float *src, void *dst, int64_t n);
 
+/*
+ * Own quantization into standard block layouts (so the fast kernels serve
+ * it): INT8 with one scale per row, as Q8_0 blocks sharing it; INT4 with one
+ * scale per group of g values (g a multiple of 32), as Q4_0 blocks sharing it.
+ */
+void		llm_quantize_row_int8_channel(const float *src, void *dst_q8_0, int64_t n);
+void		llm_quantize_row_int4_group(const float *src, void *dst_q4_0, int64_t n, int g);
+
+/* Own quantization schemes for float weights, at load time or by llm-cli quantize. */
+typedef enum LlmQuantScheme
+{
+	LLM_QUANT_NONE = 0,
+	LLM_QUANT_INT8,				/* one scale per output channel (Q8_0 layout) */
+	LLM_QUANT_INT4_G32,			/* one scale per 32 inputs (Q4_0 layout) */
+	LLM_QUANT_INT4_G128			/* one scale per 128 inputs (Q4_0 layout) */
+} LlmQuantScheme;
+
+/* "none", "int8", "int4" (= int4_g128), "int4_g32", "int4_g128", any case; false for others. */
+bool		llm_quant_scheme_parse(const char *name, LlmQuantScheme *out);
+
+/* The name of a scheme, e.g. "int4_g128". */
+const char *llm_quant_scheme_name(LlmQuantScheme s);
+
+/* The block type a scheme stores into (Q8_0 or Q4_0). */
+LlmType		llm_quant_scheme_type(LlmQuantScheme s);
+
+/* Quantize n floats (n a multiple of the scheme's group) into the scheme's blocks. */
+void		llm_quantize_row_scheme(LlmQuantScheme s, const float *src, void *dst, int64_t n);
+
+/* Whether a row of n values can take the scheme (n a multiple of its group). */
+bool		llm_quant_scheme_fits(LlmQuantScheme s, int64_t n);
+
+/*
+ * Convert rows x cols values from type from (rows of llm_type_row_size
+ * bytes) to type to, or with a scheme (not NONE) to the scheme's type;
+ * dst holds rows of the target's row size.  False when out of memory.
+ */
+bool		llm_convert_rows(LlmType from, const void *src, int64_t rows, int64_t cols,
+							 LlmType to, LlmQuantScheme scheme, void *dst);
+
 /* Whether a row of type can be rewritten exactly as Q8_0 (Q5_0 can). */
 bool		llm_type_repacks_to_q8_0(LlmType type);
 

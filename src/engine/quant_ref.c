@@ -27,7 +27,9 @@
 #include "quant_blocks.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Decode nb F32 values (a copy). */
 static void
@@ -496,33 +498,81 @@ llm_type_can_quantize(LlmType type)
 	}
 }
 
+/* Encode 32 floats as one Q8_0 block with scale d (q = round(x / d), clamped to [-127, 127]). */
+static void
+encode_q8_0_block(const float *src, float d, LlmBlockQ8_0 *dst)
+{
+	float		id = d != 0.0f ? 1.0f / d : 0.0f;
+
+	dst->d = llm_fp32_to_fp16(d);
+	for (int j = 0; j < LLM_QK; j++)
+	{
+		float		q = roundf(src[j] * id);
+
+		/* |q| <= 127 when d covers the block; the clamp guards wider groups, NaN and infinity */
+		if (!(q >= -127.0f))
+			q = isnan(q) ? 0.0f : -127.0f;
+		else if (q > 127.0f)
+			q = 127.0f;
+		dst->qs[j] = (int8_t) q;
+	}
+}
+
+/* Encode 32 floats as one Q4_0 block with scale d (q = x / d + 8.5 truncated, clamped to [0, 15]). */
+static void
+encode_q4_0_block(const float *src, float d, LlmBlockQ4_0 *dst)
+{
+	float		id = d != 0.0f ? 1.0f / d : 0.0f;
+
+	dst->d = llm_fp32_to_fp16(d);
+	for (int j = 0; j < LLM_QK / 2; j++)
+	{
+		int			q[2];
+
+		for (int k = 0; k < 2; k++)
+		{
+			float		v = src[j + k * LLM_QK / 2] * id + 8.5f;
+
+			/* ggml: min(15, (int8_t) v); v >= 0.5 for finite input within the scale */
+			q[k] = v >= 15.0f ? 15 : (v > 0.0f ? (int) v : 0);
+		}
+		dst->qs[j] = (uint8_t) (q[0] | (q[1] << 4));
+	}
+}
+
+/* The largest magnitude among n floats. */
+static float
+abs_max(const float *src, int64_t n)
+{
+	float		amax = 0.0f;
+
+	for (int64_t j = 0; j < n; j++)
+		amax = fmaxf(amax, fabsf(src[j]));
+	return amax;
+}
+
+/* Q4_0's scale for n floats: the value of largest magnitude, sign kept (the first on ties), over -8. */
+static float
+q4_0_scale(const float *src, int64_t n)
+{
+	float		amax = 0.0f;
+	float		max = 0.0f;
+
+	for (int64_t j = 0; j < n; j++)
+		if (amax < fabsf(src[j]))
+		{
+			amax = fabsf(src[j]);
+			max = src[j];
+		}
+	return max / -8.0f;
+}
+
 /* Encode nb blocks of 32 floats as Q8_0 (ggml's quantize_row_q8_0_ref). */
 static void
 quantize_q8_0(const float *src, LlmBlockQ8_0 *dst, int64_t nb)
 {
 	for (int64_t i = 0; i < nb; i++, src += LLM_QK, dst++)
-	{
-		float		amax = 0.0f;
-		float		d;
-		float		id;
-
-		for (int j = 0; j < LLM_QK; j++)
-			amax = fmaxf(amax, fabsf(src[j]));
-		d = amax / 127.0f;
-		id = d != 0.0f ? 1.0f / d : 0.0f;
-		dst->d = llm_fp32_to_fp16(d);
-		for (int j = 0; j < LLM_QK; j++)
-		{
-			float		q = roundf(src[j] * id);
-
-			/* |q| <= 127 for finite input; the clamp only guards against NaN and infinity */
-			if (!(q >= -127.0f))
-				q = isnan(q) ? 0.0f : -127.0f;
-			else if (q > 127.0f)
-				q = 127.0f;
-			dst->qs[j] = (int8_t) q;
-		}
-	}
+		encode_q8_0_block(src, abs_max(src, LLM_QK) / 127.0f, dst);
 }
 
 /* Encode nb blocks of 32 floats as Q4_0 (ggml's quantize_row_q4_0_ref). */
@@ -530,38 +580,134 @@ static void
 quantize_q4_0(const float *src, LlmBlockQ4_0 *dst, int64_t nb)
 {
 	for (int64_t i = 0; i < nb; i++, src += LLM_QK, dst++)
+		encode_q4_0_block(src, q4_0_scale(src, LLM_QK), dst);
+}
+
+/*
+ * INT8 per output channel: one scale per row (amax / 127), stored as Q8_0
+ * blocks that all carry it, so the Q8_0 kernels serve it unchanged (the
+ * price is a 2-byte scale per 32 values instead of 4 bytes per row).
+ */
+void
+llm_quantize_row_int8_channel(const float *src, void *dst, int64_t n)
+{
+	float		amax = abs_max(src, n);
+	uint16_t	h = llm_fp32_to_fp16(amax / 127.0f);
+	LlmBlockQ8_0 *o = dst;
+	float		d;
+
+	/* quantize with the scale exactly as the fp16 blocks hold it; one fp16 step up if rounding lost range */
+	if (amax > 0.0f && amax / llm_fp16_to_fp32(h) > 127.49f)
+		h++;
+	d = llm_fp16_to_fp32(h);
+	for (int64_t i = 0; i < n / LLM_QK; i++)
+		encode_q8_0_block(src + i * LLM_QK, d, o + i);
+}
+
+/*
+ * INT4 in groups of g values along the input (g a multiple of 32): one
+ * Q4_0-style scale per group, stored in each of the group's Q4_0 blocks.
+ */
+void
+llm_quantize_row_int4_group(const float *src, void *dst, int64_t n, int g)
+{
+	LlmBlockQ4_0 *o = dst;
+
+	for (int64_t g0 = 0; g0 < n; g0 += g)
 	{
-		float		amax = 0.0f;
-		float		max = 0.0f;
-		float		d;
-		float		id;
+		int64_t		len = n - g0 < g ? n - g0 : g;
+		float		d = q4_0_scale(src + g0, len);
 
-		/* the value of largest magnitude, sign kept; the first one on ties */
-		for (int j = 0; j < LLM_QK; j++)
-		{
-			if (amax < fabsf(src[j]))
-			{
-				amax = fabsf(src[j]);
-				max = src[j];
-			}
-		}
-		d = max / -8.0f;
-		id = d != 0.0f ? 1.0f / d : 0.0f;
-		dst->d = llm_fp32_to_fp16(d);
-		for (int j = 0; j < LLM_QK / 2; j++)
-		{
-			int			q[2];
-
-			for (int k = 0; k < 2; k++)
-			{
-				float		v = src[j + k * LLM_QK / 2] * id + 8.5f;
-
-				/* ggml: min(15, (int8_t) v); v >= 0.5 for finite input */
-				q[k] = v >= 15.0f ? 15 : (v > 0.0f ? (int) v : 0);
-			}
-			dst->qs[j] = (uint8_t) (q[0] | (q[1] << 4));
-		}
+		for (int64_t i = 0; i < len / LLM_QK; i++)
+			encode_q4_0_block(src + g0 + i * LLM_QK, d, o + (g0 / LLM_QK) + i);
 	}
+}
+
+/* "none", "int8", "int4" (= int4_g128), "int4_g32", "int4_g128", any case; false for others. */
+bool
+llm_quant_scheme_parse(const char *name, LlmQuantScheme *out)
+{
+	static const struct
+	{
+		const char *name;
+		LlmQuantScheme scheme;
+	}			names[] = {
+		{"none", LLM_QUANT_NONE}, {"int8", LLM_QUANT_INT8}, {"int4", LLM_QUANT_INT4_G128},
+		{"int4_g32", LLM_QUANT_INT4_G32}, {"int4_g128", LLM_QUANT_INT4_G128},
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcasecmp(name, names[i].name) == 0)
+		{
+			*out = names[i].scheme;
+			return true;
+		}
+	return false;
+}
+
+/* The name of a scheme, e.g. "int4_g128". */
+const char *
+llm_quant_scheme_name(LlmQuantScheme s)
+{
+	switch (s)
+	{
+		case LLM_QUANT_NONE:
+			return "none";
+		case LLM_QUANT_INT8:
+			return "int8";
+		case LLM_QUANT_INT4_G32:
+			return "int4_g32";
+		case LLM_QUANT_INT4_G128:
+			return "int4_g128";
+	}
+	return "unknown";
+}
+
+/* The block type a scheme stores into (Q8_0 or Q4_0). */
+LlmType
+llm_quant_scheme_type(LlmQuantScheme s)
+{
+	return s == LLM_QUANT_INT8 ? LLM_TYPE_Q8_0 : LLM_TYPE_Q4_0;
+}
+
+/* Whether a row of n values can take the scheme. */
+bool
+llm_quant_scheme_fits(LlmQuantScheme s, int64_t n)
+{
+	return s != LLM_QUANT_NONE && n % (s == LLM_QUANT_INT4_G128 ? 128 : LLM_QK) == 0;
+}
+
+/* Quantize n floats into the scheme's blocks. */
+void
+llm_quantize_row_scheme(LlmQuantScheme s, const float *src, void *dst, int64_t n)
+{
+	if (s == LLM_QUANT_INT8)
+		llm_quantize_row_int8_channel(src, dst, n);
+	else if (s == LLM_QUANT_INT4_G32 || s == LLM_QUANT_INT4_G128)
+		llm_quantize_row_int4_group(src, dst, n, s == LLM_QUANT_INT4_G32 ? 32 : 128);
+}
+
+/* Convert rows x cols values from type from to type to (or to a scheme's blocks); false when out of memory. */
+bool
+llm_convert_rows(LlmType from, const void *src, int64_t rows, int64_t cols,
+				 LlmType to, LlmQuantScheme scheme, void *dst)
+{
+	size_t		in_row = llm_type_row_size(from, cols);
+	size_t		out_row = llm_type_row_size(scheme != LLM_QUANT_NONE ? llm_quant_scheme_type(scheme) : to, cols);
+	float	   *buf = malloc((size_t) cols * sizeof(float));
+
+	if (buf == NULL)
+		return false;
+	for (int64_t r = 0; r < rows; r++)
+	{
+		llm_dequant_row(from, (const uint8_t *) src + (size_t) r * in_row, buf, cols);
+		if (scheme != LLM_QUANT_NONE)
+			llm_quantize_row_scheme(scheme, buf, (uint8_t *) dst + (size_t) r * out_row, cols);
+		else
+			llm_quantize_row(to, buf, (uint8_t *) dst + (size_t) r * out_row, cols);
+	}
+	free(buf);
+	return true;
 }
 
 /* Encode n floats (a multiple of the block size) as type into dst, as ggml's reference quantizers do. */
