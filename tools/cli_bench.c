@@ -122,7 +122,7 @@ cli_bench(int argc, char **argv)
 	const LlmModelInfo *info;
 	BenchRow	rows[CLI_MAX_BATCHES];
 
-	if (!cli_parse_options(argc, argv, "-m -p -n -b --threads --kv --shared-prefix --no-prefix-cache --quantize", &o))
+	if (!cli_parse_options(argc, argv, "-m -p -n -b --threads --kv --shared-prefix --no-prefix-cache --quantize --calib", &o))
 		return 2;
 	if (o.shared_prefix > o.n_prompt)
 	{

@@ -4,6 +4,10 @@
  */
 #include "cli_options.h"
 
+#include <stdlib.h>
+
+#include "awq.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -193,6 +197,8 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 			o->chat = true;
 		else if (strcmp(opt, "--no-prefix-cache") == 0)
 			o->no_prefix_cache = true;
+		else if (strcmp(opt, "--calib") == 0)
+			o->calib = val;
 		else if (strcmp(opt, "--quantize") == 0)
 		{
 			if (!llm_quant_scheme_parse(val, &o->quantize))
@@ -208,6 +214,11 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 				return false;
 			o->shared_prefix = (int) iv;
 		}
+	}
+	if (o->calib != NULL && o->quantize == LLM_QUANT_NONE)
+	{
+		fprintf(stderr, "llm-cli %s: --calib needs --quantize int8 or int4\n", argv[0]);
+		return false;
 	}
 	if (o->model == NULL)
 	{
@@ -228,6 +239,59 @@ cli_engine_config(const CliOptions *o, LlmEngineConfig *c)
 	c->prefix_cache = !o->no_prefix_cache;
 }
 
+/* Read a whole file into a new buffer; NULL on failure. */
+char *
+cli_read_file(const char *path, size_t *len)
+{
+	FILE	   *f = fopen(path, "rb");
+	char	   *buf = NULL;
+	long		size;
+
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+		(buf = malloc((size_t) size + 1)) != NULL)
+	{
+		*len = fread(buf, 1, (size_t) size, f);
+		buf[*len] = '\0';
+	}
+	fclose(f);
+	return buf;
+}
+
+/*
+ * Own INT8/INT4 with AWQ: calibrate the float model on the text of --calib
+ * (at most 4096 tokens, chunks of 256) and quantize with those statistics.
+ */
+static bool
+quantize_with_calibration(LlmModel *m, const CliOptions *o)
+{
+	LlmCalib	calib;
+	LlmError	err;
+	char	   *text;
+	size_t		len = 0;
+	int32_t    *ids = NULL;
+	int			n_ids = 0;
+	bool		ok = false;
+
+	if ((text = cli_read_file(o->calib, &len)) == NULL)
+	{
+		fprintf(stderr, "llm-cli: could not read calibration text \"%s\"\n", o->calib);
+		return false;
+	}
+	if (llm_calib_init(&calib, &m->config, &err) == LLM_OK &&
+		llm_tokenize(m->tokenizer, text, len, true, false, &ids, &n_ids, &err) == LLM_OK &&
+		llm_awq_calibrate(m, ids, n_ids < 4096 ? n_ids : 4096, 256, o->threads, &calib, &err) == LLM_OK &&
+		llm_model_quantize(m, o->quantize, &calib, &err) == LLM_OK)
+		ok = true;
+	else
+		fprintf(stderr, "llm-cli: AWQ quantization failed: %s\n", err.msg);
+	free(ids);
+	free(text);
+	llm_calib_free(&calib);
+	return ok;
+}
+
 /* Load the model named by -m, printing any error; NULL on failure. */
 LlmModel *
 cli_load_model(const CliOptions *o)
@@ -235,9 +299,14 @@ cli_load_model(const CliOptions *o)
 	LlmModel   *m = NULL;
 	LlmError	err;
 
-	if (llm_model_load_quantized(o->model, o->quantize, &m, &err) != LLM_OK)
+	if (llm_model_load_quantized(o->model, o->calib ? LLM_QUANT_NONE : o->quantize, &m, &err) != LLM_OK)
 	{
 		fprintf(stderr, "llm-cli: could not load model \"%s\": %s\n", o->model, err.msg);
+		return NULL;
+	}
+	if (o->calib != NULL && !quantize_with_calibration(m, o))
+	{
+		llm_model_free(m);
 		return NULL;
 	}
 	return m;

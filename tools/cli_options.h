@@ -39,7 +39,8 @@ typedef struct CliOptions
 	bool		chat;
 	int			shared_prefix;	/* bench: leading prompt tokens common to all sequences */
 	bool		no_prefix_cache;	/* bench: turn the prefix cache off */
-	LlmQuantScheme quantize;	/* quantize float weights at load (--quantize) */			/* generate: wrap the prompt in the model's chat format */
+	LlmQuantScheme quantize;	/* quantize float weights at load (--quantize) */
+	const char *calib;			/* calibration text for AWQ scales (--calib) */			/* generate: wrap the prompt in the model's chat format */
 } CliOptions;
 
 /*
@@ -51,7 +52,10 @@ bool		cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *
 /* Engine configuration from the options (threads, context, KV type). */
 void		cli_engine_config(const CliOptions *o, LlmEngineConfig *c);
 
-/* Load the model named by -m, printing any error; NULL on failure. */
+/* Read a whole file into a new NUL-terminated buffer; NULL on failure. */
+char	   *cli_read_file(const char *path, size_t *len);
+
+/* Load the model named by -m (quantized as --quantize / --calib ask), printing any error; NULL on failure. */
 LlmModel   *cli_load_model(const CliOptions *o);
 
 #endif							/* LLM_CLI_OPTIONS_H */

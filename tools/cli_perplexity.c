@@ -15,26 +15,6 @@
 #include "forward.h"
 #include "model.h"
 
-/* Read a whole file into a new buffer; NULL on failure. */
-static char *
-read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	char	   *buf = NULL;
-	long		size;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-		(buf = malloc((size_t) size + 1)) != NULL)
-	{
-		*len = fread(buf, 1, (size_t) size, f);
-		buf[*len] = '\0';
-	}
-	fclose(f);
-	return buf;
-}
-
 /* Negative log-likelihood of token target under logits (n_vocab), in double. */
 static double
 token_nll(const float *logits, int n_vocab, int target)
@@ -77,14 +57,14 @@ cli_perplexity(int argc, char **argv)
 	int			rc = 1;
 	double		t0 = cli_now();
 
-	if (!cli_parse_options(argc, argv, "-m -f -c --threads --kv --quantize", &o))
+	if (!cli_parse_options(argc, argv, "-m -f -c --threads --kv --quantize --calib", &o))
 		return 2;
 	if (o.file == NULL)
 	{
 		fprintf(stderr, "llm-cli perplexity: -f TEXT is required\n");
 		return 2;
 	}
-	if ((text = read_file(o.file, &len)) == NULL)
+	if ((text = cli_read_file(o.file, &len)) == NULL)
 	{
 		fprintf(stderr, "llm-cli perplexity: could not read \"%s\"\n", o.file);
 		return 1;

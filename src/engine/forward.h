@@ -20,6 +20,26 @@ typedef struct LlmBatch
 	const bool *want_logits;	/* (n) whether to compute logits for the token */
 } LlmBatch;
 
+/*
+ * Sums of |activation| per input channel of each layer's matmuls, gathered
+ * over n_tokens calibration tokens (AWQ, Lin et al. 2024, awq.c).
+ */
+typedef struct LlmCalib
+{
+	int64_t		n_tokens;
+	double	   *attn_in;		/* (n_layers, dim) into wq, wk, wv */
+	double	   *wo_in;			/* (n_layers, n_heads * head_dim) into wo */
+	double	   *ffn_in;			/* (n_layers, dim) into w_gate, w_up */
+	double	   *down_in;		/* (n_layers, ffn_dim) into w_down */
+	/* the first LLM_CALIB_SAMPLES token rows seen at each of the four inputs */
+	float	   *attn_x;			/* (n_layers, LLM_CALIB_SAMPLES, dim) */
+	float	   *wo_x;			/* (n_layers, LLM_CALIB_SAMPLES, n_heads * head_dim) */
+	float	   *ffn_x;			/* (n_layers, LLM_CALIB_SAMPLES, dim) */
+	float	   *down_x;			/* (n_layers, LLM_CALIB_SAMPLES, ffn_dim) */
+} LlmCalib;
+
+#define LLM_CALIB_SAMPLES 64
+
 /* Activation buffers for up to max_tokens tokens a step (llama2.c's RunState). */
 typedef struct LlmRunState
 {
@@ -34,6 +54,7 @@ typedef struct LlmRunState
 	float	   *hb;				/* (max_tokens, ffn_dim) gate, then act(gate) * up */
 	float	   *hb2;			/* (max_tokens, ffn_dim) up */
 	float	   *xo;				/* (max_tokens, dim) rows that want logits */
+	LlmCalib   *calib;			/* when set, each step adds its activation sums */
 } LlmRunState;
 
 LlmStatus	llm_run_state_init(LlmRunState *s, const LlmConfig *c, int max_tokens, LlmError *err);

@@ -8,6 +8,7 @@
  * one-dimensional norm vectors are converted to float copies.
  */
 #include "model.h"
+#include "awq.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -382,6 +383,14 @@ load_weights(LlmModel *m, LlmError *err)
 	return LLM_OK;
 }
 
+/* Whether matrix w is stored as floats that can take the scheme. */
+static bool
+weight_quantizable(const LlmWeight *w, LlmQuantScheme scheme)
+{
+	return (w->type == LLM_TYPE_F32 || w->type == LLM_TYPE_F16 || w->type == LLM_TYPE_BF16) &&
+		llm_quant_scheme_fits(scheme, w->cols);
+}
+
 /* Convert one float matrix (F32, F16, BF16) to the scheme in a new owned buffer; others are left alone. */
 static LlmStatus
 quantize_weight(LlmWeight *w, LlmQuantScheme scheme, LlmError *err)
@@ -390,8 +399,7 @@ quantize_weight(LlmWeight *w, LlmQuantScheme scheme, LlmError *err)
 	size_t		row_bytes = llm_type_row_size(to, w->cols);
 	void	   *dst;
 
-	if ((w->type != LLM_TYPE_F32 && w->type != LLM_TYPE_F16 && w->type != LLM_TYPE_BF16) ||
-		!llm_quant_scheme_fits(scheme, w->cols))
+	if (!weight_quantizable(w, scheme))
 		return LLM_OK;
 	dst = malloc(row_bytes * (size_t) w->rows);
 	if (dst == NULL || !llm_convert_rows(w->type, w->data, w->rows, w->cols, to, scheme, dst))
@@ -408,9 +416,13 @@ quantize_weight(LlmWeight *w, LlmQuantScheme scheme, LlmError *err)
 	return LLM_OK;
 }
 
-/* Quantize every float weight matrix of m with the scheme (own INT8 / INT4 at load time). */
-static LlmStatus
-quantize_weights(LlmModel *m, LlmQuantScheme scheme, LlmError *err)
+/*
+ * Quantize every float weight matrix of m with the scheme (own INT8 / INT4).
+ * With calibration statistics, layers whose seven matrices are all float
+ * get AWQ scales (awq.c); the embedding and output stay plain.
+ */
+LlmStatus
+llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, const LlmCalib *calib, LlmError *err)
 {
 	LlmWeights *w = &m->weights;
 	bool		tied = w->output.data == w->tok_embd.data;
@@ -428,11 +440,22 @@ quantize_weights(LlmModel *m, LlmQuantScheme scheme, LlmError *err)
 	{
 		LlmLayerWeights *lw = &w->layers[l];
 		LlmWeight  *mats[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
+		int			n_mats = (int) (sizeof(mats) / sizeof(mats[0]));
+		bool		awq = calib != NULL;
 
-		for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
+		for (int i = 0; i < n_mats; i++)
+			awq &= mats[i]->type == LLM_TYPE_F32 || mats[i]->type == LLM_TYPE_F16 || mats[i]->type == LLM_TYPE_BF16;
+		if (awq)
+		{
+			if ((st = llm_awq_quantize_layer(m, l, scheme, calib, err)))
+				return st;
+			continue;
+		}
+		for (int i = 0; i < n_mats; i++)
 			if ((st = quantize_weight(mats[i], scheme, err)))
 				return st;
 	}
+	describe_weight_types(m, m->info.weight_types, sizeof(m->info.weight_types));
 	return LLM_OK;
 }
 
@@ -472,7 +495,7 @@ llm_model_load_quantized(const char *path, LlmQuantScheme scheme, LlmModel **out
 	}
 	if ((st = entry->load_config(m->gguf, &m->config, err)) ||
 		(st = load_weights(m, err)) ||
-		(st = quantize_weights(m, scheme, err)))
+		(st = llm_model_quantize(m, scheme, NULL, err)))
 		goto fail;
 	fill_info(m, arch, path);
 	free(arch);

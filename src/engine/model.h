@@ -108,4 +108,12 @@ struct LlmModel
 	float	   *rope_inv_freq_local;	/* (rope_dim / 2) sliding-window layers */
 };
 
+struct LlmCalib;
+
+/*
+ * Quantize m's float weight matrices with scheme, with AWQ scales where
+ * calibration statistics are given (NULL: plain); see awq.h.
+ */
+LlmStatus	llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, const struct LlmCalib *calib, LlmError *err);
+
 #endif							/* LLM_MODEL_H */

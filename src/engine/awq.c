@@ -1,0 +1,403 @@
+/*
+ * awq.c
+ *		Activation-aware weight quantization (see awq.h).
+ *
+ * A weight column that meets large activations matters more: scaling it up
+ * by s_j before quantization (and the activation down by s_j) gives it more
+ * of the quantization grid.  The scale is s_j = a_j^alpha, a_j the mean
+ * |activation| of input channel j on calibration text, normalised so that
+ * max(s) * min(s) = 1; alpha is searched on a grid with the error
+ *   sum over rows i and calibration rows x_t of ((W_i - Q(W_i s) / s) . x_t)^2,
+ * the output error on the first LLM_CALIB_SAMPLES calibration tokens.  Alpha 0 is plain
+ * quantization, so the search never does worse on this measure.  The 1/s
+ * goes where the input comes from, so the model computes the same function
+ * in float: the RMSNorm weight before q/k/v and gate/up, v's rows before
+ * the output projection (per KV channel, shared by the query heads of a
+ * group), up's rows before down.
+ */
+#include "awq.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AWQ_GRID 11				/* alpha = 0, 0.1, ..., 1 */
+#define AWQ_ROWS 256			/* rows of each matrix the error is measured on */
+
+/* Allocate zeroed statistics for the model's shape. */
+LlmStatus
+llm_calib_init(LlmCalib *c, const LlmConfig *cfg, LlmError *err)
+{
+	size_t		L = (size_t) cfg->n_layers;
+
+	memset(c, 0, sizeof(*c));
+	c->attn_in = calloc(L * cfg->dim, sizeof(double));
+	c->wo_in = calloc(L * cfg->n_heads * cfg->head_dim, sizeof(double));
+	c->ffn_in = calloc(L * cfg->dim, sizeof(double));
+	c->down_in = calloc(L * cfg->ffn_dim, sizeof(double));
+	c->attn_x = calloc(L * LLM_CALIB_SAMPLES * cfg->dim, sizeof(float));
+	c->wo_x = calloc(L * LLM_CALIB_SAMPLES * cfg->n_heads * cfg->head_dim, sizeof(float));
+	c->ffn_x = calloc(L * LLM_CALIB_SAMPLES * cfg->dim, sizeof(float));
+	c->down_x = calloc(L * LLM_CALIB_SAMPLES * cfg->ffn_dim, sizeof(float));
+	if (!c->attn_in || !c->wo_in || !c->ffn_in || !c->down_in ||
+		!c->attn_x || !c->wo_x || !c->ffn_x || !c->down_x)
+	{
+		llm_calib_free(c);
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for calibration statistics");
+	}
+	return LLM_OK;
+}
+
+/* Free the statistics; safe on a zeroed struct. */
+void
+llm_calib_free(LlmCalib *c)
+{
+	free(c->attn_in);
+	free(c->wo_in);
+	free(c->ffn_in);
+	free(c->down_in);
+	free(c->attn_x);
+	free(c->wo_x);
+	free(c->ffn_x);
+	free(c->down_x);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Run the model over n tokens in chunks, summing activations into c. */
+LlmStatus
+llm_awq_calibrate(const LlmModel *m, const int32_t *tokens, int n, int chunk, int n_threads,
+				  LlmCalib *c, LlmError *err)
+{
+	const LlmConfig *cfg = &m->config;
+	LlmBackend *be = NULL;
+	LlmKvCache	kv = {0};
+	LlmKvSeq	seq = {0};
+	LlmRunState rs = {0};
+	int32_t    *pos = malloc((size_t) chunk * sizeof(int32_t));
+	LlmKvSeq  **seqs = malloc((size_t) chunk * sizeof(LlmKvSeq *));
+	bool	   *want = calloc((size_t) chunk, sizeof(bool));
+	int32_t    *buf = malloc((size_t) chunk * sizeof(int32_t));
+	LlmStatus	st;
+
+	if (!pos || !seqs || !want || !buf)
+		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for calibration");
+	else if ((st = llm_backend_cpu_new(n_threads, &be, err)) == LLM_OK &&
+			 (st = llm_kv_init(&kv, cfg->n_layers, cfg->n_kv_heads * cfg->head_dim, 16, (chunk + 15) / 16,
+							   LLM_KV_F32, false, err)) == LLM_OK &&
+			 (st = llm_run_state_init(&rs, cfg, chunk, err)) == LLM_OK &&
+			 (st = llm_kv_seq_reserve(&kv, &seq, chunk, err)) == LLM_OK)
+	{
+		rs.calib = c;
+		for (int j = 0; j < chunk; j++)
+		{
+			pos[j] = j;
+			seqs[j] = &seq;
+		}
+		for (int c0 = 0; c0 + 1 < n && st == LLM_OK; c0 += chunk)
+		{
+			int			len = n - c0 < chunk ? n - c0 : chunk;
+			LlmBatch	b = {len, buf, pos, seqs, want};
+
+			memcpy(buf, tokens + c0, (size_t) len * sizeof(int32_t));
+			if (llm_tokenizer_bos(m->tokenizer) >= 0)
+				buf[0] = llm_tokenizer_bos(m->tokenizer);
+			st = llm_forward(m, be, &kv, &rs, &b, NULL, err);
+		}
+	}
+	llm_run_state_free(&rs);
+	llm_kv_seq_release(&kv, &seq);
+	llm_kv_seq_free(&seq);
+	llm_kv_free(&kv);
+	llm_backend_free(be);
+	free(pos);
+	free(seqs);
+	free(want);
+	free(buf);
+	return st;
+}
+
+/* A float copy (rows, cols) of a weight matrix; NULL when out of memory. */
+static float *
+weight_to_float(const LlmWeight *w)
+{
+	float	   *f = malloc((size_t) w->rows * w->cols * sizeof(float));
+
+	if (f != NULL)
+		for (int64_t r = 0; r < w->rows; r++)
+			llm_dequant_row(w->type, w->data + (size_t) r * w->row_bytes, f + (size_t) r * w->cols, w->cols);
+	return f;
+}
+
+/* A float matrix to be quantized, and its view for the search. */
+typedef struct AwqMat
+{
+	LlmWeight  *w;
+	float	   *f;				/* (rows, cols) float, scaled in place before quantization */
+} AwqMat;
+
+/* Scales s (cols) = a^alpha, normalised so that max * min = 1. */
+static void
+awq_scales(const double *a, int64_t cols, double alpha, float *s)
+{
+	double		lo = INFINITY,
+				hi = 0.0;
+
+	for (int64_t j = 0; j < cols; j++)
+	{
+		double		v = pow(fmax(a[j], 1e-8), alpha);
+
+		s[j] = (float) v;
+		lo = fmin(lo, v);
+		hi = fmax(hi, v);
+	}
+	for (int64_t j = 0; j < cols; j++)
+		s[j] = (float) (s[j] / sqrt(lo * hi));
+}
+
+/*
+ * The output error of mats with column scales s on the calibration rows x
+ * (n_x, cols): sum over rows i and samples t of ((W_i - Q(W_i s) / s) . x_t)^2.
+ */
+static double
+awq_error(const AwqMat *mats, int n_mats, int64_t cols, const float *s, const float *x, int n_x,
+		  LlmQuantScheme q, float *tmp, void *qbuf, float *deq)
+{
+	double		err = 0.0;
+
+	for (int k = 0; k < n_mats; k++)
+	{
+		int64_t		rows = mats[k].w->rows;
+		int64_t		step = rows > AWQ_ROWS ? rows / AWQ_ROWS : 1;
+
+		for (int64_t r = 0; r < rows; r += step)
+		{
+			const float *row = mats[k].f + (size_t) r * cols;
+
+			for (int64_t j = 0; j < cols; j++)
+				tmp[j] = row[j] * s[j];
+			llm_quantize_row_scheme(q, tmp, qbuf, cols);
+			llm_dequant_row(llm_quant_scheme_type(q), qbuf, deq, cols);
+			for (int64_t j = 0; j < cols; j++)
+				tmp[j] = row[j] - deq[j] / s[j];
+			for (int t = 0; t < n_x; t++)
+			{
+				double		dot = 0.0;
+
+				for (int64_t j = 0; j < cols; j++)
+					dot += (double) tmp[j] * x[(size_t) t * cols + j];
+				err += dot * dot;
+			}
+		}
+	}
+	return err;
+}
+
+/* Choose the best scales s (cols) for mats sharing an input with mean |x| a and sample rows x (n_x). */
+static bool
+awq_search(const AwqMat *mats, int n_mats, int64_t cols, const double *a, const float *x, int n_x,
+		   LlmQuantScheme q, float *s)
+{
+	float	   *cand = malloc((size_t) cols * sizeof(float));
+	float	   *tmp = malloc((size_t) cols * sizeof(float));
+	float	   *deq = malloc((size_t) cols * sizeof(float));
+	void	   *qbuf = malloc(llm_type_row_size(LLM_TYPE_Q8_0, cols));
+	double		best = INFINITY;
+	bool		ok = cand && tmp && deq && qbuf;
+
+	for (int g = 0; ok && g < AWQ_GRID; g++)
+	{
+		double		e;
+
+		awq_scales(a, cols, g / (double) (AWQ_GRID - 1), cand);
+		e = awq_error(mats, n_mats, cols, cand, x, n_x, q, tmp, qbuf, deq);
+		if (e < best)
+		{
+			best = e;
+			memcpy(s, cand, (size_t) cols * sizeof(float));
+		}
+	}
+	free(cand);
+	free(tmp);
+	free(deq);
+	free(qbuf);
+	return ok;
+}
+
+/* Scale the columns of f (rows, cols) by s. */
+static void
+scale_cols(float *f, int64_t rows, int64_t cols, const float *s)
+{
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t j = 0; j < cols; j++)
+			f[(size_t) r * cols + j] *= s[j];
+}
+
+/* Divide row r of f (rows, cols) by s[r]. */
+static void
+unscale_rows(float *f, int64_t rows, int64_t cols, const float *s)
+{
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t j = 0; j < cols; j++)
+			f[(size_t) r * cols + j] /= s[r];
+}
+
+/* Divide a norm weight by s (as used: w, or 1 + w when the model adds one). */
+static void
+unscale_norm(float *w, int64_t n, const float *s, bool add_one)
+{
+	for (int64_t j = 0; j < n; j++)
+		w[j] = add_one ? (1.0f + w[j]) / s[j] - 1.0f : w[j] / s[j];
+}
+
+/* Quantize the float matrix f into a new owned buffer of w. */
+static LlmStatus
+store_quantized(LlmWeight *w, const float *f, LlmQuantScheme q, LlmError *err)
+{
+	LlmType		to = llm_quant_scheme_type(q);
+	size_t		row_bytes = llm_type_row_size(to, w->cols);
+	void	   *dst = malloc(row_bytes * (size_t) w->rows);
+
+	if (dst == NULL || !llm_convert_rows(LLM_TYPE_F32, f, w->rows, w->cols, to, q, dst))
+	{
+		free(dst);
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory quantizing tensor \"%s\"", w->name);
+	}
+	free(w->owned);
+	w->type = to;
+	w->row_bytes = row_bytes;
+	w->data = dst;
+	w->owned = dst;
+	return LLM_OK;
+}
+
+/* Keep the float matrix f as w's data (F32, owned); w takes f. */
+static void
+store_float(LlmWeight *w, float *f)
+{
+	free(w->owned);
+	w->type = LLM_TYPE_F32;
+	w->row_bytes = (size_t) w->cols * sizeof(float);
+	w->data = (const uint8_t *) f;
+	w->owned = f;
+}
+
+/* s (n) = 1. */
+static void
+unit_scales(float *s, int64_t n)
+{
+	for (int64_t j = 0; j < n; j++)
+		s[j] = 1.0f;
+}
+
+/* Quantize layer l with AWQ scales (see awq.h). */
+LlmStatus
+llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, LlmError *err)
+{
+	const LlmConfig *cfg = &m->config;
+	LlmLayerWeights *lw = &m->weights.layers[l];
+	int64_t		dim = cfg->dim;
+	int64_t		qd = (int64_t) cfg->n_heads * cfg->head_dim;
+	int64_t		kvd = (int64_t) cfg->n_kv_heads * cfg->head_dim;
+	int64_t		ffn = cfg->ffn_dim;
+	int			group = cfg->n_heads / cfg->n_kv_heads;
+	double		nt = c->n_tokens > 0 ? (double) c->n_tokens : 1.0;
+	int			n_x = c->n_tokens < LLM_CALIB_SAMPLES ? (int) c->n_tokens : LLM_CALIB_SAMPLES;
+	const float *attn_x = c->attn_x + (size_t) l * LLM_CALIB_SAMPLES * dim;
+	const float *ffn_x = c->ffn_x + (size_t) l * LLM_CALIB_SAMPLES * dim;
+	AwqMat		mats[7] = {{&lw->wq, NULL}, {&lw->wk, NULL}, {&lw->wv, NULL}, {&lw->wo, NULL},
+		{&lw->w_gate, NULL}, {&lw->w_up, NULL}, {&lw->w_down, NULL}};
+	double	   *a_attn = malloc((size_t) dim * sizeof(double));
+	double	   *a_ffn = malloc((size_t) dim * sizeof(double));
+	double	   *a_wo = malloc((size_t) qd * sizeof(double));
+	double	   *a_down = malloc((size_t) ffn * sizeof(double));
+	float	   *s_attn = malloc((size_t) dim * sizeof(float));
+	float	   *s_ffn = malloc((size_t) dim * sizeof(float));
+	float	   *s_wo = malloc((size_t) qd * sizeof(float));
+	float	   *s_kv = malloc((size_t) kvd * sizeof(float));
+	float	   *s_down = malloc((size_t) ffn * sizeof(float));
+	LlmStatus	st = LLM_OK;
+	bool		ok = a_attn && a_ffn && a_wo && a_down && s_attn && s_ffn && s_wo && s_kv && s_down;
+	bool		qz[7];
+
+	/* a matrix whose rows do not divide into the scheme's groups stays float, its group unscaled */
+	for (int k = 0; k < 7; k++)
+		qz[k] = llm_quant_scheme_fits(q, mats[k].w->cols);
+
+	for (int k = 0; ok && k < 7; k++)
+		ok = (mats[k].f = weight_to_float(mats[k].w)) != NULL;
+	if (!ok)
+	{
+		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for AWQ of layer %d", l);
+		goto done;
+	}
+	for (int64_t j = 0; j < dim; j++)
+	{
+		a_attn[j] = c->attn_in[l * dim + j] / nt;
+		a_ffn[j] = c->ffn_in[l * dim + j] / nt;
+	}
+	for (int64_t j = 0; j < ffn; j++)
+		a_down[j] = c->down_in[l * ffn + j] / nt;
+	/* the output projection's input channels, averaged over the query heads of each KV head */
+	for (int64_t j = 0; j < kvd; j++)
+	{
+		double		sum = 0.0;
+		int64_t		kvh = j / cfg->head_dim,
+					d = j % cfg->head_dim;
+
+		for (int h = 0; h < group; h++)
+			sum += c->wo_in[l * qd + (kvh * group + h) * cfg->head_dim + d];
+		for (int h = 0; h < group; h++)
+			a_wo[(kvh * group + h) * cfg->head_dim + d] = sum / group / nt;
+	}
+
+	/* wo and down first: their 1/s goes into v's and up's rows, which the other groups then see */
+	if (qz[3] ? !awq_search(&mats[3], 1, qd, a_wo, c->wo_x + (size_t) l * LLM_CALIB_SAMPLES * qd, n_x, q, s_wo) : (unit_scales(s_wo, qd), false))
+		goto oom;
+	if (qz[6] ? !awq_search(&mats[6], 1, ffn, a_down, c->down_x + (size_t) l * LLM_CALIB_SAMPLES * ffn, n_x, q, s_down) : (unit_scales(s_down, ffn), false))
+		goto oom;
+	for (int64_t j = 0; j < kvd; j++)
+		s_kv[j] = s_wo[(j / cfg->head_dim) * group * cfg->head_dim + j % cfg->head_dim];
+	unscale_rows(mats[2].f, kvd, dim, s_kv);
+	unscale_rows(mats[5].f, ffn, dim, s_down);
+	if (qz[0] && qz[1] && qz[2] ? !awq_search(&mats[0], 3, dim, a_attn, attn_x, n_x, q, s_attn) : (unit_scales(s_attn, dim), false))
+		goto oom;
+	if (qz[4] && qz[5] ? !awq_search(&mats[4], 2, dim, a_ffn, ffn_x, n_x, q, s_ffn) : (unit_scales(s_ffn, dim), false))
+		goto oom;
+
+	/* scale the columns, fold 1/s into the norms, quantize */
+	for (int k = 0; k < 3; k++)
+		scale_cols(mats[k].f, mats[k].w->rows, dim, s_attn);
+	scale_cols(mats[3].f, dim, qd, s_wo);
+	scale_cols(mats[4].f, ffn, dim, s_ffn);
+	scale_cols(mats[5].f, ffn, dim, s_ffn);
+	scale_cols(mats[6].f, dim, ffn, s_down);
+	unscale_norm(lw->attn_norm, dim, s_attn, cfg->norm_add_one);
+	unscale_norm(lw->ffn_norm, dim, s_ffn, cfg->norm_add_one);
+	for (int k = 0; k < 7 && st == LLM_OK; k++)
+	{
+		if (qz[k])
+			st = store_quantized(mats[k].w, mats[k].f, q, err);
+		else
+		{
+			store_float(mats[k].w, mats[k].f);
+			mats[k].f = NULL;
+		}
+	}
+	goto done;
+
+oom:
+	st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for AWQ of layer %d", l);
+done:
+	for (int k = 0; k < 7; k++)
+		free(mats[k].f);
+	free(a_attn);
+	free(a_ffn);
+	free(a_wo);
+	free(a_down);
+	free(s_attn);
+	free(s_ffn);
+	free(s_wo);
+	free(s_kv);
+	free(s_down);
+	return st;
+}
