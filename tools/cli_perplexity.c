@@ -30,30 +30,42 @@ token_nll(const float *logits, int n_vocab, int target)
 	return -((double) logits[target] - max - log(sum));
 }
 
+/* Running totals of the scored predictions. */
+typedef struct PplState
+{
+	int			n_vocab;
+	int			chunk;
+	double		nll;
+	long		count;
+} PplState;
+
+/* Score the second half of one chunk's predictions. */
+static void
+ppl_chunk(void *arg, int c, const int32_t *tok, const float *logits)
+{
+	PplState   *p = arg;
+
+	for (int j = p->chunk / 2; j < p->chunk - 1; j++)
+	{
+		p->nll += token_nll(logits + (size_t) j * p->n_vocab, p->n_vocab, tok[j + 1]);
+		p->count++;
+	}
+	fprintf(stderr, "[%d] %.4f\n", c + 1, exp(p->nll / p->count));
+}
+
 /* llm-cli perplexity: per-chunk running values, then "PPL = <value>". */
 int
 cli_perplexity(int argc, char **argv)
 {
 	CliOptions	o;
 	LlmModel   *m = NULL;
-	LlmBackend *be = NULL;
-	LlmKvCache	kv = {0};
-	LlmKvSeq	seq = {0};
-	LlmRunState rs = {0};
 	LlmError	err;
 	char	   *text = NULL;
 	size_t		len = 0;
 	int32_t    *ids = NULL;
 	int			n_ids = 0;
-	float	   *logits = NULL;
-	int32_t    *pos = NULL;
-	LlmKvSeq  **seqs = NULL;
-	bool	   *want = NULL;
-	double		nll = 0.0;
-	long		count = 0;
-	int			n_ctx,
-				n_chunks,
-				n_vocab;
+	int			n_chunks;
+	PplState	p = {0};
 	int			rc = 1;
 	double		t0 = cli_now();
 
@@ -71,76 +83,32 @@ cli_perplexity(int argc, char **argv)
 	}
 	if ((m = cli_load_model(&o)) == NULL)
 		goto done;
-	n_ctx = o.chunk;
-	n_vocab = m->config.n_vocab;
-	if (llm_tokenize(m->tokenizer, text, len, true, false, &ids, &n_ids, &err) != LLM_OK ||
-		llm_backend_cpu_new(o.threads, &be, &err) != LLM_OK ||
-		llm_kv_init(&kv, m->config.n_layers, m->config.n_kv_heads * m->config.head_dim, 16,
-					(n_ctx + 15) / 16, o.kv, false, &err) != LLM_OK ||
-		llm_run_state_init(&rs, &m->config, n_ctx, &err) != LLM_OK ||
-		llm_kv_seq_reserve(&kv, &seq, n_ctx, &err) != LLM_OK)
+	if (llm_tokenize(m->tokenizer, text, len, true, false, &ids, &n_ids, &err) != LLM_OK)
 	{
 		fprintf(stderr, "llm-cli perplexity: %s\n", err.msg);
 		goto done;
 	}
-	n_chunks = n_ids / n_ctx;
+	n_chunks = n_ids / o.chunk;
 	if (n_chunks == 0)
 	{
-		fprintf(stderr, "llm-cli perplexity: the text has %d tokens, fewer than one chunk of %d\n", n_ids, n_ctx);
+		fprintf(stderr, "llm-cli perplexity: the text has %d tokens, fewer than one chunk of %d\n", n_ids, o.chunk);
 		goto done;
 	}
-	logits = malloc((size_t) n_ctx * n_vocab * sizeof(float));
-	pos = malloc((size_t) n_ctx * sizeof(int32_t));
-	seqs = malloc((size_t) n_ctx * sizeof(LlmKvSeq *));
-	want = malloc((size_t) n_ctx * sizeof(bool));
-	if (!logits || !pos || !seqs || !want)
+	p.n_vocab = m->config.n_vocab;
+	p.chunk = o.chunk;
+	fprintf(stderr, "perplexity: %d tokens, %d chunks of %d\n", n_ids, n_chunks, o.chunk);
+	if (llm_forward_chunks(m, ids, n_chunks, o.chunk, o.threads, o.kv, NULL, true, ppl_chunk, &p, &err) != LLM_OK)
 	{
-		fprintf(stderr, "llm-cli perplexity: out of memory\n");
+		fprintf(stderr, "llm-cli perplexity: %s\n", err.msg);
 		goto done;
 	}
-	for (int j = 0; j < n_ctx; j++)
-	{
-		pos[j] = j;
-		seqs[j] = &seq;
-		want[j] = true;
-	}
-	fprintf(stderr, "perplexity: %d tokens, %d chunks of %d\n", n_ids, n_chunks, n_ctx);
-	for (int c = 0; c < n_chunks; c++)
-	{
-		int32_t    *tok = ids + (size_t) c * n_ctx;
-		int32_t		saved = tok[0];
-		LlmBatch	b = {n_ctx, tok, pos, seqs, want};
-
-		tok[0] = llm_tokenizer_bos(m->tokenizer) >= 0 ? llm_tokenizer_bos(m->tokenizer) : saved;
-		if (llm_forward(m, be, &kv, &rs, &b, logits, &err) != LLM_OK)
-		{
-			fprintf(stderr, "llm-cli perplexity: %s\n", err.msg);
-			goto done;
-		}
-		tok[0] = saved;
-		for (int j = n_ctx / 2; j < n_ctx - 1; j++)
-		{
-			nll += token_nll(logits + (size_t) j * n_vocab, n_vocab, tok[j + 1]);
-			count++;
-		}
-		fprintf(stderr, "[%d] %.4f\n", c + 1, exp(nll / count));
-	}
-	fprintf(stderr, "perplexity: %.2f s, %ld tokens scored\n", cli_now() - t0, count);
-	printf("PPL = %.4f\n", exp(nll / count));
+	fprintf(stderr, "perplexity: %.2f s, %ld tokens scored\n", cli_now() - t0, p.count);
+	printf("PPL = %.4f\n", exp(p.nll / p.count));
 	rc = 0;
 
 done:
 	free(text);
 	free(ids);
-	free(logits);
-	free(pos);
-	free(seqs);
-	free(want);
-	llm_run_state_free(&rs);
-	llm_kv_seq_release(&kv, &seq);
-	llm_kv_seq_free(&seq);
-	llm_kv_free(&kv);
-	llm_backend_free(be);
 	llm_model_free(m);
 	return rc;
 }

@@ -63,57 +63,16 @@ llm_calib_free(LlmCalib *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* Run the model over n tokens in chunks, summing activations into c. */
+/* Run the model over n tokens in chunks (at least one, at most n tokens long), summing activations into c. */
 LlmStatus
 llm_awq_calibrate(const LlmModel *m, const int32_t *tokens, int n, int chunk, int n_threads,
 				  LlmCalib *c, LlmError *err)
 {
-	const LlmConfig *cfg = &m->config;
-	LlmBackend *be = NULL;
-	LlmKvCache	kv = {0};
-	LlmKvSeq	seq = {0};
-	LlmRunState rs = {0};
-	int32_t    *pos = malloc((size_t) chunk * sizeof(int32_t));
-	LlmKvSeq  **seqs = malloc((size_t) chunk * sizeof(LlmKvSeq *));
-	bool	   *want = calloc((size_t) chunk, sizeof(bool));
-	int32_t    *buf = malloc((size_t) chunk * sizeof(int32_t));
-	LlmStatus	st;
-
-	if (!pos || !seqs || !want || !buf)
-		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for calibration");
-	else if ((st = llm_backend_cpu_new(n_threads, &be, err)) == LLM_OK &&
-			 (st = llm_kv_init(&kv, cfg->n_layers, cfg->n_kv_heads * cfg->head_dim, 16, (chunk + 15) / 16,
-							   LLM_KV_F32, false, err)) == LLM_OK &&
-			 (st = llm_run_state_init(&rs, cfg, chunk, err)) == LLM_OK &&
-			 (st = llm_kv_seq_reserve(&kv, &seq, chunk, err)) == LLM_OK)
-	{
-		rs.calib = c;
-		for (int j = 0; j < chunk; j++)
-		{
-			pos[j] = j;
-			seqs[j] = &seq;
-		}
-		for (int c0 = 0; c0 + 1 < n && st == LLM_OK; c0 += chunk)
-		{
-			int			len = n - c0 < chunk ? n - c0 : chunk;
-			LlmBatch	b = {len, buf, pos, seqs, want};
-
-			memcpy(buf, tokens + c0, (size_t) len * sizeof(int32_t));
-			if (llm_tokenizer_bos(m->tokenizer) >= 0)
-				buf[0] = llm_tokenizer_bos(m->tokenizer);
-			st = llm_forward(m, be, &kv, &rs, &b, NULL, err);
-		}
-	}
-	llm_run_state_free(&rs);
-	llm_kv_seq_release(&kv, &seq);
-	llm_kv_seq_free(&seq);
-	llm_kv_free(&kv);
-	llm_backend_free(be);
-	free(pos);
-	free(seqs);
-	free(want);
-	free(buf);
-	return st;
+	if (chunk > n)
+		chunk = n;
+	if (chunk < 1)
+		return llm_error_set(err, LLM_ERR_INVALID, "the calibration text has no tokens");
+	return llm_forward_chunks(m, tokens, n / chunk, chunk, n_threads, LLM_KV_F32, c, false, NULL, NULL, err);
 }
 
 /* A float copy (rows, cols) of a weight matrix; NULL when out of memory. */

@@ -13,7 +13,7 @@
 LlmStatus	llm_calib_init(LlmCalib *c, const LlmConfig *cfg, LlmError *err);
 void		llm_calib_free(LlmCalib *c);
 
-/* Run the model over n tokens in chunks of chunk (BOS first in each), summing activations into c. */
+/* Run the model over the whole chunks of n tokens (BOS first in each), summing activations into c. */
 LlmStatus	llm_awq_calibrate(const LlmModel *m, const int32_t *tokens, int n, int chunk, int n_threads,
 							  LlmCalib *c, LlmError *err);
 

@@ -179,3 +179,63 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 			logits[i] = c->final_softcap * tanhf(logits[i] / c->final_softcap);
 	return LLM_OK;
 }
+
+/* Run n_chunks chunks of chunk tokens as fresh sequences (see forward.h). */
+LlmStatus
+llm_forward_chunks(const LlmModel *m, const int32_t *tokens, int n_chunks, int chunk,
+				   int n_threads, LlmKvType kv_type, LlmCalib *calib, bool want_logits,
+				   LlmChunkFn fn, void *ctx, LlmError *err)
+{
+	const LlmConfig *c = &m->config;
+	int32_t		bos = llm_tokenizer_bos(m->tokenizer);
+	LlmBackend *be = NULL;
+	LlmKvCache	kv = {0};
+	LlmKvSeq	seq = {0};
+	LlmRunState rs = {0};
+	int32_t    *buf = malloc((size_t) chunk * sizeof(int32_t));
+	int32_t    *pos = malloc((size_t) chunk * sizeof(int32_t));
+	LlmKvSeq  **seqs = malloc((size_t) chunk * sizeof(LlmKvSeq *));
+	bool	   *want = malloc((size_t) chunk * sizeof(bool));
+	float	   *logits = want_logits ? malloc((size_t) chunk * c->n_vocab * sizeof(float)) : NULL;
+	LlmStatus	st;
+
+	if (!buf || !pos || !seqs || !want || (want_logits && !logits))
+		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for chunks of %d tokens", chunk);
+	else if ((st = llm_backend_cpu_new(n_threads, &be, err)) == LLM_OK &&
+			 (st = llm_kv_init(&kv, c->n_layers, c->n_kv_heads * c->head_dim, 16, (chunk + 15) / 16,
+							   kv_type, false, err)) == LLM_OK &&
+			 (st = llm_run_state_init(&rs, c, chunk, err)) == LLM_OK &&
+			 (st = llm_kv_seq_reserve(&kv, &seq, chunk, err)) == LLM_OK)
+	{
+		rs.calib = calib;
+		for (int j = 0; j < chunk; j++)
+		{
+			pos[j] = j;
+			seqs[j] = &seq;
+			want[j] = want_logits;
+		}
+		for (int k = 0; k < n_chunks && st == LLM_OK; k++)
+		{
+			const int32_t *tok = tokens + (size_t) k * chunk;
+			LlmBatch	b = {chunk, buf, pos, seqs, want};
+
+			memcpy(buf, tok, (size_t) chunk * sizeof(int32_t));
+			if (bos >= 0)
+				buf[0] = bos;
+			st = llm_forward(m, be, &kv, &rs, &b, logits, err);
+			if (st == LLM_OK && fn != NULL)
+				fn(ctx, k, tok, logits);
+		}
+	}
+	llm_run_state_free(&rs);
+	llm_kv_seq_release(&kv, &seq);
+	llm_kv_seq_free(&seq);
+	llm_kv_free(&kv);
+	llm_backend_free(be);
+	free(buf);
+	free(pos);
+	free(seqs);
+	free(want);
+	free(logits);
+	return st;
+}

@@ -68,4 +68,18 @@ void		llm_run_state_free(LlmRunState *s);
 LlmStatus	llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 						const LlmBatch *b, float *logits, LlmError *err);
 
+/* Called with each chunk's tokens (as in the text) and, when asked for, its logits (chunk, n_vocab). */
+typedef void (*LlmChunkFn) (void *ctx, int c, const int32_t *tokens, const float *logits);
+
+/*
+ * Run n_chunks chunks of chunk tokens each, each as a fresh sequence whose
+ * first token is replaced by BOS (llama.cpp's perplexity method), on a CPU
+ * backend of n_threads with a KV cache of kv_type.  With calib, the run
+ * state gathers calibration statistics; with fn, fn sees every chunk (and
+ * its logits when want_logits).
+ */
+LlmStatus	llm_forward_chunks(const LlmModel *m, const int32_t *tokens, int n_chunks, int chunk,
+							   int n_threads, LlmKvType kv_type, LlmCalib *calib, bool want_logits,
+							   LlmChunkFn fn, void *ctx, LlmError *err);
+
 #endif							/* LLM_FORWARD_H */
