@@ -208,38 +208,6 @@ unscale_norm(float *w, int64_t n, const float *s, bool add_one)
 		w[j] = add_one ? (1.0f + w[j]) / s[j] - 1.0f : w[j] / s[j];
 }
 
-/* Quantize the float matrix f into a new owned buffer of w. */
-static LlmStatus
-store_quantized(LlmWeight *w, const float *f, LlmQuantScheme q, LlmError *err)
-{
-	LlmType		to = llm_quant_scheme_type(q);
-	size_t		row_bytes = llm_type_row_size(to, w->cols);
-	void	   *dst = malloc(row_bytes * (size_t) w->rows);
-
-	if (dst == NULL || !llm_convert_rows(LLM_TYPE_F32, f, w->rows, w->cols, to, q, dst))
-	{
-		free(dst);
-		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory quantizing tensor \"%s\"", w->name);
-	}
-	free(w->owned);
-	w->type = to;
-	w->row_bytes = row_bytes;
-	w->data = dst;
-	w->owned = dst;
-	return LLM_OK;
-}
-
-/* Keep the float matrix f as w's data (F32, owned); w takes f. */
-static void
-store_float(LlmWeight *w, float *f)
-{
-	free(w->owned);
-	w->type = LLM_TYPE_F32;
-	w->row_bytes = (size_t) w->cols * sizeof(float);
-	w->data = (const uint8_t *) f;
-	w->owned = f;
-}
-
 /* s (n) = 1. */
 static void
 unit_scales(float *s, int64_t n)
@@ -335,10 +303,10 @@ llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, 
 	for (int k = 0; k < 7 && st == LLM_OK; k++)
 	{
 		if (qz[k])
-			st = store_quantized(mats[k].w, mats[k].f, q, err);
+			st = llm_weight_quantize_from(mats[k].w, LLM_TYPE_F32, mats[k].f, q, err);
 		else
 		{
-			store_float(mats[k].w, mats[k].f);
+			llm_weight_set_owned(mats[k].w, LLM_TYPE_F32, mats[k].f);	/* w takes f */
 			mats[k].f = NULL;
 		}
 	}

@@ -154,6 +154,34 @@ static const ArchEntry arch_table[] = {
 	{"gemma3", load_config_gemma3},
 };
 
+/* Make buf (w's rows in type) w's data, owned by w; a previously owned copy is freed. */
+void
+llm_weight_set_owned(LlmWeight *w, LlmType type, void *buf)
+{
+	free(w->owned);
+	w->type = type;
+	w->row_bytes = llm_type_row_size(type, w->cols);
+	w->data = buf;
+	w->owned = buf;
+}
+
+/* Replace w by src (w's shape, in type from) quantized with scheme, in a new owned buffer. */
+LlmStatus
+llm_weight_quantize_from(LlmWeight *w, LlmType from, const void *src, LlmQuantScheme scheme, LlmError *err)
+{
+	LlmType		to = llm_quant_scheme_type(scheme);
+	void	   *dst = malloc(llm_type_row_size(to, w->cols) * (size_t) w->rows);
+
+	if (dst == NULL || !llm_convert_rows(from, src, w->rows, w->cols, to, scheme, dst))
+	{
+		free(dst);
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory quantizing tensor \"%s\" to %s",
+							 w->name, llm_quant_scheme_name(scheme));
+	}
+	llm_weight_set_owned(w, to, dst);
+	return LLM_OK;
+}
+
 /* Point w at tensor name, checking it is a 2-D matrix of rows x cols in a supported type. */
 static LlmStatus
 bind_matrix(const LlmGguf *g, const char *name, int64_t cols, int64_t rows, LlmWeight *w, LlmError *err)
@@ -184,10 +212,7 @@ bind_matrix(const LlmGguf *g, const char *name, int64_t cols, int64_t rows, LlmW
 			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory repacking tensor \"%s\"", name);
 		for (int64_t r = 0; r < rows; r++)
 			llm_repack_q8_0(t->type, w->data + (size_t) r * w->row_bytes, q8 + (size_t) r * row_bytes, cols);
-		w->type = LLM_TYPE_Q8_0;
-		w->row_bytes = row_bytes;
-		w->data = q8;
-		w->owned = q8;
+		llm_weight_set_owned(w, LLM_TYPE_Q8_0, q8);
 	}
 	return LLM_OK;
 }
@@ -395,25 +420,9 @@ weight_quantizable(const LlmWeight *w, LlmQuantScheme scheme)
 static LlmStatus
 quantize_weight(LlmWeight *w, LlmQuantScheme scheme, LlmError *err)
 {
-	LlmType		to = llm_quant_scheme_type(scheme);
-	size_t		row_bytes = llm_type_row_size(to, w->cols);
-	void	   *dst;
-
 	if (!weight_quantizable(w, scheme))
 		return LLM_OK;
-	dst = malloc(row_bytes * (size_t) w->rows);
-	if (dst == NULL || !llm_convert_rows(w->type, w->data, w->rows, w->cols, to, scheme, dst))
-	{
-		free(dst);
-		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory quantizing tensor \"%s\" to %s",
-							 w->name, llm_quant_scheme_name(scheme));
-	}
-	free(w->owned);
-	w->type = to;
-	w->row_bytes = row_bytes;
-	w->data = dst;
-	w->owned = dst;
-	return LLM_OK;
+	return llm_weight_quantize_from(w, w->type, w->data, scheme, err);
 }
 
 /*

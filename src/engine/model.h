@@ -108,6 +108,13 @@ struct LlmModel
 	float	   *rope_inv_freq_local;	/* (rope_dim / 2) sliding-window layers */
 };
 
+/* Make buf (w's rows in type) w's data, owned by w; a previously owned copy is freed. */
+void		llm_weight_set_owned(LlmWeight *w, LlmType type, void *buf);
+
+/* Replace w by src (w's shape, in type from) quantized with scheme, in a new owned buffer. */
+LlmStatus	llm_weight_quantize_from(LlmWeight *w, LlmType from, const void *src, LlmQuantScheme scheme,
+									 LlmError *err);
+
 struct LlmCalib;
 
 /*
