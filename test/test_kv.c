@@ -69,7 +69,12 @@ main(void)
 	uint64_t	x = 42;
 
 	memset(seqs, 0, sizeof(seqs));
-	TEST_CHECK(llm_kv_init(&kv, 2, 8, BLOCK, N_BLOCKS, LLM_KV_F32, true, &err) == LLM_OK, "init: %s", err.msg);
+	LlmKvParams kp = {
+		.n_layers = 2,.n_kv_heads = 2,.head_dim = 4,.block_size = BLOCK,.n_blocks = N_BLOCKS,
+		.type = LLM_KV_F32,.prefix_cache = true,
+	};
+
+	TEST_CHECK(llm_kv_init(&kv, &kp, &err) == LLM_OK, "init: %s", err.msg);
 
 	for (int step = 0; step < 5000; step++)
 	{

@@ -19,7 +19,16 @@
 
 typedef struct LlmBackend LlmBackend;
 
-/* What attention needs for a batch of n query tokens. */
+/*
+ * What attention needs for a batch of n query tokens.  Token i of sequence
+ * seq[i] at position pos[i] is in slot pos[i] - seq[i]->n_evicted and sees
+ * the slots before it and itself (kv.h): all of them until the sequence's
+ * first eviction, and, on a sliding-window layer, only those whose position
+ * (slot == position before any eviction, else slot_pos) is within window.
+ * When seq[i]->score is set, attention adds to the score of every key the
+ * softmax probability each query head gave it (H2O; GQA: summed over the
+ * query heads of the key's group).
+ */
 typedef struct LlmAttnArgs
 {
 	int			n;				/* query tokens */
@@ -38,6 +47,8 @@ typedef struct LlmAttnArgs
 typedef struct LlmBackendOps
 {
 	const char *name;
+	/* make model m's weights usable (upload them); NULL when nothing is needed */
+	LlmStatus	(*prepare) (LlmBackend *be, const LlmModel *m, LlmError *err);
 	/* y (n, w->rows) = x (n, w->cols) times w transposed, w in its stored type */
 	void		(*matmul) (LlmBackend *be, const LlmWeight *w, const float *x, float *y, int n);
 	/* out (n, dim) = rows ids of w as floats, times scale */
@@ -49,11 +60,13 @@ typedef struct LlmBackendOps
 	/* rotate the first rope_dim values of each head of x (n, n_heads * head_dim) by pos */
 	void		(*rope) (LlmBackend *be, float *x, const int32_t *pos, int n, int n_heads,
 						 int head_dim, int rope_dim, const float *inv_freq, LlmRopeMode mode);
-	/* store k and v (n, kv_dim) at (seq[i], pos[i]) of layer */
+	/* store k and v (n, kv_dim) of layer in the slot of (seq[i], pos[i]); with slot_info, note pos and a zero score */
 	void		(*kv_store) (LlmBackend *be, LlmKvCache *kv, int layer, LlmKvSeq *const *seq,
 							 const int32_t *pos, const float *k, const float *v, int n);
 	/* fused attention over the paged cache of layer (one pass, online softmax) */
 	void		(*attention) (LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArgs *a);
+	/* apply n key/value moves between slots of seq (the compaction of an eviction, kv.h) */
+	void		(*kv_move) (LlmBackend *be, LlmKvCache *kv, const LlmKvSeq *seq, const LlmKvMove *moves, int n);
 	/* out (n) = act(gate) * up */
 	void		(*glu) (LlmBackend *be, const float *gate, const float *up, float *out, int64_t n,
 						LlmActivation act);
@@ -65,10 +78,14 @@ struct LlmBackend
 {
 	const LlmBackendOps *ops;
 	LlmPool    *pool;			/* compute threads (CPU backends) */
+	bool		device_storage; /* the KV pool's keys and values live in the backend (LlmKvParams) */
 };
 
 /* The CPU backend with the scalar reference kernels. */
 extern const LlmBackendOps llm_cpu_ref_ops;
+
+/* Create the backend for device (backend.c): CUDA, or the CPU with n_threads compute threads. */
+LlmStatus	llm_backend_new(LlmDevice device, int n_threads, LlmBackend **out, LlmError *err);
 
 /* Create a CPU backend with n_threads compute threads. */
 LlmStatus	llm_backend_cpu_new(int n_threads, LlmBackend **out, LlmError *err);

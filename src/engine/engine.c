@@ -12,6 +12,11 @@
  * simple: when the KV pool runs dry, the newest running sequence gives back
  * its blocks (n_past = 0) and waits; later it recomputes its tokens
  * (Kwon et al., SOSP 2023, recomputation).
+ *
+ * With a KV budget (kv_budget > 0), a sequence that holds more keys than
+ * the budget after a step drops the excess in every layer and KV head
+ * (evict.c: H2O, StreamingLLM or a plain window) and gives the freed blocks
+ * back at once, so it needs at most budget + one step's tokens of slots.
  */
 #include "engine.h"
 
@@ -71,6 +76,9 @@ struct LlmEngine
 	int			seqs_cap;
 	int64_t		next_id;
 
+	LlmEvictRule evict;			/* budget 0: no eviction */
+	LlmKvMove  *moves;			/* (n_layers * n_kv_heads * max_batch_tokens) an eviction's compaction */
+
 	/* the step's batch, (max_batch_tokens) each */
 	int32_t    *b_token;
 	int32_t    *b_pos;
@@ -94,6 +102,31 @@ llm_engine_config_default(LlmEngineConfig *c)
 	c->kv_cache_bytes = 0;
 	c->kv_type = LLM_KV_F32;
 	c->prefix_cache = true;
+	c->kv_budget = 0;
+	c->kv_sink_tokens = 4;
+	c->evict_policy = LLM_EVICT_H2O;
+	c->device = LLM_DEVICE_AUTO;
+}
+
+/* The eviction rule of cfg (budget 0 when off); false when the budget cannot hold what the policy protects. */
+static bool
+evict_rule(const LlmEngineConfig *cfg, LlmEvictRule *r, LlmError *err)
+{
+	memset(r, 0, sizeof(*r));
+	if (cfg->kv_budget == 0)
+		return true;
+	r->budget = cfg->kv_budget;
+	r->sinks = cfg->evict_policy == LLM_EVICT_WINDOW ? 0 : cfg->kv_sink_tokens;
+	r->recent = cfg->evict_policy == LLM_EVICT_H2O ? cfg->kv_budget / 2 : cfg->kv_budget - r->sinks;
+	r->by_score = cfg->evict_policy == LLM_EVICT_H2O;
+	if (cfg->kv_budget < 0 || cfg->kv_sink_tokens < 0 || r->recent < 1 || r->sinks + r->recent > r->budget)
+	{
+		llm_error_set(err, LLM_ERR_INVALID,
+					  "a KV budget of %d keys cannot hold %d attention sinks and a recent window",
+					  cfg->kv_budget, cfg->kv_sink_tokens);
+		return false;
+	}
+	return true;
 }
 
 /* Request defaults: greedy, 128 tokens, filters off. */
@@ -132,7 +165,8 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 {
 	LlmEngine  *e;
 	const LlmConfig *mc = &m->config;
-	int			kv_dim = mc->n_kv_heads * mc->head_dim;
+	LlmKvParams kp;
+	LlmEvictRule rule;
 	size_t		block_bytes;
 	size_t		kv_bytes;
 	int			n_blocks;
@@ -144,17 +178,23 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 		return llm_error_set(err, LLM_ERR_INVALID,
 							 "invalid engine configuration: threads %d, batch tokens %d, sequences %d, block size %d, context %d",
 							 cfg->n_threads, cfg->max_batch_tokens, cfg->max_seqs, cfg->kv_block_size, cfg->n_ctx);
+	if (!evict_rule(cfg, &rule, err))
+		return LLM_ERR_INVALID;
 	e = calloc(1, sizeof(*e));
 	if (e == NULL)
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the engine");
 	e->model = m;
 	e->config = *cfg;
+	e->evict = rule;
+	if (rule.budget > 0)
+		e->config.prefix_cache = false; /* shared blocks cannot be compacted (kv.h) */
 	if (e->config.n_ctx == 0 || e->config.n_ctx > mc->n_ctx)
 		e->config.n_ctx = mc->n_ctx;
 	e->next_id = 1;
 
 	/* the KV pool: as configured, else max_seqs full contexts up to a cap (at least one context) */
-	block_bytes = llm_kv_block_bytes(mc->n_layers, kv_dim, cfg->kv_block_size, cfg->kv_type);
+	block_bytes = llm_kv_block_bytes(mc->n_layers, mc->n_kv_heads, mc->head_dim, cfg->kv_block_size,
+									 cfg->kv_type);
 	nb = (e->config.n_ctx + cfg->kv_block_size - 1) / cfg->kv_block_size;
 	kv_bytes = cfg->kv_cache_bytes;
 	if (kv_bytes == 0)
@@ -170,11 +210,22 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 							 kv_bytes, block_bytes);
 	}
 	n_blocks = (int) (kv_bytes / block_bytes);
+	kp = (LlmKvParams) {
+		.n_layers = mc->n_layers,.n_kv_heads = mc->n_kv_heads,.head_dim = mc->head_dim,
+		.block_size = cfg->kv_block_size,.n_blocks = n_blocks,.type = cfg->kv_type,
+		.prefix_cache = e->config.prefix_cache,.slot_info = rule.budget > 0,
+		.scores = rule.budget > 0 && rule.by_score,
+	};
 
 	e->max_out = cfg->max_seqs < cfg->max_batch_tokens ? cfg->max_seqs : cfg->max_batch_tokens;
-	if ((st = llm_backend_cpu_new(cfg->n_threads, &e->backend, err)) ||
-		(st = llm_kv_init(&e->kv, mc->n_layers, kv_dim, cfg->kv_block_size, n_blocks, cfg->kv_type,
-						   cfg->prefix_cache, err)) ||
+	if ((st = llm_backend_new(cfg->device, cfg->n_threads, &e->backend, err)) ||
+		(e->backend->ops->prepare != NULL && (st = e->backend->ops->prepare(e->backend, m, err))))
+	{
+		llm_engine_free(e);
+		return st;
+	}
+	kp.device_storage = e->backend->device_storage;
+	if ((st = llm_kv_init(&e->kv, &kp, err)) ||
 		(st = llm_run_state_init(&e->run, mc, cfg->max_batch_tokens, err)))
 	{
 		llm_engine_free(e);
@@ -186,7 +237,10 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	e->b_seq = malloc((size_t) cfg->max_batch_tokens * sizeof(LlmKvSeq *));
 	e->b_want = malloc((size_t) cfg->max_batch_tokens * sizeof(bool));
 	e->b_owner = malloc((size_t) cfg->max_batch_tokens * sizeof(Seq *));
-	if (!e->logits || !e->b_token || !e->b_pos || !e->b_seq || !e->b_want || !e->b_owner)
+	if (rule.budget > 0)
+		e->moves = malloc((size_t) mc->n_layers * mc->n_kv_heads * cfg->max_batch_tokens * sizeof(LlmKvMove));
+	if (!e->logits || !e->b_token || !e->b_pos || !e->b_seq || !e->b_want || !e->b_owner ||
+		(rule.budget > 0 && !e->moves))
 	{
 		llm_engine_free(e);
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the engine's step buffers");
@@ -230,6 +284,7 @@ llm_engine_free(LlmEngine *e)
 	free(e->b_seq);
 	free(e->b_want);
 	free(e->b_owner);
+	free(e->moves);
 	free(e);
 }
 
@@ -303,6 +358,7 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 	Seq		   *s;
 	int			n_ctx = e->config.n_ctx;
 	int			want;
+	int			slots;
 	LlmStatus	st;
 
 	if (r->n_prompt < 1)
@@ -319,10 +375,13 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 								 i, r->prompt[i]);
 	/* the sequence must fit the whole pool by itself, or it could never finish */
 	want = r->max_tokens < n_ctx - r->n_prompt ? r->n_prompt + r->max_tokens : n_ctx;
-	if (llm_kv_blocks_for(&e->kv, want) > e->kv.n_blocks)
+	slots = want;
+	if (e->evict.budget > 0 && slots > e->evict.budget + e->config.max_batch_tokens)
+		slots = e->evict.budget + e->config.max_batch_tokens;	/* it never holds more */
+	if (llm_kv_blocks_for(&e->kv, slots) > e->kv.n_blocks)
 		return llm_error_set(err, LLM_ERR_LIMIT,
 							 "the request needs %d KV blocks of %d tokens but the pool has only %d",
-							 llm_kv_blocks_for(&e->kv, want), e->kv.block_size, e->kv.n_blocks);
+							 llm_kv_blocks_for(&e->kv, slots), e->kv.block_size, e->kv.n_blocks);
 
 	llm_sampler_params_default(&sp);
 	sp.temperature = r->temperature;
@@ -453,7 +512,7 @@ batch_add_seq(LlmEngine *e, Seq *s, int n_batch, int budget)
 
 	if (take > budget)
 		take = budget;
-	if (take <= 0 || !reserve_or_preempt(e, s, s->n_past + take, n_batch))
+	if (take <= 0 || !reserve_or_preempt(e, s, s->n_past - s->kv.n_evicted + take, n_batch))
 		return 0;
 	if (s->n_past == s->n_attached && s->n_attached > 0)
 		e->stats.prefix_hit_tokens += s->n_attached;	/* the cached prefix is used now */
@@ -569,6 +628,18 @@ seq_admit(LlmEngine *e, Seq *s)
 		s->n_past = s->n_attached = llm_kv_prefix_attach(&e->kv, &s->kv, s->tokens, s->n_tokens - 1);
 }
 
+/* Drop s's keys beyond the KV budget and give back the blocks that frees. */
+static void
+seq_evict(LlmEngine *e, Seq *s)
+{
+	LlmError	err;
+
+	if (e->evict.budget > 0 && s->state == SEQ_RUNNING &&
+		llm_kv_evict_apply(e->backend, &e->kv, &s->kv, s->n_past - s->kv.n_evicted, s->n_past - 1,
+						   &e->evict, e->moves, &err) != LLM_OK)
+		seq_finish(e, s, LLM_FINISH_ERROR, err.msg);
+}
+
 /* Run one step: admit, batch, forward, sample, finish. */
 LlmStatus
 llm_engine_step(LlmEngine *e, LlmError *err)
@@ -624,17 +695,22 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 		return st;
 	}
 
-	/* the batch's keys and values are stored: advance, and offer full blocks to the prefix cache */
+	/* the batch's keys and values are stored: advance, offer full blocks to the prefix cache, evict */
 	for (int b = 0; b < n_batch; b++)
 		e->b_owner[b]->n_past++;
 	for (int b = 0; b < n_batch; b++)
 		if (b == n_batch - 1 || e->b_owner[b + 1] != e->b_owner[b])
+		{
 			llm_kv_prefix_register(&e->kv, &e->b_owner[b]->kv, e->b_owner[b]->tokens, e->b_owner[b]->n_past);
+			seq_evict(e, e->b_owner[b]);
+		}
 
 	n_out = 0;
 	for (int b = 0; b < n_batch; b++)
-		if (e->b_want[b])
+		if (e->b_want[b] && e->b_owner[b]->state == SEQ_RUNNING)
 			seq_accept_logits(e, e->b_owner[b], e->logits + (size_t) n_out++ * e->model->config.n_vocab);
+		else if (e->b_want[b])
+			n_out++;
 	return LLM_OK;
 }
 
@@ -703,12 +779,13 @@ llm_engine_stats(const LlmEngine *e, LlmEngineStats *out)
 		else if (s->state == SEQ_RUNNING)
 		{
 			out->n_running++;
-			out->kv_tokens += s->n_past;
+			out->kv_tokens += s->n_past - s->kv.n_evicted;
 			out->kv_capacity += (int64_t) s->kv.n_blocks * e->kv.block_size;
 		}
 	}
 	out->kv_blocks_used = e->kv.n_blocks - e->kv.n_free - e->kv.n_lru;
 	out->kv_blocks_cached = e->kv.n_lru;
 	out->kv_blocks_total = e->kv.n_blocks;
+	out->evicted_keys = e->kv.evicted_keys;
 
 }

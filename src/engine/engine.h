@@ -58,8 +58,25 @@ const LlmTokenizer *llm_model_tokenizer(const LlmModel *m);
 typedef enum LlmKvType
 {
 	LLM_KV_F32,
-	LLM_KV_F16
+	LLM_KV_F16,
+	LLM_KV_I8					/* int8 with a float scale per (position, KV head) */
 } LlmKvType;
+
+/* Which keys a sequence over its KV budget drops (see kv.h). */
+typedef enum LlmEvictPolicy
+{
+	LLM_EVICT_H2O,				/* sinks, the newest half of the budget, and the heavy hitters */
+	LLM_EVICT_STREAMING,		/* sinks and the newest positions (StreamingLLM) */
+	LLM_EVICT_WINDOW			/* the newest positions only */
+} LlmEvictPolicy;
+
+/* Where the model runs. */
+typedef enum LlmDevice
+{
+	LLM_DEVICE_AUTO,			/* CUDA when built with it and a GPU is visible, else the CPU */
+	LLM_DEVICE_CPU,
+	LLM_DEVICE_CUDA
+} LlmDevice;
 
 typedef struct LlmEngineConfig
 {
@@ -70,10 +87,18 @@ typedef struct LlmEngineConfig
 	int			kv_block_size;	/* tokens per KV block */
 	size_t		kv_cache_bytes; /* size of the KV pool; 0 = enough for max_seqs full contexts */
 	LlmKvType	kv_type;
-	bool		prefix_cache;	/* reuse cached KV blocks of shared prompt prefixes */
+	bool		prefix_cache;	/* reuse cached KV blocks of shared prompt prefixes (off when evicting) */
+	int			kv_budget;		/* keys kept per sequence, layer and KV head; 0 = no eviction */
+	int			kv_sink_tokens; /* first positions never evicted (not for LLM_EVICT_WINDOW) */
+	LlmEvictPolicy evict_policy;
+	LlmDevice	device;
 } LlmEngineConfig;
 
-/* Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks of 16, f32 KV, prefix cache on. */
+/*
+ * Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks
+ * of 16, f32 KV, prefix cache on, no eviction (H2O with 4 sinks when a
+ * budget is set), device auto.
+ */
 void		llm_engine_config_default(LlmEngineConfig *c);
 
 LlmStatus	llm_engine_new(LlmModel *m, const LlmEngineConfig *c, LlmEngine **out, LlmError *err);
@@ -162,6 +187,7 @@ typedef struct LlmEngineStats
 	int			kv_blocks_total;
 	int64_t		preemptions;
 	int64_t		prefix_hit_tokens;	/* prompt tokens not computed thanks to the prefix cache */
+	int64_t		evicted_keys;	/* (position, layer, KV head) keys dropped by eviction */
 } LlmEngineStats;
 
 void		llm_engine_stats(const LlmEngine *e, LlmEngineStats *out);

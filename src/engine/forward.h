@@ -68,6 +68,8 @@ void		llm_run_state_free(LlmRunState *s);
 LlmStatus	llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 						const LlmBatch *b, float *logits, LlmError *err);
 
+/* The chunk runners (chunks.c). */
+
 /* Called with each chunk's tokens (as in the text) and, when asked for, its logits (chunk, n_vocab). */
 typedef void (*LlmChunkFn) (void *ctx, int c, const int32_t *tokens, const float *logits);
 
@@ -81,5 +83,18 @@ typedef void (*LlmChunkFn) (void *ctx, int c, const int32_t *tokens, const float
 LlmStatus	llm_forward_chunks(const LlmModel *m, const int32_t *tokens, int n_chunks, int chunk,
 							   int n_threads, LlmKvType kv_type, LlmCalib *calib, bool want_logits,
 							   LlmChunkFn fn, void *ctx, LlmError *err);
+
+/* Called for position j of chunk c (tokens as in the text) with the logits (n_vocab) predicting token j + 1. */
+typedef void (*LlmTokenFn) (void *ctx, int c, int j, const int32_t *tokens, const float *logits);
+
+/*
+ * Run n_chunks chunks as llm_forward_chunks does, but one position of up to
+ * 16 chunks a step, evicting by rule after each step (rule->budget 0: keep
+ * everything), so the logits of position j see only the keys the rule kept.
+ * fn sees positions 0 .. chunk - 2 of every chunk.
+ */
+LlmStatus	llm_forward_chunks_evicting(const LlmModel *m, const int32_t *tokens, int n_chunks, int chunk,
+										int n_threads, LlmKvType kv_type, const LlmEvictRule *rule,
+										LlmTokenFn fn, void *ctx, LlmError *err);
 
 #endif							/* LLM_FORWARD_H */

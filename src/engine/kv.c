@@ -21,51 +21,76 @@
 static size_t
 kv_elem_size(LlmKvType type)
 {
-	return type == LLM_KV_F16 ? 2 : 4;
+	return type == LLM_KV_F32 ? 4 : type == LLM_KV_F16 ? 2 : 1;
 }
 
-/* Bytes one block takes across all layers (keys and values). */
+/* Bytes one block takes across all layers (keys, values and INT8 scales). */
 size_t
-llm_kv_block_bytes(int n_layers, int kv_dim, int block_size, LlmKvType type)
+llm_kv_block_bytes(int n_layers, int n_kv_heads, int head_dim, int block_size, LlmKvType type)
 {
-	return 2 * (size_t) n_layers * (size_t) block_size * (size_t) kv_dim * kv_elem_size(type);
+	size_t		per_pos = (size_t) n_kv_heads * head_dim * kv_elem_size(type);
+
+	if (type == LLM_KV_I8)
+		per_pos += (size_t) n_kv_heads * sizeof(float);
+	return 2 * (size_t) n_layers * (size_t) block_size * per_pos;
 }
 
-/* Allocate a pool of n_blocks blocks, with or without prefix caching. */
+/* Allocate a pool as p describes. */
 LlmStatus
-llm_kv_init(LlmKvCache *kv, int n_layers, int kv_dim, int block_size, int n_blocks,
-			LlmKvType type, bool prefix_cache, LlmError *err)
+llm_kv_init(LlmKvCache *kv, const LlmKvParams *p, LlmError *err)
 {
+	size_t		rows = (size_t) p->n_layers * p->n_blocks * p->block_size;
 	size_t		bytes;
 	bool		ok;
 
 	memset(kv, 0, sizeof(*kv));
-	if (block_size < 1 || block_size > 4096 || n_blocks < 1 || n_blocks > (1 << 28))
+	if (p->block_size < 1 || p->block_size > 4096 || p->n_blocks < 1 || p->n_blocks > (1 << 28))
 		return llm_error_set(err, LLM_ERR_INVALID, "invalid KV pool: %d blocks of %d tokens",
-							 n_blocks, block_size);
-	kv->n_layers = n_layers;
-	kv->kv_dim = kv_dim;
-	kv->block_size = block_size;
-	kv->n_blocks = n_blocks;
-	kv->type = type;
-	kv->elem_size = kv_elem_size(type);
-	kv->prefix_cache = prefix_cache;
+							 p->n_blocks, p->block_size);
+	if (p->n_layers < 1 || p->n_kv_heads < 1 || p->head_dim < 1)
+		return llm_error_set(err, LLM_ERR_INVALID, "invalid KV shape: %d layers, %d heads of %d",
+							 p->n_layers, p->n_kv_heads, p->head_dim);
+	if (p->prefix_cache && p->slot_info)
+		return llm_error_set(err, LLM_ERR_INVALID, "a KV pool cannot both cache prefixes and evict");
+	kv->n_layers = p->n_layers;
+	kv->n_kv_heads = p->n_kv_heads;
+	kv->head_dim = p->head_dim;
+	kv->kv_dim = p->n_kv_heads * p->head_dim;
+	kv->block_size = p->block_size;
+	kv->n_blocks = p->n_blocks;
+	kv->type = p->type;
+	kv->elem_size = kv_elem_size(p->type);
+	kv->prefix_cache = p->prefix_cache;
+	kv->slot_info = p->slot_info || p->scores;
+	kv->scores = p->scores;
 	kv->lru_head = kv->lru_tail = -1;
-	bytes = llm_kv_block_bytes(n_layers, kv_dim, block_size, type) / 2 * (size_t) n_blocks;
-	kv->k = malloc(bytes);
-	kv->v = malloc(bytes);
-	kv->refcount = calloc((size_t) n_blocks, sizeof(int32_t));
-	kv->free_list = malloc((size_t) n_blocks * sizeof(int32_t));
-	ok = kv->k && kv->v && kv->refcount && kv->free_list;
-	if (ok && prefix_cache)
+	bytes = llm_kv_block_bytes(p->n_layers, p->n_kv_heads, p->head_dim, p->block_size, p->type) / 2 *
+		(size_t) p->n_blocks;
+	ok = true;
+	if (!p->device_storage)
+	{
+		kv->k = malloc(rows * kv->kv_dim * kv->elem_size);
+		kv->v = malloc(rows * kv->kv_dim * kv->elem_size);
+		ok = kv->k && kv->v;
+		if (ok && p->type == LLM_KV_I8)
+		{
+			kv->k_scale = malloc(rows * kv->n_kv_heads * sizeof(float));
+			kv->v_scale = malloc(rows * kv->n_kv_heads * sizeof(float));
+			ok = kv->k_scale && kv->v_scale;
+		}
+	}
+	kv->refcount = calloc((size_t) p->n_blocks, sizeof(int32_t));
+	kv->free_list = malloc((size_t) p->n_blocks * sizeof(int32_t));
+	ok = ok && kv->refcount && kv->free_list;
+	if (ok && p->prefix_cache)
 	{
 		kv->table_cap = 16;
-		while (kv->table_cap < 2 * (uint32_t) n_blocks)
+		while (kv->table_cap < 2 * (uint32_t) p->n_blocks)
 			kv->table_cap *= 2;
-		kv->block_hash = calloc((size_t) n_blocks, sizeof(uint64_t));
-		kv->block_tokens = malloc((size_t) n_blocks * block_size * sizeof(int32_t));
-		kv->lru_prev = malloc((size_t) n_blocks * sizeof(int32_t));
-		kv->lru_next = malloc((size_t) n_blocks * sizeof(int32_t));
+		kv->block_hash = calloc((size_t) p->n_blocks, sizeof(uint64_t));
+		kv->block_tokens = malloc((size_t) p->n_blocks * p->block_size * sizeof(int32_t));
+		kv->lru_prev = malloc((size_t) p->n_blocks * sizeof(int32_t));
+		kv->lru_next = malloc((size_t) p->n_blocks * sizeof(int32_t));
 		kv->table = malloc((size_t) kv->table_cap * sizeof(int32_t));
 		ok = kv->block_hash && kv->block_tokens && kv->lru_prev && kv->lru_next && kv->table;
 		for (uint32_t i = 0; ok && i < kv->table_cap; i++)
@@ -75,12 +100,12 @@ llm_kv_init(LlmKvCache *kv, int n_layers, int kv_dim, int block_size, int n_bloc
 	{
 		llm_kv_free(kv);
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a KV pool of %d blocks (%zu MB)",
-							 n_blocks, 2 * bytes >> 20);
+							 p->n_blocks, 2 * bytes >> 20);
 	}
 	/* lowest block ids are handed out first */
-	for (int i = 0; i < n_blocks; i++)
-		kv->free_list[i] = n_blocks - 1 - i;
-	kv->n_free = n_blocks;
+	for (int i = 0; i < p->n_blocks; i++)
+		kv->free_list[i] = p->n_blocks - 1 - i;
+	kv->n_free = p->n_blocks;
 	return LLM_OK;
 }
 
@@ -90,6 +115,8 @@ llm_kv_free(LlmKvCache *kv)
 {
 	free(kv->k);
 	free(kv->v);
+	free(kv->k_scale);
+	free(kv->v_scale);
 	free(kv->refcount);
 	free(kv->free_list);
 	free(kv->block_hash);
@@ -274,6 +301,36 @@ seq_grow(LlmKvSeq *seq, int need)
 	return true;
 }
 
+/* Make room for n_slots slots in seq's slot_pos and score (when the pool keeps them). */
+static bool
+seq_grow_info(const LlmKvCache *kv, LlmKvSeq *seq, int n_slots)
+{
+	size_t		per_slot = (size_t) kv->n_layers * kv->n_kv_heads;
+	int			cap = seq->info_cap ? seq->info_cap : 64;
+
+	if (!kv->slot_info || n_slots <= seq->info_cap)
+		return true;
+	while (cap < n_slots)
+		cap *= 2;
+	{
+		int32_t    *pos = realloc(seq->slot_pos, (size_t) cap * per_slot * sizeof(int32_t));
+
+		if (pos == NULL)
+			return false;
+		seq->slot_pos = pos;
+	}
+	if (kv->scores)
+	{
+		float	   *score = realloc(seq->score, (size_t) cap * per_slot * sizeof(float));
+
+		if (score == NULL)
+			return false;
+		seq->score = score;
+	}
+	seq->info_cap = cap;
+	return true;
+}
+
 /* Grow seq's table so it holds n_tokens positions; LLM_ERR_LIMIT (nothing taken) when the pool is short. */
 LlmStatus
 llm_kv_seq_reserve(LlmKvCache *kv, LlmKvSeq *seq, int n_tokens, LlmError *err)
@@ -285,7 +342,7 @@ llm_kv_seq_reserve(LlmKvCache *kv, LlmKvSeq *seq, int n_tokens, LlmError *err)
 	if (need - seq->n_blocks > llm_kv_available(kv))
 		return llm_error_set(err, LLM_ERR_LIMIT, "KV pool exhausted: %d blocks needed, %d available",
 							 need - seq->n_blocks, llm_kv_available(kv));
-	if (!seq_grow(seq, need))
+	if (!seq_grow(seq, need) || !seq_grow_info(kv, seq, need * kv->block_size))
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a block table");
 	while (seq->n_blocks < need)
 	{
@@ -297,24 +354,28 @@ llm_kv_seq_reserve(LlmKvCache *kv, LlmKvSeq *seq, int n_tokens, LlmError *err)
 	return LLM_OK;
 }
 
-/* Give back all of seq's blocks: unused registered ones to the LRU list, others to the free list. */
+/* Drop one reference to block b: when it was the last, an unused registered block goes to the LRU list, another to the free list. */
+static void
+put_block(LlmKvCache *kv, int32_t b)
+{
+	if (--kv->refcount[b] > 0)
+		return;
+	if (kv->prefix_cache && kv->block_hash[b] != 0)
+		lru_push(kv, b);
+	else
+		kv->free_list[kv->n_free++] = b;
+}
+
+/* Give back all of seq's blocks. */
 void
 llm_kv_seq_release(LlmKvCache *kv, LlmKvSeq *seq)
 {
 	for (int i = 0; i < seq->n_blocks; i++)
-	{
-		int32_t		b = seq->blocks[i];
-
-		if (--kv->refcount[b] > 0)
-			continue;
-		if (kv->prefix_cache && kv->block_hash[b] != 0)
-			lru_push(kv, b);
-		else
-			kv->free_list[kv->n_free++] = b;
-	}
+		put_block(kv, seq->blocks[i]);
 	seq->n_blocks = 0;
 	seq->n_registered = 0;
 	seq->last_hash = 0;
+	seq->n_evicted = 0;
 }
 
 /* Free the table itself (after release). */
@@ -322,7 +383,21 @@ void
 llm_kv_seq_free(LlmKvSeq *seq)
 {
 	free(seq->blocks);
+	free(seq->slot_pos);
+	free(seq->score);
 	memset(seq, 0, sizeof(*seq));
+}
+
+/* Give back seq's blocks past those n_slots slots need. */
+void
+llm_kv_seq_shrink(LlmKvCache *kv, LlmKvSeq *seq, int n_slots)
+{
+	int			keep = llm_kv_blocks_for(kv, n_slots);
+
+	while (seq->n_blocks > keep)
+		put_block(kv, seq->blocks[--seq->n_blocks]);
+	if (seq->n_registered > seq->n_blocks)
+		seq->n_registered = seq->n_blocks;
 }
 
 /* Attach to the empty seq the cached blocks of the longest prefix of tokens (at most max_tokens positions). */

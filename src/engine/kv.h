@@ -20,6 +20,29 @@
  * cached blocks are read-only.  A cached block nobody uses is not freed but
  * parked on an LRU list; it is evicted (its hash forgotten) only when the
  * free list is empty.
+ *
+ * INT8 keys and values.  With LLM_KV_I8 each (position, KV head) vector of
+ * head_dim values is stored as int8 q with one float scale (absmax / 127):
+ * value = q * scale.  Scales live beside the data, k_scale[l][b][slot][head].
+ *
+ * Eviction (H2O, Zhang et al. 2023; StreamingLLM, Xiao et al. 2024).  With
+ * an eviction policy a sequence's cache is a list of slots rather than of
+ * positions.  Until its first eviction slot == position.  Eviction works per
+ * layer and per KV head, but every (layer, head) always drops the same
+ * number of keys, so all of them hold the same number of slots and share one
+ * block table: a sequence that dropped n_evicted positions stores the
+ * position p it is now computing in slot p - n_evicted, and holds only the
+ * blocks its slots need (real memory back to the pool).  Which position a
+ * slot of (layer, head) holds is in slot_pos.  Dropping keys compacts: the
+ * kept keys of the slots past the new end move into the freed slots (a
+ * short list of LlmKvMove the backend applies), so slot order is not
+ * position order after an eviction; attention does not care except for
+ * sliding-window layers, which mask by slot_pos.  Keys are stored after
+ * RoPE at their original positions and never re-rotated: a query at
+ * position p sees each kept key exactly as it would without eviction.
+ * Eviction and the prefix cache do not mix (a shared block cannot be
+ * compacted by one of its users): the engine turns prefix caching off when
+ * it evicts.
  */
 #ifndef LLM_KV_H
 #define LLM_KV_H
@@ -31,16 +54,37 @@
 #include "engine.h"
 #include "status.h"
 
+/* How to build a pool (llm_kv_init). */
+typedef struct LlmKvParams
+{
+	int			n_layers;
+	int			n_kv_heads;
+	int			head_dim;
+	int			block_size;		/* positions per block */
+	int			n_blocks;
+	LlmKvType	type;
+	bool		prefix_cache;	/* register and reuse full blocks of prompt prefixes */
+	bool		slot_info;		/* sequences keep slot_pos (any eviction policy) */
+	bool		scores;			/* sequences keep H2O scores (the H2O policy) */
+	bool		device_storage; /* keys and values live in the backend's memory, not k / v */
+} LlmKvParams;
+
 typedef struct LlmKvCache
 {
 	int			n_layers;
+	int			n_kv_heads;
+	int			head_dim;
 	int			kv_dim;			/* n_kv_heads * head_dim */
 	int			block_size;		/* positions per block */
 	int			n_blocks;
 	LlmKvType	type;
 	size_t		elem_size;		/* bytes per stored value */
-	uint8_t    *k;				/* (n_layers, n_blocks, block_size, kv_dim) */
+	uint8_t    *k;				/* (n_layers, n_blocks, block_size, kv_dim); NULL with device storage */
 	uint8_t    *v;				/* (n_layers, n_blocks, block_size, kv_dim) */
+	float	   *k_scale;		/* (n_layers, n_blocks, block_size, n_kv_heads), LLM_KV_I8 only */
+	float	   *v_scale;		/* (n_layers, n_blocks, block_size, n_kv_heads), LLM_KV_I8 only */
+	bool		slot_info;		/* sequences keep slot_pos */
+	bool		scores;			/* sequences keep H2O scores */
 	int32_t    *refcount;		/* (n_blocks) */
 	int32_t    *free_list;		/* (n_blocks) stack of free block ids */
 	int			n_free;
@@ -59,6 +103,7 @@ typedef struct LlmKvCache
 	uint32_t	table_deleted;	/* tombstones in table */
 	int64_t		prefix_hit_tokens;	/* tokens served from cached blocks */
 	int64_t		prefix_evictions;	/* cached blocks reused for other data */
+	int64_t		evicted_keys;	/* (position, layer, head) keys dropped by eviction */
 } LlmKvCache;
 
 /* One sequence's block table. */
@@ -69,14 +114,37 @@ typedef struct LlmKvSeq
 	int32_t    *blocks;			/* (cap) block ids */
 	int			n_registered;	/* leading blocks known to the prefix cache */
 	uint64_t	last_hash;		/* hash of block n_registered - 1 (0 for none) */
+
+	/* eviction: slot = position - n_evicted (see the top of this file) */
+	int			n_evicted;		/* positions dropped from every (layer, KV head) */
+	int			info_cap;		/* slots slot_pos and score hold */
+	int32_t    *slot_pos;		/* (info_cap, n_layers, n_kv_heads) position in each slot; slot_info */
+	float	   *score;			/* (info_cap, n_layers, n_kv_heads) summed attention; scores */
 } LlmKvSeq;
 
-/* Bytes one block takes across all layers (keys and values). */
-size_t		llm_kv_block_bytes(int n_layers, int kv_dim, int block_size, LlmKvType type);
+/* Which keys a sequence keeps when it holds more than budget slots (see llm_kv_evict_select). */
+typedef struct LlmEvictRule
+{
+	int			budget;			/* slots kept per (layer, KV head) */
+	int			sinks;			/* positions 0 .. sinks-1 are never dropped */
+	int			recent;			/* nor the newest recent positions */
+	bool		by_score;		/* drop the lowest score first (H2O), else the oldest */
+} LlmEvictRule;
 
-/* Allocate a pool of n_blocks blocks, with or without prefix caching. */
-LlmStatus	llm_kv_init(LlmKvCache *kv, int n_layers, int kv_dim, int block_size, int n_blocks,
-						LlmKvType type, bool prefix_cache, LlmError *err);
+/* One key and value of (layer, KV head) moving from slot from to slot to of a sequence. */
+typedef struct LlmKvMove
+{
+	int32_t		layer;
+	int32_t		head;
+	int32_t		from;
+	int32_t		to;
+} LlmKvMove;
+
+/* Bytes one block takes across all layers (keys, values and INT8 scales). */
+size_t		llm_kv_block_bytes(int n_layers, int n_kv_heads, int head_dim, int block_size, LlmKvType type);
+
+/* Allocate a pool as p describes. */
+LlmStatus	llm_kv_init(LlmKvCache *kv, const LlmKvParams *p, LlmError *err);
 void		llm_kv_free(LlmKvCache *kv);
 
 /* Blocks a sequence needs to hold n_tokens positions. */
@@ -94,6 +162,36 @@ void		llm_kv_seq_release(LlmKvCache *kv, LlmKvSeq *seq);
 /* Free the table itself (after release). */
 void		llm_kv_seq_free(LlmKvSeq *seq);
 
+/* Give back seq's blocks past those n_slots slots need (after an eviction). */
+void		llm_kv_seq_shrink(LlmKvCache *kv, LlmKvSeq *seq, int n_slots);
+
+/*
+ * Choose the keys one (layer, KV head) drops: of its n slots, whose
+ * positions are pos[j * stride] and scores score[j * stride] (NULL: all
+ * equal), mark in victim (n) the n - rule->budget that are neither sinks nor
+ * among the rule->recent newest positions (newest = the highest position
+ * the sequence holds, newest_pos), lowest score first, older first among
+ * equals.  Returns how many were marked (0 when n <= budget; fewer than
+ * n - budget when the rule protects too many), -1 when out of memory.
+ */
+int			llm_kv_evict_select(const int32_t *pos, const float *score, size_t stride, int n,
+								int newest_pos, const LlmEvictRule *rule, bool *victim);
+
+/*
+ * Evict seq (holding n_slots slots; its newest position is newest_pos) down
+ * to rule->budget slots in every (layer, KV head): choose victims, update
+ * slot_pos and score, and write to *moves (*n_moves) the key/value moves
+ * that compact the kept keys into the first budget slots.  The caller
+ * applies the moves to the stored keys and values (the backend's kv_move),
+ * then calls llm_kv_seq_shrink.  moves must hold n_layers * n_kv_heads *
+ * (n_slots - budget) entries.  Returns the slots dropped per (layer, head),
+ * -1 (nothing changed) when out of memory, when the pool keeps no slot
+ * positions or scores the rule needs, or when the rule protects more keys
+ * than the budget.
+ */
+int			llm_kv_seq_evict(LlmKvCache *kv, LlmKvSeq *seq, int n_slots, int newest_pos,
+							 const LlmEvictRule *rule, LlmKvMove *moves, int *n_moves);
+
 /* Blocks that can be had right now: free ones plus unused cached ones. */
 int			llm_kv_available(const LlmKvCache *kv);
 
@@ -107,23 +205,56 @@ int			llm_kv_prefix_attach(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens,
 /* Register seq's full blocks among its first n_filled positions (tokens are their ids). */
 void		llm_kv_prefix_register(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens, int n_filled);
 
-/* Address of the key / value vector (kv_dim values) of position pos of seq in layer. */
-static inline void *
-llm_kv_k_at(const LlmKvCache *kv, const LlmKvSeq *seq, int layer, int pos)
-{
-	size_t		block = (size_t) seq->blocks[pos / kv->block_size];
-	size_t		idx = (((size_t) layer * kv->n_blocks + block) * kv->block_size + pos % kv->block_size);
+typedef struct LlmBackend LlmBackend;
 
-	return kv->k + idx * kv->kv_dim * kv->elem_size;
+/*
+ * The whole eviction of seq (holding n_slots slots, newest position
+ * newest_pos) down to rule->budget: llm_kv_seq_evict, the moves applied by
+ * be's kv_move, llm_kv_seq_shrink.  moves as for llm_kv_seq_evict.
+ */
+LlmStatus	llm_kv_evict_apply(LlmBackend *be, LlmKvCache *kv, LlmKvSeq *seq, int n_slots, int newest_pos,
+							   const LlmEvictRule *rule, LlmKvMove *moves, LlmError *err);
+
+/* Index of slot of seq in layer among the pool's (layer, block, slot) rows. */
+static inline size_t
+llm_kv_row(const LlmKvCache *kv, const LlmKvSeq *seq, int layer, int slot)
+{
+	size_t		block = (size_t) seq->blocks[slot / kv->block_size];
+
+	return ((size_t) layer * kv->n_blocks + block) * kv->block_size + slot % kv->block_size;
+}
+
+/* Address of the key / value vector (kv_dim values) in slot of seq in layer. */
+static inline void *
+llm_kv_k_at(const LlmKvCache *kv, const LlmKvSeq *seq, int layer, int slot)
+{
+	return kv->k + llm_kv_row(kv, seq, layer, slot) * kv->kv_dim * kv->elem_size;
 }
 
 static inline void *
-llm_kv_v_at(const LlmKvCache *kv, const LlmKvSeq *seq, int layer, int pos)
+llm_kv_v_at(const LlmKvCache *kv, const LlmKvSeq *seq, int layer, int slot)
 {
-	size_t		block = (size_t) seq->blocks[pos / kv->block_size];
-	size_t		idx = (((size_t) layer * kv->n_blocks + block) * kv->block_size + pos % kv->block_size);
+	return kv->v + llm_kv_row(kv, seq, layer, slot) * kv->kv_dim * kv->elem_size;
+}
 
-	return kv->v + idx * kv->kv_dim * kv->elem_size;
+/* Address of the n_kv_heads INT8 scales of the key / value in slot of seq in layer. */
+static inline float *
+llm_kv_k_scale_at(const LlmKvCache *kv, const LlmKvSeq *seq, int layer, int slot)
+{
+	return kv->k_scale + llm_kv_row(kv, seq, layer, slot) * kv->n_kv_heads;
+}
+
+static inline float *
+llm_kv_v_scale_at(const LlmKvCache *kv, const LlmKvSeq *seq, int layer, int slot)
+{
+	return kv->v_scale + llm_kv_row(kv, seq, layer, slot) * kv->n_kv_heads;
+}
+
+/* Index of (slot, layer, head) in a sequence's slot_pos and score. */
+static inline size_t
+llm_kv_info_index(const LlmKvCache *kv, int slot, int layer, int head)
+{
+	return ((size_t) slot * kv->n_layers + layer) * kv->n_kv_heads + head;
 }
 
 #endif							/* LLM_KV_H */

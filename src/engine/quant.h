@@ -70,6 +70,9 @@ bool		llm_type_can_quantize(LlmType type);
 /* Encode n floats (a multiple of the block size) as type into dst, as ggml's reference quantizers do. */
 void		llm_quantize_row(LlmType type, const float *src, void *dst, int64_t n);
 
+/* Encode n floats as int8 with one float scale (amax / 127), which it returns: x ~ q * scale. */
+float		llm_quantize_i8(const float *src, int8_t *dst, int64_t n);
+
 /*
  * Own quantization into standard block layouts (so the fast kernels serve
  * it): INT8 with one scale per row, as Q8_0 blocks sharing it; INT4 with one

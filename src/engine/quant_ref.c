@@ -498,24 +498,31 @@ llm_type_can_quantize(LlmType type)
 	}
 }
 
-/* Encode 32 floats as one Q8_0 block with scale d (q = round(x / d), clamped to [-127, 127]). */
+/* Encode n floats as int8 with scale d (q = round(x / d), clamped to [-127, 127]). */
 static void
-encode_q8_0_block(const float *src, float d, LlmBlockQ8_0 *dst)
+encode_i8(const float *src, float d, int8_t *dst, int64_t n)
 {
 	float		id = d != 0.0f ? 1.0f / d : 0.0f;
 
-	dst->d = llm_fp32_to_fp16(d);
-	for (int j = 0; j < LLM_QK; j++)
+	for (int64_t j = 0; j < n; j++)
 	{
 		float		q = roundf(src[j] * id);
 
-		/* |q| <= 127 when d covers the block; the clamp guards wider groups, NaN and infinity */
+		/* |q| <= 127 when d covers the values; the clamp guards wider groups, NaN and infinity */
 		if (!(q >= -127.0f))
 			q = isnan(q) ? 0.0f : -127.0f;
 		else if (q > 127.0f)
 			q = 127.0f;
-		dst->qs[j] = (int8_t) q;
+		dst[j] = (int8_t) q;
 	}
+}
+
+/* Encode 32 floats as one Q8_0 block with scale d. */
+static void
+encode_q8_0_block(const float *src, float d, LlmBlockQ8_0 *dst)
+{
+	dst->d = llm_fp32_to_fp16(d);
+	encode_i8(src, d, dst->qs, LLM_QK);
 }
 
 /* Encode 32 floats as one Q4_0 block with scale d (q = x / d + 8.5 truncated, clamped to [0, 15]). */
@@ -549,6 +556,16 @@ abs_max(const float *src, int64_t n)
 	for (int64_t j = 0; j < n; j++)
 		amax = fmaxf(amax, fabsf(src[j]));
 	return amax;
+}
+
+/* Encode n floats as int8 with one float scale (amax / 127), returned; the INT8 KV cache's format. */
+float
+llm_quantize_i8(const float *src, int8_t *dst, int64_t n)
+{
+	float		d = abs_max(src, n) / 127.0f;
+
+	encode_i8(src, d, dst, n);
+	return d;
 }
 
 /* Q4_0's scale for n floats: the value of largest magnitude, sign kept (the first on ties), over -8. */

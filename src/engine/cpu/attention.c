@@ -2,15 +2,24 @@
  * attention.c
  *		Fused attention over the paged KV cache, and its scalar kernels.
  *
- * For each query token and head: one pass over the token's visible keys in
- * tiles (the positions of one KV block, at most ATTN_TILE), keeping the running maximum m, the running sum l of
- * exp(s - m) and the accumulator acc of exp(s - m) * v (the online softmax
- * of FlashAttention, Dao et al. 2022; Milakov & Gimelshein 2018), so no
- * score row longer than a tile is ever stored.  Keys and values are read
- * through the sequence's block table where they lie; within a block they
- * are evenly spaced, so a kernel call covers a whole tile.  The dot
- * products and vector updates come from an LlmAttnKernels table: the
- * scalar ones below are the reference, cpu/attention_avx*.c the SIMD ones.
+ * For each query token and head: one pass over the token's visible slots
+ * in tiles (the slots of one KV block, at most ATTN_TILE), keeping the
+ * running maximum m, the running sum l of exp(s - m) and the accumulator acc
+ * of exp(s - m) * v (the online softmax of FlashAttention, Dao et al. 2022;
+ * Milakov & Gimelshein 2018), so no score row longer than a tile is ever
+ * stored.  Keys and values are read through the sequence's block table
+ * where they lie; within a block they are evenly spaced, so a kernel call
+ * covers a whole tile.  The dot products and vector updates come from an
+ * LlmAttnKernels table: the scalar ones below are the reference,
+ * cpu/attention_avx*.c the SIMD ones.
+ *
+ * H2O scores.  When sequences keep scores, the pass also keeps each scaled
+ * score it computed (one float per visible slot) and, once m and l are
+ * final, adds exp(s - m) / l -- the softmax probability -- to the key's
+ * score.  The output is computed by exactly the same operations either way,
+ * so tracking scores never changes a result.  Then one task owns a
+ * (sequence, KV head): it runs the sequence's tokens and the query heads
+ * of the group in turn and is the only writer of those scores.
  */
 #include "cpu/attention.h"
 
@@ -18,13 +27,6 @@
 #include <string.h>
 
 #define ATTN_TILE 64			/* keys scored per tile at most */
-
-/* A stored KV value as a float. */
-static inline float
-kv_value(const void *p, int i, LlmKvType type)
-{
-	return type == LLM_KV_F32 ? ((const float *) p)[i] : llm_fp16_to_fp32(((const uint16_t *) p)[i]);
-}
 
 /* s_j = q . k_j, scalar. */
 static void
@@ -35,7 +37,7 @@ ref_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, LlmK
 		float		sum = 0.0f;
 
 		for (int d = 0; d < hd; d++)
-			sum += q[d] * kv_value(k + (size_t) j * stride, d, type);
+			sum += q[d] * llm_kv_value(k + (size_t) j * stride, d, type);
 		s[j] = sum;
 	}
 }
@@ -54,7 +56,7 @@ ref_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, i
 {
 	for (int j = 0; j < nt; j++)
 		for (int d = 0; d < hd; d++)
-			acc[d] += w[j] * kv_value(v + (size_t) j * stride, d, type);
+			acc[d] += w[j] * llm_kv_value(v + (size_t) j * stride, d, type);
 }
 
 const LlmAttnKernels llm_attn_kernels_ref = {"scalar", ref_scores, ref_scale, ref_accum};
@@ -65,26 +67,51 @@ typedef struct AttnTask
 	int			layer;
 	const LlmAttnArgs *a;
 	const LlmAttnKernels *k;
+	const int  *run_start;		/* (n_runs + 1) first token of each sequence's run (score tasks) */
 } AttnTask;
 
-/* Attention of one query token and head (task = token * n_heads + head). */
-static void
-attn_task(void *arg, int task)
+/* The slots token i sees: [*lo, return value]; *mask when positions must be checked against the window. */
+static int
+visible_slots(const LlmAttnArgs *a, int i, int *lo, bool *mask)
 {
-	const AttnTask *t = arg;
+	const LlmKvSeq *seq = a->seq[i];
+	int			pos = a->pos[i];
+
+	*lo = 0;
+	*mask = false;
+	if (a->window > 0 && pos - a->window + 1 > 0)
+	{
+		if (seq->n_evicted == 0)
+			*lo = pos - a->window + 1;	/* slot == position */
+		else
+			*mask = true;
+	}
+	return pos - seq->n_evicted;
+}
+
+/*
+ * Attention of query token i, query head h (its output row); with probs,
+ * the softmax probability of each visible slot j goes to probs[j - lo].
+ */
+static void
+attend(const AttnTask *t, int i, int h, float *probs)
+{
 	const LlmAttnArgs *a = t->a;
 	const LlmKvCache *kv = t->kv;
 	const LlmAttnKernels *k = t->k;
-	int			i = task / a->n_heads;
-	int			h = task % a->n_heads;
+	const LlmKvSeq *seq = a->seq[i];
 	int			hd = a->head_dim;
-	size_t		head_off = (size_t) (h / (a->n_heads / a->n_kv_heads)) * hd * kv->elem_size;
+	int			g = h / (a->n_heads / a->n_kv_heads);
+	size_t		head_off = (size_t) g * hd * kv->elem_size;
 	size_t		stride = (size_t) kv->kv_dim * kv->elem_size;
 	int			bs = kv->block_size;
+	bool		int8 = kv->type == LLM_KV_I8;
 	const float *q = a->q + ((size_t) i * a->n_heads + h) * hd;
 	float	   *out = a->out + ((size_t) i * a->n_heads + h) * hd;
-	int			hi = a->pos[i];
-	int			lo = a->window > 0 && hi - a->window + 1 > 0 ? hi - a->window + 1 : 0;
+	int			lo;
+	bool		mask;
+	int			hi = visible_slots(a, i, &lo, &mask);
+	int			win_lo = a->pos[i] - a->window + 1;
 	float		m = -INFINITY;
 	float		l = 0.0f;
 	float		acc[hd];
@@ -93,23 +120,39 @@ attn_task(void *arg, int task)
 	memset(acc, 0, sizeof(acc));
 	for (int p0 = lo; p0 <= hi;)
 	{
-		/* the tile: from p0 to the end of its block, the last position, or ATTN_TILE */
+		/* the tile: from p0 to the end of its block, the last slot, or ATTN_TILE */
 		int			end = (p0 / bs + 1) * bs - 1 < hi ? (p0 / bs + 1) * bs - 1 : hi;
 		int			nt = end - p0 + 1 < ATTN_TILE ? end - p0 + 1 : ATTN_TILE;
-		const uint8_t *kp = (const uint8_t *) llm_kv_k_at(kv, a->seq[i], t->layer, p0) + head_off;
-		const uint8_t *vp = (const uint8_t *) llm_kv_v_at(kv, a->seq[i], t->layer, p0) + head_off;
+		const uint8_t *kp = (const uint8_t *) llm_kv_k_at(kv, seq, t->layer, p0) + head_off;
+		const uint8_t *vp = (const uint8_t *) llm_kv_v_at(kv, seq, t->layer, p0) + head_off;
 		float		m_new = m;
 		float		corr;
 
 		/* scores of this tile */
 		k->scores(q, kp, stride, nt, hd, kv->type, s);
+		if (int8)
+		{
+			const float *ks = llm_kv_k_scale_at(kv, seq, t->layer, p0) + g;
+
+			for (int j = 0; j < nt; j++)
+				s[j] *= ks[(size_t) j * kv->n_kv_heads];
+		}
 		for (int j = 0; j < nt; j++)
 		{
 			s[j] *= a->scale;
 			if (a->softcap > 0.0f)
 				s[j] = a->softcap * tanhf(s[j] / a->softcap);
+			if (mask && seq->slot_pos[llm_kv_info_index(kv, p0 + j, t->layer, g)] < win_lo)
+				s[j] = -INFINITY;
 			if (s[j] > m_new)
 				m_new = s[j];
+		}
+		if (probs != NULL)
+			memcpy(probs + (p0 - lo), s, (size_t) nt * sizeof(float));
+		if (m_new == -INFINITY)
+		{
+			p0 += nt;			/* every key so far is masked */
+			continue;
 		}
 		/* rescale what was accumulated under the old maximum */
 		corr = expf(m - m_new);
@@ -122,19 +165,79 @@ attn_task(void *arg, int task)
 			s[j] = expf(s[j] - m);
 			l += s[j];
 		}
+		if (int8)
+		{
+			const float *vs = llm_kv_v_scale_at(kv, seq, t->layer, p0) + g;
+
+			for (int j = 0; j < nt; j++)
+				s[j] *= vs[(size_t) j * kv->n_kv_heads];
+		}
 		k->accum(acc, s, vp, stride, nt, hd, kv->type);
 		p0 += nt;
 	}
 	for (int d = 0; d < hd; d++)
 		out[d] = acc[d] / l;
+	if (probs != NULL)
+		for (int j = 0; j <= hi - lo; j++)
+			probs[j] = expf(probs[j] - m) / l;
 }
 
-/* Attention of a batch with kernels k, one task per (token, head). */
+/* Attention of one query token and head (task = token * n_heads + head). */
+static void
+attn_task(void *arg, int task)
+{
+	const AttnTask *t = arg;
+
+	attend(t, task / t->a->n_heads, task % t->a->n_heads, NULL);
+}
+
+/* Attention of one sequence's tokens for the query heads of one KV head, adding H2O scores (task = run * n_kv_heads + head). */
+static void
+attn_score_task(void *arg, int task)
+{
+	const AttnTask *t = arg;
+	const LlmAttnArgs *a = t->a;
+	int			run = task / a->n_kv_heads;
+	int			g = task % a->n_kv_heads;
+	int			group = a->n_heads / a->n_kv_heads;
+	int			first = t->run_start[run];
+	int			last = t->run_start[run + 1] - 1;
+	LlmKvSeq   *seq = a->seq[first];
+	int			lo;
+	bool		mask;
+	float		probs[visible_slots(a, last, &lo, &mask) + 1];
+
+	for (int i = first; i <= last; i++)
+	{
+		int			hi = visible_slots(a, i, &lo, &mask);
+
+		for (int h = g * group; h < (g + 1) * group; h++)
+		{
+			attend(t, i, h, probs);
+			for (int j = lo; j <= hi; j++)
+				seq->score[llm_kv_info_index(t->kv, j, t->layer, g)] += probs[j - lo];
+		}
+	}
+}
+
+/* Attention of a batch with kernels k. */
 void
 llm_cpu_attention(LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArgs *a,
 				  const LlmAttnKernels *k)
 {
-	AttnTask	t = {kv, layer, a, k};
+	AttnTask	t = {kv, layer, a, k, NULL};
+	int			run_start[a->n + 1];
+	int			n_runs = 0;
 
-	llm_pool_run(be->pool, a->n * a->n_heads, attn_task, &t);
+	if (a->seq[0]->score == NULL)
+	{
+		llm_pool_run(be->pool, a->n * a->n_heads, attn_task, &t);
+		return;
+	}
+	for (int i = 0; i < a->n; i++)
+		if (i == 0 || a->seq[i] != a->seq[i - 1])
+			run_start[n_runs++] = i;
+	run_start[n_runs] = a->n;
+	t.run_start = run_start;
+	llm_pool_run(be->pool, n_runs * a->n_kv_heads, attn_score_task, &t);
 }

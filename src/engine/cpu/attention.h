@@ -9,10 +9,23 @@
 
 #include "backend.h"
 
+/* Stored KV value i at p (in the cache's type; int8 before its scale) as a float. */
+static inline float
+llm_kv_value(const void *p, int i, LlmKvType type)
+{
+	if (type == LLM_KV_F32)
+		return ((const float *) p)[i];
+	if (type == LLM_KV_F16)
+		return llm_fp16_to_fp32(((const uint16_t *) p)[i]);
+	return (float) ((const int8_t *) p)[i];
+}
+
 /*
  * The vector work of attention for one head over a run of nt consecutive
- * positions of one KV block: key/value j (hd values in the cache's type)
- * starts stride bytes after key/value j - 1.
+ * slots of one KV block: key/value j (hd values in the cache's type)
+ * starts stride bytes after key/value j - 1.  INT8 values are used as they
+ * are stored; the caller applies their scales (to the scores, and to the
+ * weights before accumulating values).
  */
 typedef struct LlmAttnKernels
 {
@@ -31,8 +44,18 @@ extern const LlmAttnKernels llm_attn_kernels_ref;
 extern const LlmAttnKernels llm_attn_kernels_avx2;	/* name NULL when not compiled in */
 extern const LlmAttnKernels llm_attn_kernels_avx512;
 
-/* Attention of a batch (see LlmAttnArgs) with kernels k, spread over the backend's threads. */
+/*
+ * Attention of a batch (see LlmAttnArgs) with kernels k, spread over the
+ * backend's threads.  With H2O scores, a sequence's tokens must be
+ * consecutive in the batch (one task owns a sequence's scores).
+ */
 void		llm_cpu_attention(LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArgs *a,
 							  const LlmAttnKernels *k);
+
+/* The CPU backend's KV writes (cpu/kv_ops.c): the kv_store and kv_move ops. */
+void		llm_cpu_kv_store(LlmBackend *be, LlmKvCache *kv, int layer, LlmKvSeq *const *seq,
+							 const int32_t *pos, const float *k, const float *v, int n);
+void		llm_cpu_kv_move(LlmBackend *be, LlmKvCache *kv, const LlmKvSeq *seq, const LlmKvMove *moves,
+							int n);
 
 #endif							/* LLM_CPU_ATTENTION_H */

@@ -1,7 +1,8 @@
 /*
  * attention_avx2.c
  *		AVX2 vector kernels of attention (see cpu/attention.h): 8 floats a
- *		step with FMA, f16 keys and values widened with F16C, scalar tails.
+ *		step with FMA, f16 keys and values widened with F16C, int8 ones
+ *		sign-extended, scalar tails.
  */
 #include "cpu/attention.h"
 
@@ -16,20 +17,15 @@
 
 #include <immintrin.h>
 
-/* 8 stored values from p + d (f32 or f16). */
+/* 8 stored values from p + d (f32, f16 or int8). */
 static inline __m256
 load8(const void *p, int d, LlmKvType type)
 {
 	if (type == LLM_KV_F32)
 		return _mm256_loadu_ps((const float *) p + d);
-	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) ((const uint16_t *) p + d)));
-}
-
-/* One stored value as a float. */
-static inline float
-load1(const void *p, int d, LlmKvType type)
-{
-	return type == LLM_KV_F32 ? ((const float *) p)[d] : llm_fp16_to_fp32(((const uint16_t *) p)[d]);
+	if (type == LLM_KV_F16)
+		return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) ((const uint16_t *) p + d)));
+	return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *) ((const int8_t *) p + d))));
 }
 
 /* Sum of the 8 lanes. */
@@ -57,7 +53,7 @@ avx2_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, Llm
 		for (; d + 8 <= hd; d += 8)
 			sum = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8(kj, d, type), sum);
 		for (; d < hd; d++)
-			tail += q[d] * load1(kj, d, type);
+			tail += q[d] * llm_kv_value(kj, d, type);
 		s[j] = hsum8(sum) + tail;
 	}
 }
@@ -91,7 +87,7 @@ avx2_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, 
 	}
 	for (; d < hd; d++)
 		for (int j = 0; j < nt; j++)
-			acc[d] += w[j] * load1(v + (size_t) j * stride, d, type);
+			acc[d] += w[j] * llm_kv_value(v + (size_t) j * stride, d, type);
 }
 
 #if defined(__clang__)

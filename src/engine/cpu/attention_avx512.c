@@ -1,7 +1,8 @@
 /*
  * attention_avx512.c
  *		AVX-512 vector kernels of attention (see cpu/attention.h): 16 floats
- *		a step, f16 keys and values widened with vcvtph2ps, the tail masked.
+ *		a step, f16 keys and values widened with vcvtph2ps, int8 ones with
+ *		vpmovsxbd, the tail masked.
  */
 #include "cpu/attention.h"
 
@@ -16,7 +17,7 @@
 
 #include <immintrin.h>
 
-/* 16 stored values from p + d (f32 or f16), masked to the first n. */
+/* 16 stored values from p + d (f32, f16 or int8), masked to the first n. */
 static inline __m512
 load16(const void *p, int d, int n, LlmKvType type)
 {
@@ -24,7 +25,9 @@ load16(const void *p, int d, int n, LlmKvType type)
 
 	if (type == LLM_KV_F32)
 		return _mm512_maskz_loadu_ps(m, (const float *) p + d);
-	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *) p + d));
+	if (type == LLM_KV_F16)
+		return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *) p + d));
+	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *) p + d)));
 }
 
 /* s_j = q . k_j. */

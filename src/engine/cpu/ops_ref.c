@@ -17,21 +17,6 @@
 #define MATMUL_ROWS_PER_TASK 16
 #define ELEMS_PER_TASK 16384
 
-/* Convert n floats to the stored KV type. */
-static inline void
-kv_save(const LlmKvCache *kv, const float *src, void *dst, int n)
-{
-	if (kv->type == LLM_KV_F32)
-		memcpy(dst, src, (size_t) n * sizeof(float));
-	else
-	{
-		uint16_t   *h = dst;
-
-		for (int i = 0; i < n; i++)
-			h[i] = llm_fp32_to_fp16(src[i]);
-	}
-}
-
 typedef struct MatmulTask
 {
 	const LlmWeight *w;
@@ -129,18 +114,6 @@ ref_rope(LlmBackend *be, float *x, const int32_t *pos, int n, int n_heads, int h
 		}
 }
 
-/* Store k and v (n, kv_dim) at (seq[i], pos[i]) of layer. */
-static void
-ref_kv_store(LlmBackend *be, LlmKvCache *kv, int layer, LlmKvSeq *const *seq, const int32_t *pos,
-			 const float *k, const float *v, int n)
-{
-	for (int i = 0; i < n; i++)
-	{
-		kv_save(kv, k + (size_t) i * kv->kv_dim, llm_kv_k_at(kv, seq[i], layer, pos[i]), kv->kv_dim);
-		kv_save(kv, v + (size_t) i * kv->kv_dim, llm_kv_v_at(kv, seq[i], layer, pos[i]), kv->kv_dim);
-	}
-}
-
 /* Fused attention over the paged cache of layer, with the scalar kernels. */
 static void
 ref_attention(LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArgs *a)
@@ -204,7 +177,8 @@ const LlmBackendOps llm_cpu_ref_ops = {
 	.get_rows = ref_get_rows,
 	.rmsnorm = ref_rmsnorm,
 	.rope = ref_rope,
-	.kv_store = ref_kv_store,
+	.kv_store = llm_cpu_kv_store,
+	.kv_move = llm_cpu_kv_move,
 	.attention = ref_attention,
 	.glu = ref_glu,
 	.add = ref_add,

@@ -1,0 +1,149 @@
+/*
+ * evict.c
+ *		Which cached keys a sequence over its KV budget drops, and the
+ *		compaction that frees their slots (the layout is in kv.h).
+ *
+ * H2O (Zhang et al., NeurIPS 2023) keeps the "heavy hitters": the keys with
+ * the largest attention summed over every query so far (attention adds each
+ * softmax probability to the key's score), plus a window of the newest
+ * positions (half the budget, as in the paper) and the first few positions,
+ * the attention sinks of StreamingLLM (Xiao et al., ICLR 2024).  Decisions
+ * are per layer and per KV head; each (layer, head) drops the same number of
+ * keys (all hold the same protected positions: every head keeps the sinks,
+ * and a position can only leave once it is out of the window), so the slot
+ * count and block table stay shared.
+ */
+#include "kv.h"
+
+#include <stdlib.h>
+
+#include "backend.h"
+#include <string.h>
+
+/* A key that may be dropped. */
+typedef struct EvictCandidate
+{
+	float		score;
+	int32_t		pos;
+	int32_t		slot;
+} EvictCandidate;
+
+/* Order: lower score first, then older position. */
+static int
+candidate_cmp(const void *pa, const void *pb)
+{
+	const EvictCandidate *a = pa;
+	const EvictCandidate *b = pb;
+
+	if (a->score != b->score)
+		return a->score < b->score ? -1 : 1;
+	return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+/* Mark the keys of one (layer, KV head) to drop (see kv.h); -1 when out of memory. */
+int
+llm_kv_evict_select(const int32_t *pos, const float *score, size_t stride, int n,
+					int newest_pos, const LlmEvictRule *rule, bool *victim)
+{
+	int			drop = n - rule->budget;
+	int			recent_lo = newest_pos - rule->recent + 1;
+	int			n_cand = 0;
+	EvictCandidate *cand;
+
+	memset(victim, 0, (size_t) n * sizeof(bool));
+	if (drop <= 0)
+		return 0;
+	cand = malloc((size_t) n * sizeof(EvictCandidate));
+	if (cand == NULL)
+		return -1;
+	for (int j = 0; j < n; j++)
+	{
+		int32_t		p = pos[(size_t) j * stride];
+
+		if (p < rule->sinks || p >= recent_lo)
+			continue;
+		cand[n_cand].score = rule->by_score && score != NULL ? score[(size_t) j * stride] : 0.0f;
+		cand[n_cand].pos = p;
+		cand[n_cand].slot = j;
+		n_cand++;
+	}
+	if (drop > n_cand)
+		drop = n_cand;
+	qsort(cand, (size_t) n_cand, sizeof(EvictCandidate), candidate_cmp);
+	for (int i = 0; i < drop; i++)
+		victim[cand[i].slot] = true;
+	free(cand);
+	return drop;
+}
+
+/* Evict seq down to rule->budget slots per (layer, KV head) and list the moves that compact it. */
+int
+llm_kv_seq_evict(LlmKvCache *kv, LlmKvSeq *seq, int n_slots, int newest_pos,
+				 const LlmEvictRule *rule, LlmKvMove *moves, int *n_moves)
+{
+	size_t		stride = (size_t) kv->n_layers * kv->n_kv_heads;
+	int			drop = n_slots - rule->budget;
+	bool	   *victim;
+
+	*n_moves = 0;
+	if (drop <= 0)
+		return 0;
+	if (!kv->slot_info || (rule->by_score && !kv->scores))
+		return -1;
+	victim = malloc((size_t) n_slots * sizeof(bool));
+	if (victim == NULL)
+		return -1;
+	for (int l = 0; l < kv->n_layers; l++)
+		for (int h = 0; h < kv->n_kv_heads; h++)
+		{
+			size_t		base = llm_kv_info_index(kv, 0, l, h);
+			int			hole = 0;
+
+			if (llm_kv_evict_select(seq->slot_pos + base, seq->score ? seq->score + base : NULL, stride,
+									n_slots, newest_pos, rule, victim) != drop)
+			{
+				/* the rule protects more than the budget (the engine checks that it cannot) */
+				free(victim);
+				return -1;
+			}
+			/* kept keys past the new end fill the dropped slots before it, in order */
+			for (int from = rule->budget; from < n_slots; from++)
+			{
+				size_t		src;
+				size_t		dst;
+
+				if (victim[from])
+					continue;
+				while (!victim[hole])
+					hole++;
+				src = base + (size_t) from * stride;
+				dst = base + (size_t) hole * stride;
+				seq->slot_pos[dst] = seq->slot_pos[src];
+				if (seq->score != NULL)
+					seq->score[dst] = seq->score[src];
+				moves[(*n_moves)++] = (LlmKvMove) {l, h, from, hole};
+				hole++;
+			}
+		}
+	free(victim);
+	seq->n_evicted += drop;
+	kv->evicted_keys += (int64_t) drop * kv->n_layers * kv->n_kv_heads;
+	return drop;
+}
+
+/* Evict seq down to the rule's budget, apply the moves with be's kv_move and give back the freed blocks. */
+LlmStatus
+llm_kv_evict_apply(LlmBackend *be, LlmKvCache *kv, LlmKvSeq *seq, int n_slots, int newest_pos,
+				   const LlmEvictRule *rule, LlmKvMove *moves, LlmError *err)
+{
+	int			n_moves;
+
+	if (n_slots <= rule->budget)
+		return LLM_OK;
+	if (llm_kv_seq_evict(kv, seq, n_slots, newest_pos, rule, moves, &n_moves) < 0)
+		return llm_error_set(err, LLM_ERR_NOMEM, "could not evict KV entries down to %d (out of memory)",
+							 rule->budget);
+	be->ops->kv_move(be, kv, seq, moves, n_moves);
+	llm_kv_seq_shrink(kv, seq, rule->budget);
+	return LLM_OK;
+}
