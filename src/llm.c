@@ -28,12 +28,15 @@ int			llm_max_batch_tokens = 512;
 int			llm_max_sequences = 64;
 int			llm_kv_cache_mb = 0;
 int			llm_kv_block_size = 16;
-double		llm_kv_budget = 1.0;
+double		llm_kv_budget = 0.0;
+int			llm_kv_sink_tokens = 4;
+int			llm_kv_evict = LLM_EVICT_H2O;
 int			llm_max_queued_requests = 1024;
 int			llm_debug_step_delay = 0;
 bool		llm_chat = false;
 int			llm_kv_type = LLM_KV_F32;
 int			llm_quantize = LLM_QUANT_NONE;
+char	   *llm_quantize_calib = NULL;
 
 static const struct config_enum_entry llm_quantize_options[] = {
 	{"none", LLM_QUANT_NONE, false},
@@ -47,6 +50,14 @@ static const struct config_enum_entry llm_quantize_options[] = {
 static const struct config_enum_entry llm_kv_type_options[] = {
 	{"f32", LLM_KV_F32, false},
 	{"f16", LLM_KV_F16, false},
+	{"int8", LLM_KV_I8, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry llm_kv_evict_options[] = {
+	{"h2o", LLM_EVICT_H2O, false},
+	{"streaming", LLM_EVICT_STREAMING, false},
+	{"window", LLM_EVICT_WINDOW, false},
 	{NULL, 0, false}
 };
 
@@ -115,7 +126,8 @@ LlmDefineSettings(void)
 
 	DefineCustomEnumVariable("llm.device",
 							 "Device the llm worker computes on.",
-							 NULL,
+							 "auto uses CUDA when llm was built with it and a GPU is visible, else the CPU; "
+							 "cuda fails to start the engine where that is not so.",
 							 &llm_device,
 							 LLM_DEVICE_AUTO,
 							 llm_device_options,
@@ -170,8 +182,9 @@ LlmDefineSettings(void)
 
 	DefineCustomEnumVariable("llm.kv_type",
 							 "Type of the keys and values in the KV cache.",
-							 "f16 halves the cache's memory and the bandwidth attention needs; greedy text "
-							 "can differ slightly from f32.  Takes effect when the worker next loads a model.",
+							 "f16 halves the cache's memory and the bandwidth attention needs, int8 (a scale "
+							 "per position and head) quarters it; greedy text can differ slightly from f32.  "
+							 "Takes effect when the worker next loads a model.",
 							 &llm_kv_type,
 							 LLM_KV_F32,
 							 llm_kv_type_options,
@@ -190,11 +203,44 @@ LlmDefineSettings(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomStringVariable("llm.quantize_calib",
+							   "Calibration text file for activation-aware (AWQ) scales of llm.quantize.",
+							   "A text file (absolute, or relative to the data directory) that the float model is run on; "
+							   "its first 4096 tokens, at least 256, set per-channel scales before quantizing. "
+							   "Empty quantizes without AWQ; ignored when llm.quantize is none.  Takes effect when the "
+							   "worker next loads a model.",
+							   &llm_quantize_calib,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+
 	DefineCustomRealVariable("llm.kv_budget",
-							 "Fraction of a sequence's KV entries kept by H2O eviction.",
-							 "1 keeps every entry (no eviction).",
+							 "Keys and values a sequence keeps per layer and head; the rest are evicted.",
+							 "0 keeps everything; a value below 1 is a fraction of the context length, "
+							 "1 or more a number of tokens.  Turns the prefix cache off.",
 							 &llm_kv_budget,
-							 1.0, 0.01, 1.0,
+							 0.0, 0.0, 1e9,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.kv_sink_tokens",
+							"First positions of a sequence that eviction never drops (attention sinks).",
+							NULL,
+							&llm_kv_sink_tokens,
+							4, 0, 1024,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("llm.kv_evict",
+							 "Which keys a sequence over llm.kv_budget drops.",
+							 "h2o keeps the sinks, the newest half of the budget and the keys with the most "
+							 "attention so far; streaming the sinks and the newest; window only the newest.",
+							 &llm_kv_evict,
+							 LLM_EVICT_H2O,
+							 llm_kv_evict_options,
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);

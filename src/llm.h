@@ -32,19 +32,14 @@ extern int	llm_max_sequences;
 extern int	llm_kv_cache_mb;
 extern int	llm_kv_block_size;
 extern double llm_kv_budget;
+extern int	llm_kv_sink_tokens;
+extern int	llm_kv_evict;
 extern int	llm_max_queued_requests;
 extern int	llm_debug_step_delay;
 extern bool llm_chat;
 extern int	llm_kv_type;
 extern int	llm_quantize;
-
-/* Values of llm.device. */
-typedef enum LlmDevice
-{
-	LLM_DEVICE_AUTO,
-	LLM_DEVICE_CPU,
-	LLM_DEVICE_CUDA
-} LlmDevice;
+extern char *llm_quantize_calib;
 
 /* Wait events (PostgreSQL 15 shows every extension wait as "Extension"). */
 #define LLM_WAIT_EVENT_REQUEST	PG_WAIT_EXTENSION	/* a backend waits for its result */

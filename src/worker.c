@@ -34,9 +34,12 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "miscadmin.h"
@@ -51,6 +54,7 @@
 #include "utils/memutils.h"
 
 #include "llm.h"
+#include "awq.h"
 #include "chat.h"
 
 /* The worker's view of a slot it has put into the engine. */
@@ -72,8 +76,12 @@ typedef struct LlmModelSettings
 	int			kv_cache_mb;
 	int			kv_block_size;
 	double		kv_budget;
+	int			kv_sink_tokens;
+	int			kv_evict;
 	int			kv_type;
+	int			device;
 	int			quantize;
+	char		quantize_calib[MAXPGPATH];	/* AWQ calibration text; "" = none or quantize none */
 } LlmModelSettings;
 
 static LlmModel *WorkerModel = NULL;
@@ -182,8 +190,74 @@ LlmWorkerReadSettings(LlmModelSettings *s)
 	s->kv_cache_mb = llm_kv_cache_mb;
 	s->kv_block_size = llm_kv_block_size;
 	s->kv_budget = llm_kv_budget;
+	s->kv_sink_tokens = llm_kv_sink_tokens;
+	s->kv_evict = llm_kv_evict;
 	s->kv_type = llm_kv_type;
+	s->device = llm_device;
 	s->quantize = llm_quantize;
+	if (llm_quantize != LLM_QUANT_NONE)
+		strlcpy(s->quantize_calib, llm_quantize_calib ? llm_quantize_calib : "", sizeof(s->quantize_calib));
+}
+
+/*
+ * The calibration text file at path (llm.quantize_calib) in a palloc'd
+ * buffer of *len bytes; errors out when it cannot be read.
+ */
+static char *
+LlmWorkerReadCalib(const char *path, size_t *len)
+{
+	struct stat st;
+	char	   *buf;
+	Size		got = 0;
+	bool		failed = false;
+	int			fd;
+	int			save_errno;
+
+	if (stat(path, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read calibration text file \"%s\": %m", path),
+				 errhint("Set llm.quantize_calib to a readable text file, or to an empty string for quantization without AWQ.")));
+	if (!S_ISREG(st.st_mode))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("calibration text file \"%s\" is not a regular file", path)));
+	if ((Size) st.st_size >= MaxAllocSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("calibration text file \"%s\" is too large", path),
+				 errdetail("The file has %lld bytes; AWQ uses only the first 4096 tokens of it.",
+						   (long long) st.st_size)));
+
+	buf = palloc((Size) st.st_size + 1);
+	fd = open(path, O_RDONLY | PG_BINARY, 0);
+	failed = fd < 0;
+	while (!failed && got < (Size) st.st_size)
+	{
+		ssize_t		n = read(fd, buf + got, (Size) st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+		{
+			failed = n < 0;
+			break;				/* an error, or the file got shorter */
+		}
+		got += (Size) n;
+	}
+	if (fd >= 0)
+	{
+		save_errno = errno;
+		close(fd);
+		errno = save_errno;
+	}
+	if (failed)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read calibration text file \"%s\": %m", path)));
+	buf[got] = '\0';
+	*len = (size_t) got;
+	return buf;
 }
 
 /*
@@ -256,36 +330,44 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	LlmStatus	status;
 	sigset_t	mask;
 	const LlmModelInfo *info;
+	char	   *calib = NULL;
+	size_t		calib_len = 0;
+	int			n_threads;
 
 	path = LlmWorkerModelPath(s);
 
-	if (llm_device == LLM_DEVICE_CUDA)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("llm.device = cuda is not supported by this build"),
-				 errhint("Set llm.device to \"auto\" or \"cpu\".")));
-	if (s->kv_budget < 1.0)
-		ereport(WARNING,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("llm.kv_budget is not supported by this engine yet; every KV entry is kept")));
+	n_threads = s->threads > 0 ? s->threads : Min(Max(1, (int) sysconf(_SC_NPROCESSORS_ONLN)), 1024);
+	if (s->quantize_calib[0] != '\0')
+		calib = LlmWorkerReadCalib(s->quantize_calib, &calib_len);
 
 	llm_error_clear(&err);
 	mask = LlmBlockSignals();
-	status = llm_model_load_quantized(path, (LlmQuantScheme) s->quantize, &model, &err);
+	if (calib != NULL)
+		status = llm_model_load_awq(path, (LlmQuantScheme) s->quantize, calib, calib_len, n_threads, &model, &err);
+	else
+		status = llm_model_load_quantized(path, (LlmQuantScheme) s->quantize, &model, &err);
 	LlmRestoreSignals(&mask);
 	if (status != LLM_OK)
 		ereport(ERROR,
 				(errcode(LlmStatusErrcode(status)),
+				 calib != NULL ?
+				 errmsg("could not load model file \"%s\" with AWQ calibration text \"%s\"", path, s->quantize_calib) :
 				 errmsg("could not load model file \"%s\"", path),
 				 errdetail_internal("%s", LlmMessageAsSentence(err.msg))));
 
 	llm_engine_config_default(&config);
-	config.n_threads = s->threads > 0 ? s->threads : Min(Max(1, (int) sysconf(_SC_NPROCESSORS_ONLN)), 1024);
+	config.n_threads = n_threads;
 	config.max_batch_tokens = s->max_batch_tokens;
 	config.max_seqs = s->max_sequences;
 	config.kv_type = (LlmKvType) s->kv_type;
 	config.kv_block_size = s->kv_block_size;
 	config.kv_cache_bytes = (size_t) s->kv_cache_mb * 1024 * 1024;
+	config.device = (LlmDevice) s->device;
+	config.kv_sink_tokens = s->kv_sink_tokens;
+	config.evict_policy = (LlmEvictPolicy) s->kv_evict;
+	/* below 1: a fraction of the context (the model's, as the engine limits it) */
+	config.kv_budget = s->kv_budget >= 1.0 ? (int) Min(s->kv_budget, INT_MAX) :
+		(int) ceil(s->kv_budget * llm_model_info(model)->n_ctx);
 
 	mask = LlmBlockSignals();
 	status = llm_engine_new(model, &config, &engine, &err);
@@ -317,10 +399,14 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	ereport(LOG,
 			(errmsg("llm worker loaded model \"%s\"", path),
 			 errdetail("Architecture %s, %lld parameters, %d layers, dimension %d, %d heads (%d KV heads), "
-					   "vocabulary %d, context length %d; weights %s; %d threads.",
+					   "vocabulary %d, context length %d; weights %s%s; %d threads.",
 					   info->arch, (long long) info->n_params, info->n_layers, info->dim,
 					   info->n_heads, info->n_kv_heads, info->n_vocab, info->n_ctx,
-					   info->weight_types, config.n_threads)));
+					   info->weight_types,
+					   calib != NULL ? psprintf(" with AWQ scales from \"%s\"", s->quantize_calib) : "",
+					   config.n_threads)));
+	if (calib != NULL)
+		pfree(calib);
 }
 
 /*

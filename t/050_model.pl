@@ -91,12 +91,14 @@ isnt($node->safe_psql('postgres', "SELECT llm_generate('Once upon a time', 8)"),
 $node->safe_psql('postgres', "ALTER SYSTEM RESET llm.quantize; SELECT pg_reload_conf()");
 llm_poll($node, "SELECT weight_types NOT LIKE '%Q8_0%' FROM llm_worker_status() WHERE state = 'ready'");
 
-# A device this build lacks: the worker runs without a model.
+# A device this machine lacks (a build without CUDA, or no GPU visible):
+# the worker runs without a model and says why.
 $node->append_conf('postgresql.conf', "llm.device = 'cuda'");
 $node->restart;
 llm_wait_state($node, 'no model');
 like($node->safe_psql('postgres', 'SELECT error FROM llm_worker_status()'),
-	qr/cuda is not supported/, 'llm.device = cuda is refused by a CPU build');
+	qr/Could not start the inference engine .*CUDA/,
+	'llm.device = cuda without a usable GPU is refused with the reason');
 $node->stop;
 
 # Without shared_preload_libraries the library refuses to load.

@@ -4,7 +4,8 @@
 #   - perplexity of stories260K on data/stories260K-samples.txt (-c 256) is
 #     within 0.2% of llama.cpp's 2.8958 (within 0.5% with an f16 KV cache);
 #   - tokenize reproduces both vocabulary test suites;
-#   - the random-model writer and quantize produce loadable models;
+#   - the random-model writer and quantize produce loadable models, and a
+#     file written with AWQ (quantize --calib) computes what AWQ at load does;
 #   - bad arguments and bad files fail with a message, never a crash.
 # Prints "cli: N passed, N failed" and exits non-zero on any failure.
 set -u
@@ -65,6 +66,20 @@ else
     fail "perplexity with INT4_G32 '$ppl4', with AWQ '$ppl4a'"
 fi
 
+# AWQ written by quantize --calib (quantized matrices and rescaled norms): loaded plainly, the file
+# gives exactly the perplexity of the same AWQ quantization done at load time, for INT4_G32 and INT8
+"$CLI" quantize "$MODEL" "$TMP/awq4.gguf" INT4_G32 --calib "$SHARED/data/stories260K-samples.txt" --threads 2 2>/dev/null
+ppl4f=$("$CLI" perplexity -m "$TMP/awq4.gguf" -f "$SHARED/data/stories260K-samples.txt" -c 256 --threads 2 2>/dev/null | sed -n 's/^PPL = //p')
+ppl8a=$("$CLI" perplexity -m "$MODEL" -f "$SHARED/data/stories260K-samples.txt" -c 256 --threads 2 --quantize int8 \
+        --calib "$SHARED/data/stories260K-samples.txt" 2>/dev/null | sed -n 's/^PPL = //p')
+"$CLI" quantize "$MODEL" "$TMP/awq8.gguf" INT8 --calib "$SHARED/data/stories260K-samples.txt" --threads 2 2>/dev/null
+ppl8af=$("$CLI" perplexity -m "$TMP/awq8.gguf" -f "$SHARED/data/stories260K-samples.txt" -c 256 --threads 2 2>/dev/null | sed -n 's/^PPL = //p')
+if [ -n "$ppl4a" ] && [ "$ppl4a" = "$ppl4f" ] && [ -n "$ppl8a" ] && [ "$ppl8a" = "$ppl8af" ]; then
+    ok; echo "cli: perplexity with AWQ INT4_G32 $ppl4a (load time) and $ppl4f (quantize --calib), INT8 $ppl8a and $ppl8af"
+else
+    fail "perplexity with AWQ INT4_G32 '$ppl4a' / '$ppl4f', INT8 '$ppl8a' / '$ppl8af', expected equal pairs"
+fi
+
 # tokenize: both suites, each input (between separator lines) against its .out line
 for vocab in llama-spm gpt-2; do
     python3 - "$CLI" "$SHARED/vocab/ggml-vocab-$vocab.gguf" > "$TMP/tok" <<'PY'
@@ -121,6 +136,16 @@ expect_error "unknown option" "$CLI" generate -m "$MODEL" -p hi --bogus 1
 expect_error "unknown command" "$CLI" frobnicate
 expect_error "quantize to K type" "$CLI" quantize "$MODEL" "$TMP/x.gguf" Q4_K
 expect_error "calibration without quantization" "$CLI" perplexity -m "$MODEL" -f "$SHARED/data/stories260K-samples.txt" --calib "$SHARED/data/stories260K-samples.txt"
+expect_error "missing calibration text" "$CLI" quantize "$MODEL" "$TMP/x.gguf" INT4_G32 --calib "$TMP/none.txt"
+if grep -q 'could not read calibration text ".*none.txt": No such file' "$TMP/err" && [ ! -e "$TMP/x.gguf" ]; then
+    ok
+else
+    fail "missing calibration text: stderr '$(cat "$TMP/err")'"
+fi
+expect_error "missing calibration text at load" "$CLI" perplexity -m "$MODEL" -f "$SHARED/data/stories260K-samples.txt" --quantize int8 --calib "$TMP/none.txt"
+printf 'Once upon a time there was a cat.\n' > "$TMP/short.txt"
+expect_error "calibration text shorter than a chunk" "$CLI" quantize "$MODEL" "$TMP/x.gguf" INT8 --calib "$TMP/short.txt"
+expect_error "calibration with a plain type" "$CLI" quantize "$MODEL" "$TMP/x.gguf" Q8_0 --calib "$SHARED/data/stories260K-samples.txt"
 expect_error "unknown quantization" "$CLI" generate -m "$MODEL" -p hi --quantize int3
 expect_error "prompt over context" "$CLI" generate -m "$MODEL" -p "$(printf 'word %.0s' $(seq 1 200))" --ctx 64
 

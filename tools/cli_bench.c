@@ -9,7 +9,9 @@
  * With --shared-prefix N the first N prompt tokens are the same for every
  * sequence (the prefix cache's case; --no-prefix-cache turns it off).  KV
  * utilization is positions stored over the capacity of the blocks held,
- * averaged over the decode steps.
+ * averaged over the decode steps.  With --kv-mb the KV pool has a fixed
+ * size, and with --kv-budget sequences evict; the table then shows how many
+ * sequences ran at once at most and how often one had to be preempted.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,8 @@ typedef struct BenchRow
 	double		seconds;
 	double		kv_util;		/* mean over decode steps, percent */
 	int64_t		prefix_hits;	/* prompt tokens served from the prefix cache */
+	int			most_running;	/* sequences running at once, at most */
+	int64_t		preemptions;
 } BenchRow;
 
 /* Run one batch size; false with a message on failure. */
@@ -49,9 +53,11 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 	int			util_steps = 0;
 	bool		ok = false;
 
+	memset(row, 0, sizeof(*row));
 	cli_engine_config(o, &ec);
 	ec.max_seqs = batch;
 	ec.n_ctx = o->n_prompt + o->n_predict;
+	ec.kv_budget = cli_kv_budget(o, ec.n_ctx);
 	if (prompt == NULL || llm_engine_new(m, &ec, &e, &err) != LLM_OK)
 	{
 		fprintf(stderr, "llm-cli bench: %s\n", prompt ? err.msg : "out of memory");
@@ -89,6 +95,8 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 			goto done;
 		}
 		llm_engine_stats(e, &st);
+		if (st.n_running > row->most_running)
+			row->most_running = st.n_running;
 		if (t_first == 0.0 && st.tokens_generated >= batch)
 			t_first = cli_now();
 		else if (t_first != 0.0 && st.kv_capacity > 0)
@@ -101,6 +109,7 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 	llm_engine_stats(e, &st);
 	row->kv_util = util_steps ? util_sum / util_steps : 0.0;
 	row->prefix_hits = st.prefix_hit_tokens;
+	row->preemptions = st.preemptions;
 	row->batch = batch;
 	row->prefill_tps = (double) batch * o->n_prompt / (t_first - t0);
 	row->decode_tps = o->n_predict > 1 ? (double) batch * (o->n_predict - 1) / (t1 - t_first) : 0.0;
@@ -122,7 +131,8 @@ cli_bench(int argc, char **argv)
 	const LlmModelInfo *info;
 	BenchRow	rows[CLI_MAX_BATCHES];
 
-	if (!cli_parse_options(argc, argv, "-m -p -n -b --threads --kv --shared-prefix --no-prefix-cache --quantize --calib", &o))
+	if (!cli_parse_options(argc, argv, "-m -p -n -b --threads --kv --shared-prefix --no-prefix-cache --quantize --calib "
+						   "--kv-mb --kv-budget --evict --sinks --device", &o))
 		return 2;
 	if (o.shared_prefix > o.n_prompt)
 	{
@@ -140,12 +150,12 @@ cli_bench(int argc, char **argv)
 			llm_model_free(m);
 			return 1;
 		}
-	printf("| batch | prompt | new | prefill tok/s | decode tok/s | seconds | KV util %% | prefix hits |\n");
-	printf("|------:|-------:|----:|--------------:|-------------:|--------:|----------:|------------:|\n");
+	printf("| batch | prompt | new | prefill tok/s | decode tok/s | seconds | KV util %% | prefix hits | most running | preemptions |\n");
+	printf("|------:|-------:|----:|--------------:|-------------:|--------:|----------:|------------:|-------------:|------------:|\n");
 	for (int i = 0; i < o.n_batches; i++)
-		printf("| %5d | %6d | %3d | %13.1f | %12.1f | %7.2f | %9.1f | %11lld |\n", rows[i].batch, o.n_prompt,
-			   o.n_predict, rows[i].prefill_tps, rows[i].decode_tps, rows[i].seconds, rows[i].kv_util,
-			   (long long) rows[i].prefix_hits);
+		printf("| %5d | %6d | %3d | %13.1f | %12.1f | %7.2f | %9.1f | %11lld | %12d | %11lld |\n", rows[i].batch,
+			   o.n_prompt, o.n_predict, rows[i].prefill_tps, rows[i].decode_tps, rows[i].seconds, rows[i].kv_util,
+			   (long long) rows[i].prefix_hits, rows[i].most_running, (long long) rows[i].preemptions);
 	llm_model_free(m);
 	return 0;
 }

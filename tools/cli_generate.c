@@ -62,7 +62,8 @@ cli_generate(int argc, char **argv)
 	int			rc = 1;
 
 	if (!cli_parse_options(argc, argv,
-						   "-m -p -n --temp --top-k --top-p --min-p --repeat-penalty --seed --threads --kv --ctx --stop --chat --quantize --calib",
+						   "-m -p -n --temp --top-k --top-p --min-p --repeat-penalty --seed --threads --kv --ctx --stop --chat --quantize --calib "
+						   "--kv-budget --evict --sinks --kv-mb --device",
 						   &o))
 		return 2;
 	if (o.prompt == NULL)

@@ -4,13 +4,14 @@
  */
 #include "cli_options.h"
 
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "awq.h"
-
-#include <stdio.h>
-#include <string.h>
-
 #include "cli_common.h"
 
 /* Whether opt is a whole word of the space-separated list allowed. */
@@ -66,6 +67,9 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 	o->repeat_penalty = 1.0;
 	o->threads = 1;
 	o->kv = LLM_KV_F32;
+	o->sinks = 4;
+	o->evict = LLM_EVICT_H2O;
+	o->device = LLM_DEVICE_AUTO;
 
 	for (int i = 1; i < argc; i++)
 	{
@@ -174,9 +178,74 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 				o->kv = LLM_KV_F32;
 			else if (strcmp(val, "f16") == 0)
 				o->kv = LLM_KV_F16;
+			else if (strcmp(val, "int8") == 0)
+				o->kv = LLM_KV_I8;
 			else
 			{
-				fprintf(stderr, "llm-cli %s: unsupported KV type \"%s\" (supported: f32, f16)\n", argv[0], val);
+				fprintf(stderr, "llm-cli %s: unsupported KV type \"%s\" (supported: f32, f16, int8)\n", argv[0], val);
+				return false;
+			}
+		}
+		else if (strcmp(opt, "--kv-budget") == 0)
+		{
+			size_t		n = strlen(val);
+
+			if (n > 1 && val[n - 1] == '%')
+			{
+				char	   *end;
+
+				o->kv_budget_pct = strtod(val, &end);
+				if (end != val + n - 1 || !(o->kv_budget_pct > 0.0 && o->kv_budget_pct <= 100.0))
+				{
+					fprintf(stderr, "llm-cli %s: --kv-budget %s: a percentage must be above 0 and at most 100\n",
+							argv[0], val);
+					return false;
+				}
+			}
+			else
+			{
+				if (!cli_parse_int(opt, val, 0, 1 << 24, &iv))
+					return false;
+				o->kv_budget = (int) iv;
+			}
+		}
+		else if (strcmp(opt, "--evict") == 0)
+		{
+			if (strcmp(val, "h2o") == 0)
+				o->evict = LLM_EVICT_H2O;
+			else if (strcmp(val, "streaming") == 0)
+				o->evict = LLM_EVICT_STREAMING;
+			else if (strcmp(val, "window") == 0)
+				o->evict = LLM_EVICT_WINDOW;
+			else
+			{
+				fprintf(stderr, "llm-cli %s: unknown eviction policy \"%s\" (h2o, streaming, window)\n", argv[0], val);
+				return false;
+			}
+		}
+		else if (strcmp(opt, "--sinks") == 0)
+		{
+			if (!cli_parse_int(opt, val, 0, 1 << 20, &iv))
+				return false;
+			o->sinks = (int) iv;
+		}
+		else if (strcmp(opt, "--kv-mb") == 0)
+		{
+			if (!cli_parse_int(opt, val, 1, 1 << 24, &iv))
+				return false;
+			o->kv_mb = (int) iv;
+		}
+		else if (strcmp(opt, "--device") == 0)
+		{
+			if (strcmp(val, "auto") == 0)
+				o->device = LLM_DEVICE_AUTO;
+			else if (strcmp(val, "cpu") == 0)
+				o->device = LLM_DEVICE_CPU;
+			else if (strcmp(val, "cuda") == 0)
+				o->device = LLM_DEVICE_CUDA;
+			else
+			{
+				fprintf(stderr, "llm-cli %s: unknown device \"%s\" (auto, cpu, cuda)\n", argv[0], val);
 				return false;
 			}
 		}
@@ -237,6 +306,20 @@ cli_engine_config(const CliOptions *o, LlmEngineConfig *c)
 	c->n_ctx = o->ctx;
 	c->kv_type = o->kv;
 	c->prefix_cache = !o->no_prefix_cache;
+	c->kv_cache_bytes = (size_t) o->kv_mb << 20;
+	c->kv_budget = cli_kv_budget(o, o->ctx);
+	c->kv_sink_tokens = o->sinks;
+	c->evict_policy = o->evict;
+	c->device = o->device;
+}
+
+/* The KV budget in tokens: --kv-budget N, or P% of length (rounded up). */
+int
+cli_kv_budget(const CliOptions *o, int length)
+{
+	if (o->kv_budget_pct > 0.0)
+		return (int) ceil(o->kv_budget_pct * length / 100.0);
+	return o->kv_budget;
 }
 
 /* Read a whole file into a new buffer; NULL on failure. */
@@ -245,10 +328,17 @@ cli_read_file(const char *path, size_t *len)
 {
 	FILE	   *f = fopen(path, "rb");
 	char	   *buf = NULL;
+	struct stat st;
 	long		size;
 
 	if (f == NULL)
 		return NULL;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode))
+	{
+		fclose(f);
+		errno = EISDIR;
+		return NULL;
+	}
 	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
 		(buf = malloc((size_t) size + 1)) != NULL)
 	{
@@ -259,54 +349,40 @@ cli_read_file(const char *path, size_t *len)
 	return buf;
 }
 
-/*
- * Own INT8/INT4 with AWQ: calibrate the float model on the text of --calib
- * (at most 4096 tokens, chunks of 256) and quantize with those statistics.
- */
-static bool
-quantize_with_calibration(LlmModel *m, const CliOptions *o)
+/* Read the calibration text at path into a new buffer, printing why not; NULL on failure. */
+char *
+cli_read_calib(const char *path, size_t *len)
 {
-	LlmCalib	calib;
-	LlmError	err;
 	char	   *text;
-	size_t		len = 0;
-	int32_t    *ids = NULL;
-	int			n_ids = 0;
-	bool		ok = false;
 
-	if ((text = cli_read_file(o->calib, &len)) == NULL)
-	{
-		fprintf(stderr, "llm-cli: could not read calibration text \"%s\"\n", o->calib);
-		return false;
-	}
-	if (llm_calib_init(&calib, &m->config, &err) == LLM_OK &&
-		llm_tokenize(m->tokenizer, text, len, true, false, &ids, &n_ids, &err) == LLM_OK &&
-		llm_awq_calibrate(m, ids, n_ids < 4096 ? n_ids : 4096, 256, o->threads, &calib, &err) == LLM_OK &&
-		llm_model_quantize(m, o->quantize, &calib, &err) == LLM_OK)
-		ok = true;
-	else
-		fprintf(stderr, "llm-cli: AWQ quantization failed: %s\n", err.msg);
-	free(ids);
-	free(text);
-	llm_calib_free(&calib);
-	return ok;
+	errno = 0;
+	if ((text = cli_read_file(path, len)) == NULL)
+		fprintf(stderr, "llm-cli: could not read calibration text \"%s\": %s\n", path,
+				errno != 0 ? strerror(errno) : "out of memory");
+	return text;
 }
 
-/* Load the model named by -m, printing any error; NULL on failure. */
+/* Load the model named by -m (with AWQ when --calib names a text), printing any error; NULL on failure. */
 LlmModel *
 cli_load_model(const CliOptions *o)
 {
 	LlmModel   *m = NULL;
 	LlmError	err;
+	char	   *text = NULL;
+	size_t		len = 0;
+	LlmStatus	st;
 
-	if (llm_model_load_quantized(o->model, o->calib ? LLM_QUANT_NONE : o->quantize, &m, &err) != LLM_OK)
-	{
-		fprintf(stderr, "llm-cli: could not load model \"%s\": %s\n", o->model, err.msg);
+	if (o->calib != NULL && (text = cli_read_calib(o->calib, &len)) == NULL)
 		return NULL;
-	}
-	if (o->calib != NULL && !quantize_with_calibration(m, o))
+	if (o->calib != NULL)
+		st = llm_model_load_awq(o->model, o->quantize, text, len, o->threads, &m, &err);
+	else
+		st = llm_model_load_quantized(o->model, o->quantize, &m, &err);
+	free(text);
+	if (st != LLM_OK)
 	{
-		llm_model_free(m);
+		fprintf(stderr, "llm-cli: could not load model \"%s\"%s: %s\n", o->model,
+				o->calib != NULL ? " with AWQ" : "", err.msg);
 		return NULL;
 	}
 	return m;

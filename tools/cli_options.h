@@ -31,16 +31,22 @@ typedef struct CliOptions
 	uint64_t	seed;
 	int			threads;
 	LlmKvType	kv;
+	int			kv_budget;		/* --kv-budget N: keys kept per sequence; 0 = no eviction */
+	double		kv_budget_pct;	/* --kv-budget P%: percent of a reference length; 0 = not given */
+	LlmEvictPolicy evict;		/* --evict */
+	int			sinks;			/* --sinks */
+	int			kv_mb;			/* --kv-mb: KV pool size; 0 = the engine's default */
+	LlmDevice	device;			/* --device */
 	int			ctx;
 	const char *stop[CLI_MAX_STOPS];
 	int			n_stop;
 	bool		bos;			/* tokenize: put BOS first */
 	bool		special;
-	bool		chat;
+	bool		chat;			/* generate: wrap the prompt in the model's chat format */
 	int			shared_prefix;	/* bench: leading prompt tokens common to all sequences */
 	bool		no_prefix_cache;	/* bench: turn the prefix cache off */
 	LlmQuantScheme quantize;	/* quantize float weights at load (--quantize) */
-	const char *calib;			/* calibration text for AWQ scales (--calib) */			/* generate: wrap the prompt in the model's chat format */
+	const char *calib;			/* calibration text for AWQ scales (--calib) */
 } CliOptions;
 
 /*
@@ -49,11 +55,17 @@ typedef struct CliOptions
  */
 bool		cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o);
 
-/* Engine configuration from the options (threads, context, KV type). */
+/* Engine configuration from the options (threads, context, KV type, pool, eviction, device). */
 void		cli_engine_config(const CliOptions *o, LlmEngineConfig *c);
+
+/* The KV budget in tokens: --kv-budget N, or P% of length. */
+int			cli_kv_budget(const CliOptions *o, int length);
 
 /* Read a whole file into a new NUL-terminated buffer; NULL on failure. */
 char	   *cli_read_file(const char *path, size_t *len);
+
+/* Read the calibration text at path (--calib), printing why not; NULL on failure. */
+char	   *cli_read_calib(const char *path, size_t *len);
 
 /* Load the model named by -m (quantized as --quantize / --calib ask), printing any error; NULL on failure. */
 LlmModel   *cli_load_model(const CliOptions *o);

@@ -3,6 +3,10 @@
  *		llm-cli perplexity, by llama.cpp's method: the text's tokens (BOS
  *		first) cut into chunks of -c tokens, each chunk's first token set to
  *		BOS, and only the predictions of the second half of each chunk scored.
+ *		With --kv-budget (tokens, or a percentage of the chunk) the chunks run
+ *		one position a step under eviction (--evict, --sinks), so every
+ *		prediction sees only the keys eviction kept; --kv-budget 100% is the
+ *		same computation with nothing evicted.
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +57,20 @@ ppl_chunk(void *arg, int c, const int32_t *tok, const float *logits)
 	fprintf(stderr, "[%d] %.4f\n", c + 1, exp(p->nll / p->count));
 }
 
+/* Score one position's prediction when it is in the second half of its chunk. */
+static void
+ppl_token(void *arg, int c, int j, const int32_t *tok, const float *logits)
+{
+	PplState   *p = arg;
+
+	if (j < p->chunk / 2)
+		return;
+	p->nll += token_nll(logits, p->n_vocab, tok[j + 1]);
+	p->count++;
+	if (j == p->chunk - 2 && (c + 1) % 16 == 0)
+		fprintf(stderr, "[%d] %.4f\n", c + 1, exp(p->nll / p->count));
+}
+
 /* llm-cli perplexity: per-chunk running values, then "PPL = <value>". */
 int
 cli_perplexity(int argc, char **argv)
@@ -69,8 +87,17 @@ cli_perplexity(int argc, char **argv)
 	int			rc = 1;
 	double		t0 = cli_now();
 
-	if (!cli_parse_options(argc, argv, "-m -f -c --threads --kv --quantize --calib", &o))
+	LlmEvictRule rule;
+	bool		stepwise;
+
+	if (!cli_parse_options(argc, argv, "-m -f -c --threads --kv --quantize --calib --kv-budget --evict --sinks", &o))
 		return 2;
+	stepwise = o.kv_budget > 0 || o.kv_budget_pct > 0.0;
+	if (llm_evict_rule_make(cli_kv_budget(&o, o.chunk), o.sinks, o.evict, &rule, &err) != LLM_OK)
+	{
+		fprintf(stderr, "llm-cli perplexity: %s\n", err.msg);
+		return 2;
+	}
 	if (o.file == NULL)
 	{
 		fprintf(stderr, "llm-cli perplexity: -f TEXT is required\n");
@@ -97,7 +124,12 @@ cli_perplexity(int argc, char **argv)
 	p.n_vocab = m->config.n_vocab;
 	p.chunk = o.chunk;
 	fprintf(stderr, "perplexity: %d tokens, %d chunks of %d\n", n_ids, n_chunks, o.chunk);
-	if (llm_forward_chunks(m, ids, n_chunks, o.chunk, o.threads, o.kv, NULL, true, ppl_chunk, &p, &err) != LLM_OK)
+	if (stepwise)
+		fprintf(stderr, "perplexity: one position a step, KV budget %d of %d (%d sinks, %d recent, %s)\n",
+				rule.budget, o.chunk, rule.sinks, rule.recent, rule.by_score ? "heavy hitters" : "oldest first");
+	if ((stepwise ?
+		 llm_forward_chunks_evicting(m, ids, n_chunks, o.chunk, o.threads, o.kv, &rule, ppl_token, &p, &err) :
+		 llm_forward_chunks(m, ids, n_chunks, o.chunk, o.threads, o.kv, NULL, true, ppl_chunk, &p, &err)) != LLM_OK)
 	{
 		fprintf(stderr, "llm-cli perplexity: %s\n", err.msg);
 		goto done;

@@ -1,18 +1,27 @@
 /*
  * cli_quantize.c
- *		llm-cli quantize IN OUT TYPE: rewrite a GGUF file with its weight
- *		matrices in another type (F32, F16, BF16, Q8_0, Q4_0) or one of the
- *		engine's own schemes (INT8 per output channel, INT4 per group of 32 or
- *		128 inputs; stored as Q8_0 / Q4_0 blocks, so any GGUF reader can load
- *		the result).  Metadata is copied verbatim; one-dimensional tensors
- *		(norms) and matrices whose rows do not divide into groups keep their
- *		type.
+ *		llm-cli quantize IN OUT TYPE [--calib TEXT [--threads N]]: rewrite a
+ *		GGUF file with its weight matrices in another type (F32, F16, BF16,
+ *		Q8_0, Q4_0) or one of the engine's own schemes (INT8 per output
+ *		channel, INT4 per group of 32 or 128 inputs; stored as Q8_0 / Q4_0
+ *		blocks, so any GGUF reader can load the result).  Metadata is copied
+ *		verbatim; one-dimensional tensors (norms) and matrices whose rows do
+ *		not divide into groups keep their type.
+ *
+ * With --calib (a scheme only) the model is loaded with AWQ scales from
+ * that text (llm_model_load_awq) and written as the engine then serves it:
+ * every matrix the quantization replaced, in its new type, and every norm
+ * the scales were folded into, as F32 (the exact values the forward pass
+ * uses, so the file computes what the in-memory model computes).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "awq.h"
 #include "cli.h"
+#include "cli_common.h"
+#include "cli_options.h"
 #include "gguf.h"
 #include "quant.h"
 
@@ -46,7 +55,146 @@ convert_tensor(const LlmGgufTensor *t, LlmType type, LlmQuantScheme scheme, void
 	return true;
 }
 
-/* llm-cli quantize IN OUT TYPE. */
+/* The model's weight matrix bound to tensor t, or NULL. */
+static const LlmWeight *
+model_matrix(const LlmModel *m, const LlmGgufTensor *t)
+{
+	const LlmWeights *w = &m->weights;
+
+	if (strcmp(t->name, w->tok_embd.name) == 0)
+		return &w->tok_embd;
+	if (strcmp(t->name, w->output.name) == 0)
+		return &w->output;
+	for (int l = 0; l < m->config.n_layers; l++)
+	{
+		const LlmLayerWeights *lw = &w->layers[l];
+		const LlmWeight *mats[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
+
+		for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
+			if (strcmp(t->name, mats[i]->name) == 0)
+				return mats[i];
+	}
+	return NULL;
+}
+
+/* The model's float copy of the norm vector loaded from tensor t, or NULL. */
+static const float *
+model_vector(const LlmModel *m, const LlmGgufTensor *t)
+{
+	char		name[96];
+
+	if (strcmp(t->name, "output_norm.weight") == 0)
+		return m->weights.output_norm;
+	for (int l = 0; l < m->config.n_layers; l++)
+	{
+		const LlmLayerWeights *lw = &m->weights.layers[l];
+		const struct
+		{
+			const char *suffix;
+			const float *v;
+		}			vecs[] = {{"attn_norm", lw->attn_norm}, {"ffn_norm", lw->ffn_norm},
+						  {"attn_q_norm", lw->q_norm}, {"attn_k_norm", lw->k_norm},
+						  {"post_attention_norm", lw->post_attn_norm}, {"post_ffw_norm", lw->post_ffn_norm}};
+
+		for (size_t i = 0; i < sizeof(vecs) / sizeof(vecs[0]); i++)
+		{
+			snprintf(name, sizeof(name), "blk.%d.%s.weight", l, vecs[i].suffix);
+			if (vecs[i].v != NULL && strcmp(t->name, name) == 0)
+				return vecs[i].v;
+		}
+	}
+	return NULL;
+}
+
+/* Whether the float vector v differs from what tensor t (ne[0] values) holds; *oom when out of memory. */
+static bool
+vector_changed(const LlmGgufTensor *t, const float *v, bool *oom)
+{
+	float	   *file = malloc((size_t) t->ne[0] * sizeof(float));
+	bool		changed;
+
+	if (file == NULL)
+	{
+		*oom = true;
+		return false;
+	}
+	llm_dequant_row(t->type, t->data, file, t->ne[0]);
+	changed = memcmp(file, v, (size_t) t->ne[0] * sizeof(float)) != 0;
+	free(file);
+	return changed;
+}
+
+/*
+ * Write in.gguf quantized with scheme and AWQ scales calibrated on the text
+ * at calib to out.gguf: the replaced matrices and the rescaled norms from the
+ * loaded model, every other tensor and all metadata as in the file.
+ */
+static int
+quantize_awq(const char *in, const char *out, LlmQuantScheme scheme, const char *calib, int threads)
+{
+	LlmModel   *m = NULL;
+	LlmGgufWriter *w = NULL;
+	const LlmGguf *g;
+	LlmError	err;
+	char	   *text;
+	size_t		len = 0;
+	int			n_quantized = 0,
+				n_rescaled = 0;
+	bool		oom = false;
+	LlmStatus	st;
+
+	if ((text = cli_read_calib(calib, &len)) == NULL)
+		return 1;
+	st = llm_model_load_awq(in, scheme, text, len, threads, &m, &err);
+	free(text);
+	if (st != LLM_OK)
+	{
+		fprintf(stderr, "llm-cli quantize: could not quantize \"%s\" with AWQ: %s\n", in, err.msg);
+		return 1;
+	}
+	g = m->gguf;
+	if ((w = llm_gguf_writer_new()) == NULL)
+		oom = true;
+	for (uint64_t i = 0; !oom && i < g->n_kv; i++)
+		llm_gguf_writer_set_value(w, g->kv[i].key, &g->kv[i].value);
+	for (uint64_t i = 0; !oom && i < g->n_tensors; i++)
+	{
+		const LlmGgufTensor *t = &g->tensors[i];
+		const LlmWeight *mw = t->n_dims >= 2 ? model_matrix(m, t) : NULL;
+		const float *v = t->n_dims == 1 ? model_vector(m, t) : NULL;
+		bool		was_float = t->type == LLM_TYPE_F32 || t->type == LLM_TYPE_F16 || t->type == LLM_TYPE_BF16;
+
+		/* a float matrix served from a copy was quantized or rescaled (others are at most repacked) */
+		if (mw != NULL && mw->data != t->data && was_float &&
+			(mw->type != t->type || memcmp(mw->data, t->data, t->size) != 0))
+		{
+			llm_gguf_writer_add_tensor(w, t->name, mw->type, t->n_dims, t->ne, mw->data);
+			if (mw->type != t->type)
+				n_quantized++;
+			else
+				n_rescaled++;
+		}
+		else if (v != NULL && vector_changed(t, v, &oom))
+		{
+			llm_gguf_writer_add_tensor(w, t->name, LLM_TYPE_F32, t->n_dims, t->ne, v);
+			n_rescaled++;
+		}
+		else
+			llm_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
+	}
+	if (oom)
+		fprintf(stderr, "llm-cli quantize: out of memory\n");
+	else if ((st = llm_gguf_writer_save(w, out, &err)) != LLM_OK)
+		fprintf(stderr, "llm-cli quantize: %s\n", err.msg);
+	else
+		fprintf(stderr, "llm-cli quantize: %d of %llu tensors converted to %s with AWQ scales, %d rescaled in their type\n",
+				n_quantized, (unsigned long long) g->n_tensors, llm_quant_scheme_name(scheme), n_rescaled);
+	llm_gguf_writer_free(w);
+	llm_model_free(m);
+	return oom || st != LLM_OK ? 1 : 0;
+}
+
+/* llm-cli quantize IN OUT TYPE [--calib TEXT [--threads N]]. */
 int
 cli_quantize(int argc, char **argv)
 {
@@ -55,13 +203,30 @@ cli_quantize(int argc, char **argv)
 	LlmError	err;
 	int			type;
 	LlmQuantScheme scheme = LLM_QUANT_NONE;
+	const char *calib = NULL;
+	long		threads = 1;
 	int			n_converted = 0;
 	int			rc = 1;
 
-	if (argc != 4)
+	if (argc < 4 || argc % 2 != 0)
 	{
-		fprintf(stderr, "usage: llm-cli quantize IN.gguf OUT.gguf TYPE\n");
+		fprintf(stderr, "usage: llm-cli quantize IN.gguf OUT.gguf TYPE [--calib TEXT [--threads N]]\n");
 		return 2;
+	}
+	for (int i = 4; i < argc; i += 2)
+	{
+		if (strcmp(argv[i], "--calib") == 0)
+			calib = argv[i + 1];
+		else if (strcmp(argv[i], "--threads") == 0)
+		{
+			if (!cli_parse_int(argv[i], argv[i + 1], 1, 1024, &threads))
+				return 2;
+		}
+		else
+		{
+			fprintf(stderr, "llm-cli quantize: unknown option \"%s\"\n", argv[i]);
+			return 2;
+		}
 	}
 	type = type_by_name(argv[3]);
 	if (llm_quant_scheme_parse(argv[3], &scheme) && scheme != LLM_QUANT_NONE)
@@ -71,6 +236,13 @@ cli_quantize(int argc, char **argv)
 		fprintf(stderr, "llm-cli quantize: unsupported target type \"%s\" (supported: F32, F16, BF16, Q8_0, Q4_0, INT8, INT4_G32, INT4_G128)\n", argv[3]);
 		return 2;
 	}
+	if (calib != NULL && scheme == LLM_QUANT_NONE)
+	{
+		fprintf(stderr, "llm-cli quantize: --calib needs TYPE INT8, INT4_G32 or INT4_G128, not \"%s\"\n", argv[3]);
+		return 2;
+	}
+	if (calib != NULL)
+		return quantize_awq(argv[1], argv[2], scheme, calib, (int) threads);
 	if (llm_gguf_open(argv[1], &g, &err) != LLM_OK)
 	{
 		fprintf(stderr, "llm-cli quantize: %s\n", err.msg);

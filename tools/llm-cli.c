@@ -16,13 +16,18 @@ usage(FILE *f)
 			"usage: llm-cli COMMAND [OPTIONS]\n"
 			"  generate   -m MODEL.gguf -p PROMPT [-n 64] [--temp 0] [--top-k 0] [--top-p 1]\n"
 			"             [--min-p 0] [--repeat-penalty 1] [--seed N] [--threads N]\n"
-			"             [--kv f32|f16] [--ctx N] [--stop STRING]... [--chat] [--quantize SCHEME]\n"
+			"             [--kv f32|f16|int8] [--ctx N] [--stop STRING]... [--chat] [--quantize SCHEME]\n"
+			"             [--kv-budget N|P%%] [--evict h2o|streaming|window] [--sinks 4] [--kv-mb N]\n"
+			"             [--device auto|cpu|cuda]\n"
 			"  tokenize   -m MODEL_OR_VOCAB.gguf [--bos] [--special] < text\n"
-			"  perplexity -m MODEL.gguf -f TEXT [-c 256] [--threads N] [--kv f32|f16] [--quantize SCHEME]\n"
-			"  bench      -m MODEL.gguf [-p 128] [-n 64] [-b 1,4,16] [--threads N]\n"
+			"  perplexity -m MODEL.gguf -f TEXT [-c 256] [--threads N] [--kv f32|f16|int8] [--quantize SCHEME]\n"
+			"             [--kv-budget N|P%%] [--evict h2o|streaming|window] [--sinks 4]\n"
+			"  bench      -m MODEL.gguf [-p 128] [-n 64] [-b 1,4,16] [--threads N] [--kv f32|f16|int8]\n"
 			"             [--shared-prefix N] [--no-prefix-cache] [--quantize SCHEME]\n"
+			"             [--kv-mb N] [--kv-budget N|P%%] [--evict POLICY] [--sinks 4] [--device DEVICE]\n"
 			"             (SCHEME: none, int8, int4 = int4_g128, int4_g32: float weights quantized at load)\n"
-			"  quantize   IN.gguf OUT.gguf TYPE   (TYPE: F32, F16, BF16, Q8_0, Q4_0, INT8, INT4_G32, INT4_G128)\n");
+			"  quantize   IN.gguf OUT.gguf TYPE [--calib TEXT [--threads N]]\n"
+			"             (TYPE: F32, F16, BF16, Q8_0, Q4_0, INT8, INT4_G32, INT4_G128; --calib: AWQ)\n");
 }
 
 int

@@ -48,11 +48,12 @@ cleanup() {
     fi
 }
 trap cleanup EXIT
-mkdir -p "$work/main/src" "$work/shared/models" "$work/shared/golden"
+mkdir -p "$work/main/src" "$work/shared/models" "$work/shared/golden" "$work/shared/data"
 cp -r Makefile llm.control llm--1.0.sql sql expected t "$work/main/"
 cp src/*.c src/*.h "$work/main/src/"
 cp "$shared/models/$model" "$work/shared/models/"
 cp "$shared/golden/stories260K-greedy.tsv" "$work/shared/golden/"
+cp "$shared/data/stories260K-samples.txt" "$work/shared/data/"
 
 run_as=()
 if [ "$(id -u)" -eq 0 ]; then

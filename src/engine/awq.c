@@ -14,8 +14,14 @@
  * in float: the RMSNorm weight before q/k/v and gate/up, v's rows before
  * the output projection (per KV channel, shared by the query heads of a
  * group), up's rows before down.
+ *
+ * llm_model_load_awq() puts it together: load the float model, run it over
+ * the calibration text, quantize every layer with the statistics.  The
+ * result lives in memory (llm-cli --calib, the worker's llm.quantize_calib)
+ * or is written to a file by llm-cli quantize --calib.
  */
 #include "awq.h"
+#include "forward.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -327,4 +333,72 @@ done:
 	free(s_kv);
 	free(s_down);
 	return st;
+}
+
+/* Whether every weight matrix of a layer is stored as floats, as AWQ needs. */
+static bool
+layer_is_float(const LlmLayerWeights *lw)
+{
+	const LlmWeight *mats[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
+
+	for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
+		if (mats[i]->type != LLM_TYPE_F32 && mats[i]->type != LLM_TYPE_F16 && mats[i]->type != LLM_TYPE_BF16)
+			return false;
+	return true;
+}
+
+/* Calibrate the float model m on text and quantize it with scheme and AWQ scales. */
+static LlmStatus
+awq_quantize_model(LlmModel *m, LlmQuantScheme scheme, const char *text, size_t len, int n_threads,
+				   LlmError *err)
+{
+	LlmCalib	calib;
+	int32_t    *ids = NULL;
+	int			n_ids = 0;
+	bool		any_float = false;
+	LlmStatus	st;
+
+	memset(&calib, 0, sizeof(calib));
+	for (int l = 0; l < m->config.n_layers; l++)
+		any_float |= layer_is_float(&m->weights.layers[l]);
+	if (!any_float)
+		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
+							 "AWQ needs float weight matrices (F32, F16 or BF16), but the model's are %s",
+							 m->info.weight_types);
+	if ((st = llm_tokenize(m->tokenizer, text, len, true, false, &ids, &n_ids, err)))
+		return st;
+	if (n_ids < LLM_AWQ_CHUNK)
+		st = llm_error_set(err, LLM_ERR_INVALID,
+						   "the calibration text has %d tokens, BOS included; AWQ needs at least %d (one chunk)",
+						   n_ids, LLM_AWQ_CHUNK);
+	else if (!(st = llm_calib_init(&calib, &m->config, err)) &&
+			 !(st = llm_awq_calibrate(m, ids, n_ids < LLM_AWQ_MAX_TOKENS ? n_ids : LLM_AWQ_MAX_TOKENS,
+									  LLM_AWQ_CHUNK, n_threads, &calib, err)))
+		st = llm_model_quantize(m, scheme, &calib, err);
+	free(ids);
+	llm_calib_free(&calib);
+	return st;
+}
+
+/* Load the float model at path and quantize it with AWQ scales from text (see awq.h). */
+LlmStatus
+llm_model_load_awq(const char *path, LlmQuantScheme scheme, const char *text, size_t len,
+				   int n_threads, LlmModel **out, LlmError *err)
+{
+	LlmModel   *m = NULL;
+	LlmStatus	st;
+
+	if (scheme == LLM_QUANT_NONE)
+		return llm_error_set(err, LLM_ERR_INVALID, "AWQ needs a quantization scheme (int8, int4_g32 or int4_g128)");
+	if (text == NULL || len == 0)
+		return llm_error_set(err, LLM_ERR_INVALID, "the calibration text is empty");
+	if ((st = llm_model_load_quantized(path, LLM_QUANT_NONE, &m, err)))
+		return st;
+	if ((st = awq_quantize_model(m, scheme, text, len, n_threads > 0 ? n_threads : 1, err)))
+	{
+		llm_model_free(m);
+		return st;
+	}
+	*out = m;
+	return LLM_OK;
 }

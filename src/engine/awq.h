@@ -1,13 +1,23 @@
 /*
  * awq.h
  *		Activation-aware weight quantization (AWQ, Lin et al., MLSys 2024):
- *		calibration statistics and the per-layer scale search and folding.
+ *		calibration statistics, the per-layer scale search and folding, and
+ *		loading a model quantized that way.
+ *
+ * Only model.h is included (LlmCalib is declared in forward.h), so that the
+ * PostgreSQL worker can include this header for llm_model_load_awq().
  */
 #ifndef LLM_AWQ_H
 #define LLM_AWQ_H
 
-#include "forward.h"
+#include <stddef.h>
+
 #include "model.h"
+
+#define LLM_AWQ_CHUNK 256		/* tokens per calibration chunk (a fresh sequence each) */
+#define LLM_AWQ_MAX_TOKENS 4096 /* calibration tokens used at most */
+
+typedef struct LlmCalib LlmCalib;	/* defined in forward.h */
 
 /* Allocate zeroed statistics for the model's shape. */
 LlmStatus	llm_calib_init(LlmCalib *c, const LlmConfig *cfg, LlmError *err);
@@ -25,6 +35,18 @@ LlmStatus	llm_awq_calibrate(const LlmModel *m, const int32_t *tokens, int n, int
  * into what produces the input: attention and FFN norms for q/k/v and
  * gate/up, v's rows for the output projection, up's rows for down.
  */
-LlmStatus	llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme scheme, const LlmCalib *c, LlmError *err);
+LlmStatus	llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme scheme, const LlmCalib *c,
+								   LlmError *err);
+
+/*
+ * Load the float model at path and quantize it with scheme (not NONE) and
+ * AWQ scales calibrated on text (len bytes; tokenized with BOS, at most
+ * LLM_AWQ_MAX_TOKENS tokens in chunks of LLM_AWQ_CHUNK, on n_threads).
+ * LLM_ERR_INVALID for an empty text or one shorter than a chunk,
+ * LLM_ERR_UNSUPPORTED when no layer's weight matrices are float; the
+ * changed norms and matrices are what llm-cli quantize --calib writes.
+ */
+LlmStatus	llm_model_load_awq(const char *path, LlmQuantScheme scheme, const char *text, size_t len,
+							   int n_threads, LlmModel **out, LlmError *err);
 
 #endif							/* LLM_AWQ_H */

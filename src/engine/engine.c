@@ -108,26 +108,7 @@ llm_engine_config_default(LlmEngineConfig *c)
 	c->device = LLM_DEVICE_AUTO;
 }
 
-/* The eviction rule of cfg (budget 0 when off); false when the budget cannot hold what the policy protects. */
-static bool
-evict_rule(const LlmEngineConfig *cfg, LlmEvictRule *r, LlmError *err)
-{
-	memset(r, 0, sizeof(*r));
-	if (cfg->kv_budget == 0)
-		return true;
-	r->budget = cfg->kv_budget;
-	r->sinks = cfg->evict_policy == LLM_EVICT_WINDOW ? 0 : cfg->kv_sink_tokens;
-	r->recent = cfg->evict_policy == LLM_EVICT_H2O ? cfg->kv_budget / 2 : cfg->kv_budget - r->sinks;
-	r->by_score = cfg->evict_policy == LLM_EVICT_H2O;
-	if (cfg->kv_budget < 0 || cfg->kv_sink_tokens < 0 || r->recent < 1 || r->sinks + r->recent > r->budget)
-	{
-		llm_error_set(err, LLM_ERR_INVALID,
-					  "a KV budget of %d keys cannot hold %d attention sinks and a recent window",
-					  cfg->kv_budget, cfg->kv_sink_tokens);
-		return false;
-	}
-	return true;
-}
+
 
 /* Request defaults: greedy, 128 tokens, filters off. */
 void
@@ -178,8 +159,8 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 		return llm_error_set(err, LLM_ERR_INVALID,
 							 "invalid engine configuration: threads %d, batch tokens %d, sequences %d, block size %d, context %d",
 							 cfg->n_threads, cfg->max_batch_tokens, cfg->max_seqs, cfg->kv_block_size, cfg->n_ctx);
-	if (!evict_rule(cfg, &rule, err))
-		return LLM_ERR_INVALID;
+	if ((st = llm_evict_rule_make(cfg->kv_budget, cfg->kv_sink_tokens, cfg->evict_policy, &rule, err)))
+		return st;
 	e = calloc(1, sizeof(*e));
 	if (e == NULL)
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the engine");

@@ -20,6 +20,24 @@
 #include "backend.h"
 #include <string.h>
 
+/* The rule of a policy for budget keys with sinks attention sinks (see kv.h); budget 0 = no eviction. */
+LlmStatus
+llm_evict_rule_make(int budget, int sinks, LlmEvictPolicy policy, LlmEvictRule *r, LlmError *err)
+{
+	memset(r, 0, sizeof(*r));
+	if (budget == 0)
+		return LLM_OK;
+	r->budget = budget;
+	r->sinks = policy == LLM_EVICT_WINDOW ? 0 : sinks;
+	r->recent = policy == LLM_EVICT_H2O ? budget / 2 : budget - r->sinks;
+	r->by_score = policy == LLM_EVICT_H2O;
+	if (budget < 0 || sinks < 0 || r->recent < 1 || r->sinks + r->recent > r->budget)
+		return llm_error_set(err, LLM_ERR_INVALID,
+							 "a KV budget of %d keys cannot hold %d attention sinks and a recent window",
+							 budget, sinks);
+	return LLM_OK;
+}
+
 /* A key that may be dropped. */
 typedef struct EvictCandidate
 {

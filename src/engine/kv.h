@@ -131,6 +131,15 @@ typedef struct LlmEvictRule
 	bool		by_score;		/* drop the lowest score first (H2O), else the oldest */
 } LlmEvictRule;
 
+/*
+ * The rule of policy for a budget of budget keys with sinks attention sinks:
+ * H2O keeps the sinks, the newest budget / 2 positions and the heavy
+ * hitters; StreamingLLM the sinks and the newest budget - sinks; a window
+ * the newest budget.  budget 0 gives the empty rule (no eviction).
+ * LLM_ERR_INVALID when the budget cannot hold what the policy protects.
+ */
+LlmStatus	llm_evict_rule_make(int budget, int sinks, LlmEvictPolicy policy, LlmEvictRule *r, LlmError *err);
+
 /* One key and value of (layer, KV head) moving from slot from to slot to of a sequence. */
 typedef struct LlmKvMove
 {
