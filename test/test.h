@@ -13,6 +13,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
 
 static int	test_n_passed;
 static int	test_n_failed;
@@ -69,6 +72,21 @@ test_shared_dir(void)
 	const char *d = getenv("LLM_SHARED");
 
 	return d != NULL ? d : "../shared";
+}
+
+/* Tokenize s (BOS first) with model m's tokenizer into a new array of *n ids; exits on failure. */
+static inline int32_t *
+test_tokenize(const LlmModel *m, const char *s, int *n)
+{
+	int32_t    *ids = NULL;
+	LlmError	err;
+
+	if (llm_tokenize(llm_model_tokenizer(m), s, strlen(s), true, false, &ids, n, &err) != LLM_OK)
+	{
+		fprintf(stderr, "tokenize: %s\n", err.msg);
+		exit(1);
+	}
+	return ids;
 }
 
 #endif							/* LLM_TEST_H */

@@ -25,21 +25,6 @@ static const char *prompts[N_PROMPTS] = {
 
 static LlmModel *model;
 
-/* Tokenize s with BOS into a new array. */
-static int32_t *
-tokenize(const char *s, int *n)
-{
-	int32_t    *ids = NULL;
-	LlmError	err;
-
-	if (llm_tokenize(llm_model_tokenizer(model), s, strlen(s), true, false, &ids, n, &err) != LLM_OK)
-	{
-		fprintf(stderr, "tokenize: %s\n", err.msg);
-		exit(1);
-	}
-	return ids;
-}
-
 /* Make an engine with the given limits (f32 KV), prefix cache on or off. */
 static LlmEngine *
 make_engine_prefix(int max_seqs, int max_batch_tokens, size_t kv_bytes, int block_size, bool prefix)
@@ -96,7 +81,7 @@ add(LlmEngine *e, const char *p, int n)
 	LlmError	err;
 	int64_t		id = -1;
 	int			n_ids;
-	int32_t    *ids = tokenize(p, &n_ids);
+	int32_t    *ids = test_tokenize(model, p, &n_ids);
 
 	llm_request_default(&r);
 	r.prompt = ids;
@@ -238,7 +223,7 @@ test_too_big(void)
 	LlmError	err;
 	int64_t		id;
 	int			n_ids;
-	int32_t    *ids = tokenize(prompts[3], &n_ids);
+	int32_t    *ids = test_tokenize(model, prompts[3], &n_ids);
 
 	llm_request_default(&r);
 	r.prompt = ids;
@@ -287,7 +272,7 @@ test_stop_cancel(void)
 				b,
 				c;
 	int			n_ids;
-	int32_t    *ids = tokenize(prompts[0], &n_ids);
+	int32_t    *ids = test_tokenize(model, prompts[0], &n_ids);
 	const char *stops[] = {"named", "Lily", "there"};
 	char	   *t;
 
@@ -364,7 +349,7 @@ test_seeded(void)
 		LlmError	err;
 		int64_t		id;
 		int			n_ids;
-		int32_t    *ids = tokenize(prompts[0], &n_ids);
+		int32_t    *ids = test_tokenize(model, prompts[0], &n_ids);
 
 		llm_request_default(&r);
 		r.prompt = ids;

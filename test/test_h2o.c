@@ -123,21 +123,6 @@ test_select(void)
 	}
 }
 
-/* Tokenize s with BOS into a new array. */
-static int32_t *
-tokenize(const char *s, int *n)
-{
-	int32_t    *ids = NULL;
-	LlmError	err;
-
-	if (llm_tokenize(llm_model_tokenizer(model), s, strlen(s), true, false, &ids, n, &err) != LLM_OK)
-	{
-		fprintf(stderr, "tokenize: %s\n", err.msg);
-		exit(1);
-	}
-	return ids;
-}
-
 /* The index of the largest of n logits. */
 static int32_t
 argmax(const float *x, int n)
@@ -174,7 +159,7 @@ test_model_steps(LlmKvType type, const LlmEvictRule *rule, const char *what)
 	LlmRunState rs;
 	LlmError	err;
 	int			n_prompt;
-	int32_t    *prompt = tokenize("Once upon a time, there was a little girl named Lily.", &n_prompt);
+	int32_t    *prompt = test_tokenize(model, "Once upon a time, there was a little girl named Lily.", &n_prompt);
 	float	   *logits = malloc((size_t) c->n_vocab * sizeof(float));
 	uint8_t    *shadow;			/* (n_steps, n_layers, n_kv_heads, head_bytes) each position's stored key */
 	float	   *old_score = malloc((size_t) (rule->budget + 1) * lh * sizeof(float));
@@ -361,7 +346,7 @@ serve(LlmEngine *e, int n, int max_tokens, char **texts)
 	{
 		LlmRequest	q;
 		int			len;
-		int32_t    *p = tokenize(prompts[i % 4], &len);
+		int32_t    *p = test_tokenize(model, prompts[i % 4], &len);
 
 		llm_request_default(&q);
 		q.prompt = p;
@@ -487,7 +472,7 @@ main(void)
 	test_model_steps(LLM_KV_I8, &h2o, "h2o int8");
 	test_model_steps(LLM_KV_F16, &streaming, "streaming f16");
 	test_model_steps(LLM_KV_F32, &window, "window f32");
-	tokens = tokenize("Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. "
+	tokens = test_tokenize(model, "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. "
 					  "One day, she saw a big red ball in the park and ran to get it.", &n_tokens);
 	test_budget_identity(tokens, n_tokens / 24, 24);
 	free(tokens);
