@@ -7,7 +7,8 @@
 # half) with every prediction made from the cache as eviction left it
 # (--kv-budget: one position of every chunk a step, eviction after each),
 # at budgets of 100%, 50%, 20% and 10% of the chunk, for H2O (sinks + recent
-# half + heavy hitters), StreamingLLM (sinks + recent) and a plain window;
+# half + heavy hitters by summed attention), H2O ranked by mean attention,
+# StreamingLLM (sinks + recent) and a plain window;
 # and for the INT8 KV cache.  stories260K on ../shared/data/stories260K-samples.txt
 # (chunks of 256), Gemma 3 270M on the first 16 KB of the GPL-3 (plain English,
 # chunks of 512).
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 
 what=${1:-all}
 threads=${2:-2}
-CLI=bin/llm-cli
+CLI=${LLM_CLI:-bin/llm-cli}
 out=bench/results
 mkdir -p "$out"
 [ -x "$CLI" ] || make -s "$CLI"
@@ -45,7 +46,7 @@ study() {
     v=$(ppl -m "$model" -f "$text" -c "$chunk" --kv int8 --kv-budget 100%)
     echo "$name,int8,full,100,$chunk,$v" >> "$csv"
     echo "   int8 KV: $v" >&2
-    for policy in h2o streaming window; do
+    for policy in h2o h2o_mean streaming window; do
         for pct in 50 20 10; do
             v=$(ppl -m "$model" -f "$text" -c "$chunk" --kv-budget "$pct%" --evict "$policy")
             echo "$name,f32,$policy,$pct,$((chunk * pct / 100)),$v" >> "$csv"
@@ -88,7 +89,8 @@ esac
     echo "Made by \`bench/kv_study.sh $what $threads\` on $(date -u +%Y-%m-%d) ($(nproc) cores)."
     echo "Perplexity over chunks scored on their second half; with a budget every prediction sees only the"
     echo "keys eviction kept (token by token). Budget = keys kept per layer and KV head, as % of the chunk."
-    echo "H2O keeps 4 sinks, the newest half of the budget and the highest accumulated attention;"
+    echo "H2O keeps 4 sinks, the newest half of the budget and the highest accumulated attention (summed over"
+    echo "the queries so far; \"mean score\": divided by the number of queries that saw the key);"
     echo "StreamingLLM keeps 4 sinks and the newest; window keeps only the newest."
     for csv in "$out"/kv_study_*.csv; do
         [ -f "$csv" ] || continue
@@ -97,15 +99,16 @@ esac
             NR > 1 { v[$2 "," $3 "," $4] = $6 }
             END {
                 printf "## %s\n\n", name
-                printf "| budget | H2O | sinks + window | window only |\n|---|---:|---:|---:|\n"
-                printf "| 100%% (full cache) | %.4f | %.4f | %.4f |\n", base, base, base
+                printf "| budget | H2O | H2O, mean score | sinks + window | window only |\n|---|---:|---:|---:|---:|\n"
+                printf "| 100%% (full cache) | %.4f | %.4f | %.4f | %.4f |\n", base, base, base, base
                 n = split("50 20 10", pcts, " ")
                 for (i = 1; i <= n; i++) {
                     p = pcts[i]
-                    printf "| %s%% | %.4f (%+.2f%%) | %.4f (%+.2f%%) | %.4f (%+.2f%%) |\n", p,
-                        v["f32,h2o," p], 100 * (v["f32,h2o," p] / base - 1),
-                        v["f32,streaming," p], 100 * (v["f32,streaming," p] / base - 1),
-                        v["f32,window," p], 100 * (v["f32,window," p] / base - 1)
+                    printf "| %s%% |", p
+                    m = split("h2o h2o_mean streaming window", pols, " ")
+                    for (k = 1; k <= m; k++)
+                        printf " %.4f (%+.2f%%) |", v["f32," pols[k] "," p], 100 * (v["f32," pols[k] "," p] / base - 1)
+                    printf "\n"
                 }
                 i8 = v["int8,full,100"]
                 printf "\nINT8 KV cache (full): %.4f (%+.3f%% against f32; target within 0.5%%: %s)\n", i8,

@@ -56,6 +56,7 @@ static const struct config_enum_entry llm_kv_type_options[] = {
 
 static const struct config_enum_entry llm_kv_evict_options[] = {
 	{"h2o", LLM_EVICT_H2O, false},
+	{"h2o_mean", LLM_EVICT_H2O_MEAN, false},
 	{"streaming", LLM_EVICT_STREAMING, false},
 	{"window", LLM_EVICT_WINDOW, false},
 	{NULL, 0, false}
@@ -237,7 +238,8 @@ LlmDefineSettings(void)
 	DefineCustomEnumVariable("llm.kv_evict",
 							 "Which keys a sequence over llm.kv_budget drops.",
 							 "h2o keeps the sinks, the newest half of the budget and the keys with the most "
-							 "attention so far; streaming the sinks and the newest; window only the newest.",
+							 "attention so far; h2o_mean ranks those by mean attention per query; streaming "
+							 "keeps the sinks and the newest; window only the newest.",
 							 &llm_kv_evict,
 							 LLM_EVICT_H2O,
 							 llm_kv_evict_options,

@@ -30,6 +30,15 @@ next_rand(uint64_t *x)
 	return *x;
 }
 
+/* The score a rule ranks key j by: its summed attention, or the mean over the queries since it was stored. */
+static float
+rank_score(const LlmEvictRule *r, const float *score, const int32_t *pos, int j, int newest)
+{
+	if (!r->by_score)
+		return 0.0f;
+	return r->mean_score ? score[j] / (float) (newest - pos[j] + 1) : score[j];
+}
+
 /* Whether key (score a, position pa) goes before (score b, position pb): lower score, then older. */
 static bool
 goes_first(float a, int32_t pa, float b, int32_t pb)
@@ -63,7 +72,7 @@ brute_force_victims(const int32_t *pos, const float *score, int n, int newest, c
 			continue;
 		for (int i = 0; i < n; i++)
 			if (i != j && pos[i] >= r->sinks && pos[i] <= newest - r->recent &&
-				goes_first(r->by_score ? score[i] : 0.0f, pos[i], r->by_score ? score[j] : 0.0f, pos[j]))
+				goes_first(rank_score(r, score, pos, i, newest), pos[i], rank_score(r, score, pos, j, newest), pos[j]))
 				before++;
 		victim[j] = before < drop;
 		marked += victim[j];
@@ -85,6 +94,7 @@ test_select(void)
 			.budget = 1 + (int) (next_rand(&x) % (n + 4)),
 			.sinks = (int) (next_rand(&x) % 6),
 			.by_score = next_rand(&x) % 4 != 0,
+			.mean_score = next_rand(&x) % 2 == 0,
 		};
 		int32_t		pos[200];
 		float		score[200];
@@ -469,6 +479,9 @@ main(void)
 		return 1;
 	}
 	test_model_steps(LLM_KV_F32, &h2o, "h2o f32");
+	h2o.mean_score = true;
+	test_model_steps(LLM_KV_F32, &h2o, "h2o mean f32");
+	h2o.mean_score = false;
 	test_model_steps(LLM_KV_I8, &h2o, "h2o int8");
 	test_model_steps(LLM_KV_F16, &streaming, "streaming f16");
 	test_model_steps(LLM_KV_F32, &window, "window f32");

@@ -213,13 +213,15 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 		{
 			if (strcmp(val, "h2o") == 0)
 				o->evict = LLM_EVICT_H2O;
+			else if (strcmp(val, "h2o_mean") == 0)
+				o->evict = LLM_EVICT_H2O_MEAN;
 			else if (strcmp(val, "streaming") == 0)
 				o->evict = LLM_EVICT_STREAMING;
 			else if (strcmp(val, "window") == 0)
 				o->evict = LLM_EVICT_WINDOW;
 			else
 			{
-				fprintf(stderr, "llm-cli %s: unknown eviction policy \"%s\" (h2o, streaming, window)\n", argv[0], val);
+				fprintf(stderr, "llm-cli %s: unknown eviction policy \"%s\" (h2o, h2o_mean, streaming, window)\n", argv[0], val);
 				return false;
 			}
 		}

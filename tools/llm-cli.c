@@ -21,7 +21,7 @@ usage(FILE *f)
 			"             [--device auto|cpu|cuda]\n"
 			"  tokenize   -m MODEL_OR_VOCAB.gguf [--bos] [--special] < text\n"
 			"  perplexity -m MODEL.gguf -f TEXT [-c 256] [--threads N] [--kv f32|f16|int8] [--quantize SCHEME]\n"
-			"             [--kv-budget N|P%%] [--evict h2o|streaming|window] [--sinks 4]\n"
+			"             [--kv-budget N|P%%] [--evict h2o|h2o_mean|streaming|window] [--sinks 4]\n"
 			"  bench      -m MODEL.gguf [-p 128] [-n 64] [-b 1,4,16] [--threads N] [--kv f32|f16|int8]\n"
 			"             [--shared-prefix N] [--no-prefix-cache] [--quantize SCHEME]\n"
 			"             [--kv-mb N] [--kv-budget N|P%%] [--evict POLICY] [--sinks 4] [--device DEVICE]\n"

@@ -66,6 +66,7 @@ typedef enum LlmKvType
 typedef enum LlmEvictPolicy
 {
 	LLM_EVICT_H2O,				/* sinks, the newest half of the budget, and the heavy hitters */
+	LLM_EVICT_H2O_MEAN,			/* the same, heavy hitters by mean attention per query since stored */
 	LLM_EVICT_STREAMING,		/* sinks and the newest positions (StreamingLLM) */
 	LLM_EVICT_WINDOW			/* the newest positions only */
 } LlmEvictPolicy;

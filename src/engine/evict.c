@@ -7,7 +7,9 @@
  * the largest attention summed over every query so far (attention adds each
  * softmax probability to the key's score), plus a window of the newest
  * positions (half the budget, as in the paper) and the first few positions,
- * the attention sinks of StreamingLLM (Xiao et al., ICLR 2024).  Decisions
+ * the attention sinks of StreamingLLM (Xiao et al., ICLR 2024).  The sum
+ * favours old keys (more queries have seen them); H2O_MEAN ranks by the
+ * mean over the queries that saw the key instead.  Decisions
  * are per layer and per KV head; each (layer, head) drops the same number of
  * keys (all hold the same protected positions: every head keeps the sinks,
  * and a position can only leave once it is out of the window), so the slot
@@ -29,8 +31,9 @@ llm_evict_rule_make(int budget, int sinks, LlmEvictPolicy policy, LlmEvictRule *
 		return LLM_OK;
 	r->budget = budget;
 	r->sinks = policy == LLM_EVICT_WINDOW ? 0 : sinks;
-	r->recent = policy == LLM_EVICT_H2O ? budget / 2 : budget - r->sinks;
-	r->by_score = policy == LLM_EVICT_H2O;
+	r->by_score = policy == LLM_EVICT_H2O || policy == LLM_EVICT_H2O_MEAN;
+	r->mean_score = policy == LLM_EVICT_H2O_MEAN;
+	r->recent = r->by_score ? budget / 2 : budget - r->sinks;
 	if (budget < 0 || sinks < 0 || r->recent < 1 || r->sinks + r->recent > r->budget)
 		return llm_error_set(err, LLM_ERR_INVALID,
 							 "a KV budget of %d keys cannot hold %d attention sinks and a recent window",
@@ -81,6 +84,8 @@ llm_kv_evict_select(const int32_t *pos, const float *score, size_t stride, int n
 		if (p < rule->sinks || p >= recent_lo)
 			continue;
 		cand[n_cand].score = rule->by_score && score != NULL ? score[(size_t) j * stride] : 0.0f;
+		if (rule->mean_score)
+			cand[n_cand].score /= (float) (newest_pos - p + 1);
 		cand[n_cand].pos = p;
 		cand[n_cand].slot = j;
 		n_cand++;

@@ -129,13 +129,15 @@ typedef struct LlmEvictRule
 	int			sinks;			/* positions 0 .. sinks-1 are never dropped */
 	int			recent;			/* nor the newest recent positions */
 	bool		by_score;		/* drop the lowest score first (H2O), else the oldest */
+	bool		mean_score;		/* by_score: the score over the queries that saw the key, not the sum */
 } LlmEvictRule;
 
 /*
  * The rule of policy for a budget of budget keys with sinks attention sinks:
  * H2O keeps the sinks, the newest budget / 2 positions and the heavy
- * hitters; StreamingLLM the sinks and the newest budget - sinks; a window
- * the newest budget.  budget 0 gives the empty rule (no eviction).
+ * hitters (H2O_MEAN ranks them by mean instead of summed attention);
+ * StreamingLLM the sinks and the newest budget - sinks; a window the newest
+ * budget.  budget 0 gives the empty rule (no eviction).
  * LLM_ERR_INVALID when the budget cannot hold what the policy protects.
  */
 LlmStatus	llm_evict_rule_make(int budget, int sinks, LlmEvictPolicy policy, LlmEvictRule *r, LlmError *err);
@@ -179,8 +181,9 @@ void		llm_kv_seq_shrink(LlmKvCache *kv, LlmKvSeq *seq, int n_slots);
  * positions are pos[j * stride] and scores score[j * stride] (NULL: all
  * equal), mark in victim (n) the n - rule->budget that are neither sinks nor
  * among the rule->recent newest positions (newest = the highest position
- * the sequence holds, newest_pos), lowest score first, older first among
- * equals.  Returns how many were marked (0 when n <= budget; fewer than
+ * the sequence holds, newest_pos), lowest score first (with mean_score,
+ * score / (newest_pos - position + 1), the queries that saw the key), older
+ * first among equals.  Returns how many were marked (0 when n <= budget; fewer than
  * n - budget when the rule protects too many), -1 when out of memory.
  */
 int			llm_kv_evict_select(const int32_t *pos, const float *score, size_t stride, int n,
