@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # KV eviction and INT8 KV quality and throughput study (issue 7).
 #
-#   bench/kv_study.sh [stories|gemma|throughput|all] [THREADS]
+#   bench/kv_study.sh [stories|gemma|throughput|all|report] [THREADS]   (report: only rewrite h2o.md)
 #
 # Quality: perplexity (llm-cli perplexity, chunks scored on their second
 # half) with every prediction made from the cache as eviction left it
@@ -13,7 +13,7 @@
 # (chunks of 256), Gemma 3 270M on the first 16 KB of the GPL-3 (plain English,
 # chunks of 512).
 # Throughput: llm-cli bench with long generations (512 new tokens) at a
-# fixed KV pool, budget 20% against no eviction.
+# fixed KV pool, budget 20% (of prompt + generation) against no eviction.
 #
 # Writes bench/results/kv_study_<model>.csv, bench/results/kv_throughput.csv
 # and regenerates bench/results/h2o.md from every CSV present.
@@ -55,15 +55,15 @@ study() {
     done
 }
 
-# throughput MODEL: decode tok/s and concurrency at a fixed pool, budget 20% vs off
+# throughput MODEL MB BATCHES: decode tok/s and concurrency at a fixed pool, budget 20% vs off
 throughput() {
-    local model=$1 mb=$2
+    local model=$1 mb=$2 batches=$3
     local csv=$out/kv_throughput.csv
-    echo "model,budget,kv_mb,sequences,decode_tok_s,max_running,preemptions" > "$csv"
+    [ -f "$csv" ] || echo "model,budget,kv_mb,sequences,decode_tok_s,mean_running,preemptions" > "$csv"
     for budget in 0 20%; do
-        "$CLI" bench -m "$model" -p 64 -n 512 -b 16,64 --threads "$threads" --kv-mb "$mb" \
+        "$CLI" bench -m "$model" -p 64 -n 512 -b "$batches" --threads "$threads" --kv-mb "$mb" \
             --kv-budget "$budget" 2>/dev/null |
-            awk -F'|' -v b="$budget" -v mb="$mb" -v m="$(basename "$model")" \
+            awk -F'|' -v b="$budget" -v mb="$mb" -v m="$(basename "$model" .gguf | sed 's/^random-dim768.*-Q8_0$/random-134M-Q8_0/')" \
                 'NR > 2 { gsub(/ /, ""); print m "," (b == "0" ? "off" : b) "," mb "," $2 "," $6 "," $10 "," $11 }' >> "$csv"
     done
     column -s, -t "$csv" >&2
@@ -77,16 +77,23 @@ case $what in
         trap 'rm -f "$text"' EXIT
         head -c 16384 /usr/share/common-licenses/GPL-3 > "$text"
         study gemma3-270m "$(tools/fetch-model.sh | tail -n 1)" "$text" 512 ;;&
-    throughput|all) throughput ../shared/models/stories260K.gguf 1 ;;
-    stories|gemma) ;;
-    *) echo "usage: $0 [stories|gemma|throughput|all] [THREADS]" >&2; exit 2 ;;
+    throughput|all)
+        rm -f "$out/kv_throughput.csv"
+        # stories260K: 1280 bytes of f32 KV per position, 4 MB hold about 5 sequences of 576
+        throughput ../shared/models/stories260K.gguf 4 16,64
+        # the random 134M Llama (Q8_0, made by bench/engine_bench.sh): 72 KB per position, 256 MB hold 6
+        m134=.cache/models/random-dim768layers12heads12ffn2048vocab32000ctx1024-Q8_0.gguf
+        [ -f "$m134" ] && throughput "$m134" 256 16 ;;
+    stories|gemma|report) ;;
+    *) echo "usage: $0 [stories|gemma|throughput|all|report] [THREADS]" >&2; exit 2 ;;
 esac
 
 # the report: one table per model, targets checked
 {
     echo "# KV eviction (H2O) and INT8 KV: measured quality"
     echo
-    echo "Made by \`bench/kv_study.sh $what $threads\` on $(date -u +%Y-%m-%d) ($(nproc) cores)."
+    echo "Made by \`bench/kv_study.sh all $threads\` (this file last rewritten by \`$what\`, $(date -u +%Y-%m-%d),"
+    echo "$(nproc) cores). Random 134M = random-dim768...-Q8_0 from bench/engine_bench.sh."
     echo "Perplexity over chunks scored on their second half; with a budget every prediction sees only the"
     echo "keys eviction kept (token by token). Budget = keys kept per layer and KV head, as % of the chunk."
     echo "H2O keeps 4 sinks, the newest half of the budget and the highest accumulated attention (summed over"
@@ -122,7 +129,7 @@ esac
         echo
         echo "## Throughput: 512 new tokens per sequence, fixed KV pool"
         echo
-        echo "| model | budget | KV MB | sequences | decode tok/s | most running at once | preemptions |"
+        echo "| model | budget | KV MB | sequences | decode tok/s | running at once (mean) | preemptions |"
         echo "|---|---|---:|---:|---:|---:|---:|"
         awk -F, 'NR > 1 { printf "| %s | %s | %s | %s | %.1f | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7 }' \
             "$out/kv_throughput.csv"

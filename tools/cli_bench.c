@@ -11,7 +11,8 @@
  * utilization is positions stored over the capacity of the blocks held,
  * averaged over the decode steps.  With --kv-mb the KV pool has a fixed
  * size, and with --kv-budget sequences evict; the table then shows how many
- * sequences ran at once at most and how often one had to be preempted.
+ * sequences ran at once (mean over the steps after the first token) and how
+ * often one had to be preempted.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@ typedef struct BenchRow
 	double		seconds;
 	double		kv_util;		/* mean over decode steps, percent */
 	int64_t		prefix_hits;	/* prompt tokens served from the prefix cache */
-	int			most_running;	/* sequences running at once, at most */
+	double		mean_running;	/* sequences running at once, mean over the decode steps */
 	int64_t		preemptions;
 } BenchRow;
 
@@ -50,6 +51,7 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 				t_first = 0.0,
 				t1;
 	double		util_sum = 0.0;
+	double		running_sum = 0.0;
 	int			util_steps = 0;
 	bool		ok = false;
 
@@ -95,19 +97,19 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 			goto done;
 		}
 		llm_engine_stats(e, &st);
-		if (st.n_running > row->most_running)
-			row->most_running = st.n_running;
 		if (t_first == 0.0 && st.tokens_generated >= batch)
 			t_first = cli_now();
 		else if (t_first != 0.0 && st.kv_capacity > 0)
 		{
 			util_sum += 100.0 * (double) st.kv_tokens / (double) st.kv_capacity;
+			running_sum += st.n_running;
 			util_steps++;
 		}
 	}
 	t1 = cli_now();
 	llm_engine_stats(e, &st);
 	row->kv_util = util_steps ? util_sum / util_steps : 0.0;
+	row->mean_running = util_steps ? running_sum / util_steps : 0.0;
 	row->prefix_hits = st.prefix_hit_tokens;
 	row->preemptions = st.preemptions;
 	row->batch = batch;
@@ -150,12 +152,12 @@ cli_bench(int argc, char **argv)
 			llm_model_free(m);
 			return 1;
 		}
-	printf("| batch | prompt | new | prefill tok/s | decode tok/s | seconds | KV util %% | prefix hits | most running | preemptions |\n");
-	printf("|------:|-------:|----:|--------------:|-------------:|--------:|----------:|------------:|-------------:|------------:|\n");
+	printf("| batch | prompt | new | prefill tok/s | decode tok/s | seconds | KV util %% | prefix hits | running | preemptions |\n");
+	printf("|------:|-------:|----:|--------------:|-------------:|--------:|----------:|------------:|--------:|------------:|\n");
 	for (int i = 0; i < o.n_batches; i++)
-		printf("| %5d | %6d | %3d | %13.1f | %12.1f | %7.2f | %9.1f | %11lld | %12d | %11lld |\n", rows[i].batch,
+		printf("| %5d | %6d | %3d | %13.1f | %12.1f | %7.2f | %9.1f | %11lld | %7.1f | %11lld |\n", rows[i].batch,
 			   o.n_prompt, o.n_predict, rows[i].prefill_tps, rows[i].decode_tps, rows[i].seconds, rows[i].kv_util,
-			   (long long) rows[i].prefix_hits, rows[i].most_running, (long long) rows[i].preemptions);
+			   (long long) rows[i].prefix_hits, rows[i].mean_running, (long long) rows[i].preemptions);
 	llm_model_free(m);
 	return 0;
 }
