@@ -4,6 +4,8 @@
 #   make                 engine, llm-cli, tools, extension (when pg_config is found)
 #   make check-engine    build and run the engine tests
 #   make SANITIZE=1 ...  build everything with AddressSanitizer and UBSan
+#   make WITH_CUDA=0|1   without / with the CUDA backend (default: with, when nvcc is found)
+#   make gpu-check       build, test and benchmark the CUDA backend on a GPU
 
 PG_CONFIG ?= pg_config
 
@@ -31,7 +33,7 @@ endif
 
 all: engine-all
 
-engine-all: $(ENGINE_LIB) $(BIN)/llm-cli $(BIN)/llm-random-model $(TEST_BINS)
+engine-all: $(ENGINE_LIB) $(BIN)/llm-cli $(BIN)/llm-random-model $(TEST_BINS) cuda-all cuda-emu
 
 $(BUILD)/%.o: %.c $(wildcard src/engine/*.h src/engine/cpu/*.h tools/*.h) | build-dirs
 	$(CC) $(ECFLAGS) -c $< -o $@
@@ -57,6 +59,125 @@ $(BUILD)/bench_kernels: bench/bench_kernels.c $(ENGINE_LIB) | build-dirs
 
 build-dirs:
 	@mkdir -p $(BIN) $(BUILD)/src/engine/cpu $(BUILD)/tools $(BUILD)/test
+
+# ---- CUDA backend (cuda/) ----------------------------------------------------
+# Built when nvcc is found (PATH, else $(CUDA_HOME)/bin); WITH_CUDA=1 insists,
+# WITH_CUDA=0 leaves it out; never in the SANITIZE=1 build.  Kernels for
+# sm_90 (H100/H200), sm_80 (A100) and sm_75 (T4), plus sm_90 PTX for newer
+# GPUs; warnings are errors.  The objects go into $(BUILD)/libllmcuda.a,
+# which every engine link (llm-cli, tests, the PostgreSQL module) takes
+# through ENGINE_LIBS, with the CUDA runtime linked statically and cuBLAS
+# found through an rpath, so nothing needs LD_LIBRARY_PATH.
+#
+# The same kernels also build for the CPU emulator (cuda/emu): g++ compiles
+# the .cu files against emu.h, and $(EMU_BUILD)/test_cuda runs the whole
+# CUDA test program on the CPU under AddressSanitizer (needs only the CUDA
+# headers).  `make gpu-check` builds, tests and benchmarks on a real GPU.
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard $(CUDA_HOME)/bin/nvcc))
+WITH_CUDA ?= $(if $(NVCC),1,0)
+ifeq ($(SANITIZE),1)
+override WITH_CUDA := 0
+endif
+CUDA_GENCODE := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
+	-gencode arch=compute_75,code=sm_75 -gencode arch=compute_90,code=compute_90
+NVCCFLAGS := -std=c++17 -O3 $(CUDA_GENCODE) -Werror all-warnings \
+	-Xcompiler -Wall,-Wextra,-Werror,-Wno-unused-parameter,-fPIC -Icuda -Isrc/engine
+CUDA_CFLAGS := $(ECFLAGS) -DLLM_WITH_CUDA -I$(CUDA_HOME)/include -Icuda
+CUDA_KERNELS := $(wildcard cuda/*.cu)
+CUDA_HOST_SRCS := $(filter-out cuda/test_cuda.c cuda/bench_cuda.c,$(wildcard cuda/*.c))
+CUDA_HEADERS := $(wildcard cuda/*.h cuda/*.cuh src/engine/*.h)
+CUDA_KERNEL_HEADERS := $(wildcard cuda/*.cuh) cuda/kernels.h
+CUDA_LIB := $(BUILD)/libllmcuda.a
+CUDA_MARK := $(BUILD)/with-cuda
+
+# backend.c chooses CUDA only in a CUDA build: rebuild it when WITH_CUDA changes
+$(CUDA_MARK): cuda-force | build-dirs
+	@echo $(WITH_CUDA) | cmp -s - $@ || echo $(WITH_CUDA) > $@
+$(BUILD)/src/engine/backend.o: $(CUDA_MARK)
+cuda-force:
+
+ifeq ($(WITH_CUDA),1)
+ifeq ($(NVCC),)
+$(error WITH_CUDA=1 but nvcc is not on PATH nor in $(CUDA_HOME)/bin)
+endif
+CUDA_OBJS := $(patsubst cuda/%.cu,$(BUILD)/cuda/%.cu.o,$(CUDA_KERNELS)) \
+	$(patsubst cuda/%.c,$(BUILD)/cuda/%.o,$(CUDA_HOST_SRCS))
+ENGINE_LIBS := $(CUDA_LIB) $(ENGINE_LIB) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
+	-lcublas -lcudart_static -ldl -lrt -lstdc++ $(ENGINE_LIBS)
+$(BUILD)/src/engine/backend.o: ECFLAGS += -DLLM_WITH_CUDA
+
+$(BUILD)/cuda/%.cu.o: cuda/%.cu $(CUDA_KERNEL_HEADERS) | build-dirs
+	@mkdir -p $(BUILD)/cuda
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/cuda/%.o: cuda/%.c $(CUDA_HEADERS) | build-dirs
+	@mkdir -p $(BUILD)/cuda
+	$(CC) $(CUDA_CFLAGS) -c $< -o $@
+
+$(CUDA_LIB): $(CUDA_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BIN)/llm-cli $(BIN)/llm-random-model $(TEST_BINS) $(BUILD)/bench_kernels: $(CUDA_LIB)
+
+$(BUILD)/cuda/test_cuda: $(BUILD)/cuda/test_cuda.o $(ENGINE_LIB) $(CUDA_LIB)
+	$(CC) $(ECFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
+
+$(BIN)/llm-gpu-bench: $(BUILD)/cuda/bench_cuda.o $(ENGINE_LIB) $(CUDA_LIB)
+	$(CC) $(ECFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
+
+$(BUILD)/cuda/test_cuda.o $(BUILD)/cuda/bench_cuda.o: CUDA_CFLAGS += -Itest
+
+cuda-all: $(BUILD)/cuda/test_cuda $(BIN)/llm-gpu-bench
+else
+cuda-all:
+endif
+
+# the emulator build: plain g++, ASan and UBSan, the engine library as it is
+EMU_BUILD := build/cuda-emu
+EMU_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer
+EMU_CXXFLAGS := -std=c++17 -O1 -g -DLLM_CUDA_EMU -I$(CUDA_HOME)/include -Icuda -Isrc/engine \
+	-Wall -Wextra -Werror -Wno-unused-parameter -Wno-unknown-pragmas $(EMU_SAN)
+EMU_CFLAGS := $(filter-out -O2,$(ECFLAGS)) -O1 -DLLM_WITH_CUDA -I$(CUDA_HOME)/include -Icuda -Itest $(EMU_SAN)
+EMU_OBJS := $(patsubst cuda/%.cu,$(EMU_BUILD)/%.cu.o,$(CUDA_KERNELS)) \
+	$(patsubst cuda/%.c,$(EMU_BUILD)/%.o,$(CUDA_HOST_SRCS)) $(EMU_BUILD)/emu.o $(EMU_BUILD)/backend.o
+HAVE_CUDA_HEADERS := $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h)
+
+$(EMU_BUILD)/%.cu.o: cuda/%.cu $(CUDA_KERNEL_HEADERS) cuda/emu/emu.h
+	@mkdir -p $(EMU_BUILD)
+	$(CXX) -x c++ $(EMU_CXXFLAGS) -c $< -o $@
+
+$(EMU_BUILD)/%.o: cuda/%.c $(CUDA_HEADERS)
+	@mkdir -p $(EMU_BUILD)
+	$(CC) $(EMU_CFLAGS) -c $< -o $@
+
+$(EMU_BUILD)/emu.o: cuda/emu/emu.cpp cuda/emu/emu.h
+	@mkdir -p $(EMU_BUILD)
+	$(CXX) $(EMU_CXXFLAGS) -c $< -o $@
+
+$(EMU_BUILD)/backend.o: src/engine/backend.c $(CUDA_HEADERS)
+	@mkdir -p $(EMU_BUILD)
+	$(CC) $(EMU_CFLAGS) -c $< -o $@
+
+$(EMU_BUILD)/test_cuda: $(EMU_BUILD)/test_cuda.o $(EMU_OBJS) $(ENGINE_LIB)
+	$(CXX) $(EMU_SAN) -o $@ $(EMU_BUILD)/test_cuda.o $(EMU_OBJS) $(ENGINE_LIB) -lpcre2-8 -lm -lpthread
+
+$(EMU_BUILD)/bench_cuda: $(EMU_BUILD)/bench_cuda.o $(EMU_OBJS) $(ENGINE_LIB)
+	$(CXX) $(EMU_SAN) -o $@ $(EMU_BUILD)/bench_cuda.o $(EMU_OBJS) $(ENGINE_LIB) -lpcre2-8 -lm -lpthread
+
+ifeq ($(WITH_CUDA)$(if $(HAVE_CUDA_HEADERS),y,n),1y)
+cuda-emu: $(EMU_BUILD)/test_cuda $(EMU_BUILD)/bench_cuda
+else
+cuda-emu:
+endif
+
+# build everything here, then test and benchmark on the GPU (tools/gpu-check.sh)
+gpu-check:
+	bash tools/gpu-check.sh
+
+.PHONY: cuda-all cuda-emu gpu-check cuda-force
+# ---- end of the CUDA backend -------------------------------------------------
 
 check-engine: engine-all
 	$(MAKE) SANITIZE=1 engine-all

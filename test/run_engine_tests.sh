@@ -22,6 +22,7 @@ if [ -d build-asan/test ]; then
         [ -x "$t" ] && run "$t (asan)" "$t"
     done
 fi
+for t in build/cuda/test_cuda build/cuda-emu/test_cuda; do [ -x "$t" ] && run "$t" "$t" --quick; done  # CUDA: on a GPU, and on the CPU emulator
 run "cli_test.sh" test/cli_test.sh
 run "gemma_test.sh" test/gemma_test.sh
 

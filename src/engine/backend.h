@@ -6,6 +6,11 @@
  *
  * All activations are row-major float arrays: a batch of n tokens of width
  * d is (n, d).  The CPU backend spreads every op over its thread pool.
+ *
+ * A backend with device_memory (CUDA) keeps activations in its own memory:
+ * the forward pass allocates them with alloc, and its logits reach the
+ * caller through to_host.  Such a backend may run ops asynchronously; sync
+ * waits for them and reports the first failure, naming the call.
  */
 #ifndef LLM_BACKEND_H
 #define LLM_BACKEND_H
@@ -72,6 +77,34 @@ typedef struct LlmBackendOps
 						LlmActivation act);
 	/* x (n) += y (n) */
 	void		(*add) (LlmBackend *be, float *x, const float *y, int64_t n);
+
+	/*
+	 * Memory and results.  The activations the forward pass hands to the ops
+	 * above live in the backend's memory (device memory on a GPU); index
+	 * arrays (ids, pos), block tables, slot_pos and H2O scores stay in host
+	 * memory, and host copies of results are complete after sync.
+	 */
+	/* bytes of backend memory; NULL when out of memory */
+	void	   *(*alloc) (LlmBackend *be, size_t bytes);
+	/* give back memory from alloc; NULL is allowed */
+	void		(*free) (LlmBackend *be, void *p);
+	/* copy bytes from backend memory src to host memory dst; done on return */
+	void		(*to_host) (LlmBackend *be, void *dst, const void *src, size_t bytes);
+	/* copy bytes from host memory src to backend memory dst; src may be reused on return */
+	void		(*to_device) (LlmBackend *be, void *dst, const void *src, size_t bytes);
+	/* out (n, width) = rows idx[i] (host, n) of x (rows, width) */
+	void		(*gather_rows) (LlmBackend *be, const float *x, const int32_t *idx, int n, int width,
+								float *out);
+	/* x (n) = cap * tanh(x / cap) */
+	void		(*softcap) (LlmBackend *be, float *x, int64_t n, float cap);
+	/* out (n, host) = index of the largest value of each row of x (n, width): lowest on ties, NaN as -inf */
+	void		(*argmax) (LlmBackend *be, const float *x, int n, int width, int32_t *out);
+	/* x (n, width) = softmax of each row, in place (NaN and -inf get 0) */
+	void		(*softmax) (LlmBackend *be, float *x, int n, int width);
+	/* wait for every op issued so far; the first error since the last sync, naming the failing call */
+	LlmStatus	(*sync) (LlmBackend *be, LlmError *err);
+	/* release the backend's own resources and be itself; NULL: the CPU's teardown */
+	void		(*destroy) (LlmBackend *be);
 } LlmBackendOps;
 
 struct LlmBackend
@@ -79,6 +112,7 @@ struct LlmBackend
 	const LlmBackendOps *ops;
 	LlmPool    *pool;			/* compute threads (CPU backends) */
 	bool		device_storage; /* the KV pool's keys and values live in the backend (LlmKvParams) */
+	bool		device_memory;	/* activations live in memory only the backend reads (alloc, to_host) */
 };
 
 /* The CPU backend with the scalar reference kernels. */
@@ -89,6 +123,26 @@ LlmStatus	llm_backend_new(LlmDevice device, int n_threads, LlmBackend **out, Llm
 
 /* Create a CPU backend with n_threads compute threads. */
 LlmStatus	llm_backend_cpu_new(int n_threads, LlmBackend **out, LlmError *err);
+
+/* Free any backend through its destroy op (CUDA: device memory, stream, cuBLAS); NULL is allowed. */
 void		llm_backend_free(LlmBackend *be);
+
+/* The CPU backend's memory and result ops (cpu/ops_mem.c), shared by every SIMD level's table. */
+void	   *llm_cpu_alloc(LlmBackend *be, size_t bytes);
+void		llm_cpu_free(LlmBackend *be, void *p);
+void		llm_cpu_copy(LlmBackend *be, void *dst, const void *src, size_t bytes);
+void		llm_cpu_gather_rows(LlmBackend *be, const float *x, const int32_t *idx, int n, int width, float *out);
+void		llm_cpu_softcap(LlmBackend *be, float *x, int64_t n, float cap);
+void		llm_cpu_argmax(LlmBackend *be, const float *x, int n, int width, int32_t *out);
+void		llm_cpu_softmax(LlmBackend *be, float *x, int n, int width);
+LlmStatus	llm_cpu_sync(LlmBackend *be, LlmError *err);
+
+#ifdef LLM_WITH_CUDA
+/* The number of CUDA devices this process sees; 0 when none or no driver (cuda/). */
+int			llm_cuda_device_count(void);
+
+/* Create the CUDA backend on device 0 (cuda/backend_cuda.c). */
+LlmStatus	llm_backend_cuda_new(LlmBackend **out, LlmError *err);
+#endif
 
 #endif							/* LLM_BACKEND_H */

@@ -15,30 +15,65 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Free the activation buffers (and device logits) wherever they live; the host want_rows stays. */
+static void
+run_state_free_buffers(LlmRunState *s)
+{
+	float	  **bufs[] = {&s->x, &s->xb, &s->xb2, &s->q, &s->k, &s->v, &s->att, &s->hb, &s->hb2, &s->xo,
+	&s->logits};
+
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+	{
+		if (s->be != NULL)
+			s->be->ops->free(s->be, *bufs[i]);
+		else
+			free(*bufs[i]);
+		*bufs[i] = NULL;
+	}
+	s->logits_rows = 0;
+	s->be = NULL;
+}
+
+/*
+ * Allocate the activation buffers for max_tokens tokens with be's alloc
+ * (be NULL: malloc); false when out of memory, with nothing held.
+ */
+static bool
+run_state_alloc_buffers(LlmRunState *s, LlmBackend *be)
+{
+	float	  **bufs[] = {&s->x, &s->xb, &s->xb2, &s->q, &s->k, &s->v, &s->att, &s->hb, &s->hb2, &s->xo};
+	int			widths[] = {s->dim, s->dim, s->dim, s->q_dim, s->kv_dim, s->kv_dim, s->q_dim, s->ffn_dim,
+	s->ffn_dim, s->dim};
+	bool		ok = true;
+
+	s->be = be;
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+	{
+		size_t		bytes = (size_t) s->max_tokens * widths[i] * sizeof(float);
+
+		*bufs[i] = be != NULL ? be->ops->alloc(be, bytes) : malloc(bytes);
+		ok = ok && *bufs[i] != NULL;
+	}
+	if (!ok)
+		run_state_free_buffers(s);
+	return ok;
+}
+
 /* Allocate activation buffers for up to max_tokens tokens a step. */
 LlmStatus
 llm_run_state_init(LlmRunState *s, const LlmConfig *c, int max_tokens, LlmError *err)
 {
-	size_t		n = (size_t) max_tokens;
-	size_t		q_dim = (size_t) c->n_heads * c->head_dim;
-	size_t		kv_dim = (size_t) c->n_kv_heads * c->head_dim;
-
 	memset(s, 0, sizeof(*s));
 	if (max_tokens < 1)
 		return llm_error_set(err, LLM_ERR_INVALID, "a step must hold at least one token, got %d", max_tokens);
 	s->max_tokens = max_tokens;
-	s->x = malloc(n * c->dim * sizeof(float));
-	s->xb = malloc(n * c->dim * sizeof(float));
-	s->xb2 = malloc(n * c->dim * sizeof(float));
-	s->q = malloc(n * q_dim * sizeof(float));
-	s->k = malloc(n * kv_dim * sizeof(float));
-	s->v = malloc(n * kv_dim * sizeof(float));
-	s->att = malloc(n * q_dim * sizeof(float));
-	s->hb = malloc(n * c->ffn_dim * sizeof(float));
-	s->hb2 = malloc(n * c->ffn_dim * sizeof(float));
-	s->xo = malloc(n * c->dim * sizeof(float));
-	if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 ||
-		!s->xo)
+	s->dim = c->dim;
+	s->q_dim = c->n_heads * c->head_dim;
+	s->kv_dim = c->n_kv_heads * c->head_dim;
+	s->ffn_dim = c->ffn_dim;
+	s->n_vocab = c->n_vocab;
+	s->want_rows = malloc((size_t) max_tokens * sizeof(int32_t));
+	if (s->want_rows == NULL || !run_state_alloc_buffers(s, NULL))
 	{
 		llm_run_state_free(s);
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for activations of %d tokens", max_tokens);
@@ -46,21 +81,43 @@ llm_run_state_init(LlmRunState *s, const LlmConfig *c, int max_tokens, LlmError 
 	return LLM_OK;
 }
 
-/* Free the activation buffers; safe on a zeroed struct. */
+/* Free the activation buffers (through the backend that holds them); safe on a zeroed struct. */
 void
 llm_run_state_free(LlmRunState *s)
 {
-	free(s->x);
-	free(s->xb);
-	free(s->xb2);
-	free(s->q);
-	free(s->k);
-	free(s->v);
-	free(s->att);
-	free(s->hb);
-	free(s->hb2);
-	free(s->xo);
+	run_state_free_buffers(s);
+	free(s->want_rows);
 	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * Make s's buffers usable by be: a backend with device memory gets them in
+ * its own memory (moved there on first use), with room for n_out rows of
+ * logits.
+ */
+static LlmStatus
+run_state_bind(LlmRunState *s, LlmBackend *be, int n_out, LlmError *err)
+{
+	if (be->device_memory && s->be != be)
+	{
+		run_state_free_buffers(s);
+		if (!run_state_alloc_buffers(s, be))
+			return llm_error_set(err, LLM_ERR_NOMEM, "out of %s memory for activations of %d tokens",
+								 be->ops->name, s->max_tokens);
+	}
+	if (s->x == NULL)
+		return llm_error_set(err, LLM_ERR_NOMEM, "no activation buffers (an earlier allocation failed)");
+	if (be->device_memory && n_out > s->logits_rows)
+	{
+		be->ops->free(be, s->logits);
+		s->logits_rows = 0;
+		s->logits = be->ops->alloc(be, (size_t) n_out * s->n_vocab * sizeof(float));
+		if (s->logits == NULL)
+			return llm_error_set(err, LLM_ERR_NOMEM, "out of %s memory for the logits of %d tokens",
+								 be->ops->name, n_out);
+		s->logits_rows = n_out;
+	}
+	return LLM_OK;
 }
 
 /* Per-head RMSNorm of x (n * n_heads rows of head_dim), in place (gemma3's Q/K norm). */
@@ -97,6 +154,7 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 	int			n = b->n;
 	int			dim = c->dim;
 	int			n_out = 0;
+	LlmStatus	st;
 
 	if (n < 1 || n > s->max_tokens)
 		return llm_error_set(err, LLM_ERR_INVALID, "batch of %d tokens, expected 1 to %d", n, s->max_tokens);
@@ -104,6 +162,13 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 		if (b->token[i] < 0 || b->token[i] >= c->n_vocab)
 			return llm_error_set(err, LLM_ERR_INVALID, "token id %d is outside the vocabulary (%d)",
 								 b->token[i], c->n_vocab);
+	if (s->calib != NULL && be->device_memory)
+		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "calibration runs on the CPU backend only");
+	for (int i = 0; i < n; i++)
+		if (b->want_logits[i])
+			s->want_rows[n_out++] = i;
+	if ((st = run_state_bind(s, be, n_out, err)) != LLM_OK)
+		return st;
 
 	/* token embeddings: x (n, dim) */
 	ops->get_rows(be, &w->tok_embd, b->token, n, c->embd_scale, s->x);
@@ -166,16 +231,19 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 	if (s->calib)
 		s->calib->n_tokens += n;
 
-	/* final norm and vocabulary projection, only for the rows that want logits */
-	for (int i = 0; i < n; i++)
-		if (b->want_logits[i])
-			memcpy(s->xb + (size_t) n_out++ * dim, s->x + (size_t) i * dim, dim * sizeof(float));
-	if (n_out == 0)
-		return LLM_OK;
-	ops->rmsnorm(be, s->xb, w->output_norm, s->xo, n_out, dim, c->rms_eps, c->norm_add_one);
-	ops->matmul(be, &w->output, s->xo, logits, n_out);
-	if (c->final_softcap > 0.0f)
-		for (size_t i = 0; i < (size_t) n_out * c->n_vocab; i++)
-			logits[i] = c->final_softcap * tanhf(logits[i] / c->final_softcap);
-	return LLM_OK;
+	/* final norm and vocabulary projection, only for the rows that want logits (host logits, through to_host) */
+	if (n_out > 0)
+	{
+		float	   *out = be->device_memory ? s->logits : logits;	/* (n_out, n_vocab) */
+
+		ops->gather_rows(be, s->x, s->want_rows, n_out, dim, s->xb);
+		ops->rmsnorm(be, s->xb, w->output_norm, s->xo, n_out, dim, c->rms_eps, c->norm_add_one);
+		ops->matmul(be, &w->output, s->xo, out, n_out);
+		if (c->final_softcap > 0.0f)
+			ops->softcap(be, out, (int64_t) n_out * c->n_vocab, c->final_softcap);
+		if (out != logits)
+			ops->to_host(be, logits, out, (size_t) n_out * c->n_vocab * sizeof(float));
+	}
+	/* an asynchronous backend's errors surface here, naming the call that failed */
+	return ops->sync(be, err);
 }

@@ -40,10 +40,25 @@ typedef struct LlmCalib
 
 #define LLM_CALIB_SAMPLES 64
 
-/* Activation buffers for up to max_tokens tokens a step (llama2.c's RunState). */
+/*
+ * Activation buffers for up to max_tokens tokens a step (llama2.c's
+ * RunState).  llm_run_state_init allocates them in host memory; the first
+ * llm_forward on a backend with device_memory moves them into that
+ * backend's memory (its alloc op), and llm_run_state_free gives them back
+ * there, so the run state must be freed before its backend.
+ */
 typedef struct LlmRunState
 {
 	int			max_tokens;
+	LlmBackend *be;				/* the backend whose memory holds the buffers; NULL: malloc */
+	int			dim;			/* widths the buffers were sized for */
+	int			q_dim;			/* n_heads * head_dim */
+	int			kv_dim;			/* n_kv_heads * head_dim */
+	int			ffn_dim;
+	int			n_vocab;
+	int32_t    *want_rows;		/* (max_tokens) host: batch rows that want logits, this step */
+	float	   *logits;			/* (logits_rows, n_vocab) device backends: logits before to_host */
+	int			logits_rows;
 	float	   *x;				/* (max_tokens, dim) residual stream */
 	float	   *xb;				/* (max_tokens, dim) normed input of a block */
 	float	   *xb2;			/* (max_tokens, dim) output of a block */

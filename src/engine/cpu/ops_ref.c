@@ -171,6 +171,14 @@ ref_add(LlmBackend *be, float *x, const float *y, int64_t n)
 		x[i] += y[i];
 }
 
+/* Free a CPU backend: its thread pool, then itself. */
+static void
+cpu_destroy(LlmBackend *be)
+{
+	llm_pool_free(be->pool);
+	free(be);
+}
+
 const LlmBackendOps llm_cpu_ref_ops = {
 	.name = "cpu-ref",
 	.matmul = ref_matmul,
@@ -182,6 +190,16 @@ const LlmBackendOps llm_cpu_ref_ops = {
 	.attention = ref_attention,
 	.glu = ref_glu,
 	.add = ref_add,
+	.destroy = cpu_destroy,
+	.alloc = llm_cpu_alloc,
+	.free = llm_cpu_free,
+	.to_host = llm_cpu_copy,
+	.to_device = llm_cpu_copy,
+	.gather_rows = llm_cpu_gather_rows,
+	.softcap = llm_cpu_softcap,
+	.argmax = llm_cpu_argmax,
+	.softmax = llm_cpu_softmax,
+	.sync = llm_cpu_sync,
 };
 
 /* Create a CPU backend with n_threads compute threads. */
@@ -203,12 +221,4 @@ llm_backend_cpu_new(int n_threads, LlmBackend **out, LlmError *err)
 	return LLM_OK;
 }
 
-/* Free a backend; NULL is allowed. */
-void
-llm_backend_free(LlmBackend *be)
-{
-	if (be == NULL)
-		return;
-	llm_pool_free(be->pool);
-	free(be);
-}
+

@@ -1,0 +1,1195 @@
+/*
+ * test_cuda.c
+ *		The CUDA backend against the CPU's scalar reference, op by op, then
+ *		whole forward passes, then stories260K's golden greedy text.
+ *
+ * Every op gets fresh random inputs; its device output is poisoned with
+ * NaN before the run, so an element the kernel never wrote fails; the
+ * result is compared with the reference op (llm_cpu_ref_ops) by the
+ * normalised error ||got - want|| / ||want||, and any NaN or infinity in
+ * the result fails whatever the tolerance.  The tolerances, stated per
+ * check and printed in the closing table:
+ *   1e-5  float arithmetic in another order (F32/F16/BF16 weights in the
+ *         GEMV, ggml block types decoded exactly, norms, RoPE, activations,
+ *         attention over the same stored keys and values);
+ *   2e-2  the GEMV of split Q8_0 / Q4_0 (and the own INT8 / INT4), whose
+ *         activations are quantized to int8 blocks of 32 first, as ggml and
+ *         the CPU's SIMD kernels do;
+ *   2e-2  cuBLAS's BF16 path (activations, and non-BF16 weights, rounded to
+ *         bfloat16: 8 significant bits);
+ *   exact the KV cache's stored bytes (F32, F16, INT8 with its scales),
+ *         decoded embedding rows, argmax, gathers.
+ *
+ * Without a CUDA device (or driver) it prints "SKIP: no CUDA device" and
+ * passes.  Under the CPU emulator (cuda/emu) the same program runs the
+ * kernels on the CPU.  --quick runs fewer shapes.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+#include "backend.h"
+#include "chat.h"
+#include "cuda_api.h"
+#include "engine.h"
+#include "forward.h"
+#include "kv.h"
+#include "model.h"
+#include "quant.h"
+#include "tokenizer.h"
+
+#define TOL_FLOAT 1e-5
+#define TOL_Q8ACT 2e-2
+#define TOL_BF16 2e-2
+
+/* Kernel launches so far, in the CPU emulator only (NULL on a GPU). */
+extern long llm_cuda_emu_launches(void) __attribute__((weak));
+
+static LlmBackend *gpu;
+static LlmBackend *cpu;
+static bool quick;
+
+/* ---- the closing table: worst error per check ---- */
+
+typedef struct Worst
+{
+	char		name[48];
+	double		err;
+	double		tol;
+	int			n;
+} Worst;
+
+static Worst worst[128];
+static int	n_worst;
+
+/* Keep the worst error seen under name. */
+static void
+note_error(const char *name, double err, double tol)
+{
+	int			i;
+
+	for (i = 0; i < n_worst; i++)
+		if (strcmp(worst[i].name, name) == 0)
+			break;
+	if (i == n_worst)
+	{
+		if (n_worst == (int) (sizeof(worst) / sizeof(worst[0])))
+			return;
+		snprintf(worst[n_worst].name, sizeof(worst[0].name), "%s", name);
+		worst[n_worst].err = 0.0;
+		worst[n_worst].tol = tol;
+		n_worst++;
+	}
+	if (!(err <= worst[i].err))
+		worst[i].err = err;
+	worst[i].n++;
+}
+
+/* ||got - want|| / ||want|| (absolute when want is zero); infinity when got holds NaN or infinity. */
+static double
+norm_error(const float *got, const float *want, size_t n)
+{
+	double		num = 0.0;
+	double		den = 0.0;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		double		d;
+
+		if (!isfinite(got[i]))
+			return INFINITY;
+		d = (double) got[i] - (double) want[i];
+		num += d * d;
+		den += (double) want[i] * want[i];
+	}
+	return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Check got against want within tol, under a family name for the table and a case label. */
+static void
+check_close(const char *family, const char *label, const float *got, const float *want, size_t n, double tol)
+{
+	double		e = norm_error(got, want, n);
+
+	note_error(family, e, tol);
+	TEST_CHECK(e <= tol, "%s %s: normalised error %.3g, tolerance %.1g", family, label, e, tol);
+}
+
+/* ---- buffers ---- */
+
+/* n random floats in [-a, a). */
+static float *
+rand_floats(size_t n, float a)
+{
+	float	   *p = malloc(n * sizeof(float) + 1);
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = test_rng_uniform(-a, a);
+	return p;
+}
+
+/* A device buffer of n floats. */
+static float *
+dev_new(size_t n)
+{
+	float	   *p = gpu->ops->alloc(gpu, n * sizeof(float) + 4);
+
+	TEST_CHECK(p != NULL, "device allocation of %zu floats", n);
+	return p;
+}
+
+/* A device copy of n host floats. */
+static float *
+dev_from(const float *h, size_t n)
+{
+	float	   *p = dev_new(n);
+
+	if (p != NULL && n > 0)
+		gpu->ops->to_device(gpu, p, h, n * sizeof(float));
+	return p;
+}
+
+/* Fill n device floats with NaN, so that an element no kernel writes fails. */
+static void
+dev_poison(float *d, size_t n)
+{
+	float	   *h = malloc(n * sizeof(float) + 4);
+
+	for (size_t i = 0; i < n; i++)
+		h[i] = NAN;
+	if (n > 0)
+		gpu->ops->to_device(gpu, d, h, n * sizeof(float));
+	free(h);
+}
+
+/* A host copy of n device floats (after waiting for the device). */
+static float *
+dev_read(const float *d, size_t n)
+{
+	float	   *h = malloc(n * sizeof(float) + 4);
+	LlmError	err;
+
+	TEST_CHECK(gpu->ops->sync(gpu, &err) == LLM_OK, "sync: %s", err.msg);
+	if (n > 0)
+		gpu->ops->to_host(gpu, h, d, n * sizeof(float));
+	return h;
+}
+
+/* Free device buffers. */
+static void
+dev_free(float *a, float *b, float *c)
+{
+	gpu->ops->free(gpu, a);
+	gpu->ops->free(gpu, b);
+	gpu->ops->free(gpu, c);
+}
+
+/* Host weight buffers stay alive to the end: the device keeps copies keyed by their address. */
+static void *kept[4096];
+static int	n_kept;
+
+/* Keep p until the end of the program. */
+static void *
+keep(void *p)
+{
+	if (n_kept < 4096)
+		kept[n_kept++] = p;
+	return p;
+}
+
+/* ---- weights of every type ---- */
+
+/* Offsets of the fp16 scale fields of a ggml block type (-1 ends), for random blocks. */
+static const int *
+half_fields(LlmType t)
+{
+	static const int q4_1[] = {0, 2, -1};
+	static const int q5_0[] = {0, -1};
+	static const int q2_k[] = {80, 82, -1};
+	static const int q3_k[] = {108, -1};
+	static const int q4_k[] = {0, 2, -1};
+	static const int q6_k[] = {208, -1};
+
+	switch (t)
+	{
+		case LLM_TYPE_Q4_1:
+		case LLM_TYPE_Q5_1:
+			return q4_1;
+		case LLM_TYPE_Q5_0:
+			return q5_0;
+		case LLM_TYPE_Q2_K:
+			return q2_k;
+		case LLM_TYPE_Q3_K:
+			return q3_k;
+		case LLM_TYPE_Q4_K:
+		case LLM_TYPE_Q5_K:
+			return q4_k;
+		case LLM_TYPE_Q6_K:
+			return q6_k;
+		default:
+			return NULL;
+	}
+}
+
+/*
+ * A random weight of rows x cols in type (or in a scheme's layout when
+ * scheme is set): quantized from random floats where the engine can, else
+ * random blocks with sane fp16 scales.
+ */
+static void
+make_weight(LlmWeight *w, LlmType type, LlmQuantScheme scheme, int rows, int cols)
+{
+	const LlmTypeTraits *tr;
+	float	   *src = rand_floats((size_t) cols, 1.0f);
+	uint8_t    *data;
+
+	memset(w, 0, sizeof(*w));
+	w->name = "test";
+	w->type = scheme != LLM_QUANT_NONE ? llm_quant_scheme_type(scheme) : type;
+	w->rows = rows;
+	w->cols = cols;
+	w->row_bytes = llm_type_row_size(w->type, cols);
+	data = keep(malloc((size_t) rows * w->row_bytes));
+	tr = llm_type_traits(w->type);
+	for (int r = 0; r < rows; r++)
+	{
+		uint8_t    *row = data + (size_t) r * w->row_bytes;
+
+		for (int j = 0; j < cols; j++)
+			src[j] = test_rng_uniform(-1.0f, 1.0f);
+		if (scheme != LLM_QUANT_NONE)
+			llm_quantize_row_scheme(scheme, src, row, cols);
+		else if (llm_type_can_quantize(type))
+			llm_quantize_row(type, src, row, cols);
+		else
+		{
+			const int  *hf = half_fields(type);
+
+			for (size_t b = 0; b < w->row_bytes; b++)
+				row[b] = (uint8_t) test_rng_next();
+			for (int blk = 0; blk < cols / tr->block_size; blk++)
+				for (int k = 0; hf != NULL && hf[k] >= 0; k++)
+				{
+					uint16_t	h = llm_fp32_to_fp16(test_rng_uniform(0.002f, 0.05f));
+
+					memcpy(row + (size_t) blk * tr->type_size + hf[k], &h, 2);
+				}
+		}
+	}
+	w->data = data;
+	free(src);
+}
+
+/* ---- matmul and get_rows ---- */
+
+/* One matmul of w by n random tokens on both backends. */
+static void
+matmul_case(const char *family, const LlmWeight *w, int n, double tol)
+{
+	float	   *x = rand_floats((size_t) n * w->cols, 1.0f);
+	float	   *want = malloc((size_t) n * w->rows * sizeof(float));
+	float	   *xd = dev_from(x, (size_t) n * w->cols);
+	float	   *yd = dev_new((size_t) n * w->rows);
+	float	   *got;
+	char		label[96];
+
+	llm_cpu_ref_ops.matmul(cpu, w, x, want, n);
+	dev_poison(yd, (size_t) n * w->rows);
+	gpu->ops->matmul(gpu, w, xd, yd, n);
+	got = dev_read(yd, (size_t) n * w->rows);
+	snprintf(label, sizeof(label), "%lld x %lld, %d tokens", (long long) w->rows, (long long) w->cols, n);
+	check_close(family, label, got, want, (size_t) n * w->rows, tol);
+	dev_free(xd, yd, NULL);
+	free(x);
+	free(want);
+	free(got);
+}
+
+/* Rows of a weight through get_rows on both backends. */
+static void
+get_rows_case(const char *family, const LlmWeight *w, float scale)
+{
+	int32_t		ids[5] = {0, (int32_t) w->rows - 1, 3 % (int32_t) w->rows, 3 % (int32_t) w->rows,
+	(int32_t) (test_rng_next() % (uint64_t) w->rows)};
+	float	   *want = malloc(5 * w->cols * sizeof(float));
+	float	   *yd = dev_new((size_t) 5 * w->cols);
+	float	   *got;
+
+	llm_cpu_ref_ops.get_rows(cpu, w, ids, 5, scale, want);
+	dev_poison(yd, (size_t) 5 * w->cols);
+	gpu->ops->get_rows(gpu, w, ids, 5, scale, yd);
+	got = dev_read(yd, (size_t) 5 * w->cols);
+	check_close(family, "5 rows", got, want, (size_t) 5 * w->cols, 0.0);
+	dev_free(yd, NULL, NULL);
+	free(want);
+	free(got);
+}
+
+/* Every weight type through the GEMV (1 .. 8 tokens) and cuBLAS (more), and get_rows. */
+static void
+test_matmul(void)
+{
+	static const struct
+	{
+		LlmType		type;
+		LlmQuantScheme scheme;
+		const char *name;
+		double		gemv_tol;
+	}			types[] = {
+		{LLM_TYPE_F32, LLM_QUANT_NONE, "F32", TOL_FLOAT},
+		{LLM_TYPE_F16, LLM_QUANT_NONE, "F16", TOL_FLOAT},
+		{LLM_TYPE_BF16, LLM_QUANT_NONE, "BF16", TOL_FLOAT},
+		{LLM_TYPE_Q8_0, LLM_QUANT_NONE, "Q8_0", TOL_Q8ACT},
+		{LLM_TYPE_Q4_0, LLM_QUANT_NONE, "Q4_0", TOL_Q8ACT},
+		{LLM_TYPE_Q8_0, LLM_QUANT_INT8, "INT8", TOL_Q8ACT},
+		{LLM_TYPE_Q4_0, LLM_QUANT_INT4_G32, "INT4_G32", TOL_Q8ACT},
+		{LLM_TYPE_Q4_0, LLM_QUANT_INT4_G128, "INT4_G128", TOL_Q8ACT},
+		{LLM_TYPE_Q5_0, LLM_QUANT_NONE, "Q5_0", TOL_Q8ACT},
+		{LLM_TYPE_Q4_1, LLM_QUANT_NONE, "Q4_1", TOL_FLOAT},
+		{LLM_TYPE_Q5_1, LLM_QUANT_NONE, "Q5_1", TOL_FLOAT},
+		{LLM_TYPE_Q2_K, LLM_QUANT_NONE, "Q2_K", TOL_FLOAT},
+		{LLM_TYPE_Q3_K, LLM_QUANT_NONE, "Q3_K", TOL_FLOAT},
+		{LLM_TYPE_Q4_K, LLM_QUANT_NONE, "Q4_K", TOL_FLOAT},
+		{LLM_TYPE_Q5_K, LLM_QUANT_NONE, "Q5_K", TOL_FLOAT},
+		{LLM_TYPE_Q6_K, LLM_QUANT_NONE, "Q6_K", TOL_FLOAT},
+	};
+	static const int tokens[] = {1, 2, 3, 8, 9, 33};
+	int			n_tokens = quick ? 4 : 6;
+
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+	{
+		LlmWeight	w;
+		char		fam[48];
+		bool		is_float = types[t].type == LLM_TYPE_F32 || types[t].type == LLM_TYPE_F16 ||
+			types[t].type == LLM_TYPE_BF16;
+
+		make_weight(&w, types[t].type, types[t].scheme, 67, 512);
+		for (int k = 0; k < n_tokens; k++)
+		{
+			bool		gemm = tokens[k] > 8;
+			double		tol = gemm ? (types[t].type == LLM_TYPE_F32 ? TOL_FLOAT : TOL_BF16) : types[t].gemv_tol;
+
+			snprintf(fam, sizeof(fam), "matmul %s %s", types[t].name, gemm ? "cuBLAS" : "GEMV");
+			matmul_case(fam, &w, tokens[k], tol);
+		}
+		snprintf(fam, sizeof(fam), "get_rows %s", types[t].name);
+		get_rows_case(fam, &w, 1.0f);
+		get_rows_case(fam, &w, 0.5f);
+		if (is_float)
+		{
+			/* widths that are not a multiple of the 16-byte loads or of 32 */
+			static const int widths[][2] = {{37, 100}, {33, 72}, {5, 3}};
+
+			for (int s = 0; s < 3; s++)
+			{
+				make_weight(&w, types[t].type, LLM_QUANT_NONE, widths[s][0], widths[s][1]);
+				snprintf(fam, sizeof(fam), "matmul %s GEMV", types[t].name);
+				matmul_case(fam, &w, 3, TOL_FLOAT);
+				snprintf(fam, sizeof(fam), "matmul %s cuBLAS", types[t].name);
+				matmul_case(fam, &w, 12, types[t].type == LLM_TYPE_F32 ? TOL_FLOAT : TOL_BF16);
+				snprintf(fam, sizeof(fam), "get_rows %s", types[t].name);
+				get_rows_case(fam, &w, 2.0f);
+			}
+		}
+	}
+}
+
+/* ---- the small ops ---- */
+
+/* RMSNorm, both weight conventions, into another buffer and in place. */
+static void
+test_rmsnorm(void)
+{
+	static const int dims[] = {8, 64, 300, 2048};
+
+	for (int d = 0; d < 4; d++)
+		for (int add_one = 0; add_one < 2; add_one++)
+			for (int inplace = 0; inplace < 2; inplace++)
+			{
+				int			n = 7;
+				int			dim = dims[d];
+				float	   *x = rand_floats((size_t) n * dim, 3.0f);
+				float	   *w = keep(rand_floats((size_t) dim, 1.0f));
+				float	   *want = malloc((size_t) n * dim * sizeof(float));
+				float	   *xd = dev_from(x, (size_t) n * dim);
+				float	   *yd = inplace ? xd : dev_new((size_t) n * dim);
+				float	   *got;
+
+				llm_cpu_ref_ops.rmsnorm(cpu, x, w, want, n, dim, 1e-6f, add_one);
+				if (!inplace)
+					dev_poison(yd, (size_t) n * dim);
+				gpu->ops->rmsnorm(gpu, xd, w, yd, n, dim, 1e-6f, add_one);
+				got = dev_read(yd, (size_t) n * dim);
+				check_close("rmsnorm", "", got, want, (size_t) n * dim, TOL_FLOAT);
+				dev_free(xd, inplace ? NULL : yd, NULL);
+				free(x);
+				free(want);
+				free(got);
+			}
+}
+
+/* RoPE in both layouts, partial rotation, positions far out. */
+static void
+test_rope(void)
+{
+	for (int mode = 0; mode < 2; mode++)
+		for (int partial = 0; partial < 2; partial++)
+		{
+			int			n = 6;
+			int			heads = 5;
+			int			hd = 64;
+			int			rope_dim = partial ? 32 : 64;
+			int32_t		pos[6] = {0, 1, 17, 300, 4095, 9000};
+			float	   *freq = keep(malloc((size_t) rope_dim / 2 * sizeof(float)));
+			float	   *x = rand_floats((size_t) n * heads * hd, 2.0f);
+			float	   *xd = dev_from(x, (size_t) n * heads * hd);
+			float	   *got;
+
+			for (int k = 0; k < rope_dim / 2; k++)
+				freq[k] = powf(10000.0f, -2.0f * k / rope_dim);
+			gpu->ops->rope(gpu, xd, pos, n, heads, hd, rope_dim, freq, mode ? LLM_ROPE_NEOX : LLM_ROPE_ADJACENT);
+			llm_cpu_ref_ops.rope(cpu, x, pos, n, heads, hd, rope_dim, freq, mode ? LLM_ROPE_NEOX : LLM_ROPE_ADJACENT);
+			got = dev_read(xd, (size_t) n * heads * hd);
+			check_close("rope", "", got, x, (size_t) n * heads * hd, TOL_FLOAT);
+			dev_free(xd, NULL, NULL);
+			free(x);
+			free(got);
+		}
+}
+
+/* SwiGLU and GeGLU (out may be gate), residual add, soft cap, gather. */
+static void
+test_elementwise(void)
+{
+	int64_t		n = 10007;
+
+	for (int act = 0; act < 2; act++)
+	{
+		float	   *g = rand_floats((size_t) n, 6.0f);
+		float	   *u = rand_floats((size_t) n, 2.0f);
+		float	   *want = malloc((size_t) n * sizeof(float));
+		float	   *gd = dev_from(g, (size_t) n);
+		float	   *ud = dev_from(u, (size_t) n);
+		float	   *got;
+
+		llm_cpu_ref_ops.glu(cpu, g, u, want, n, act ? LLM_ACT_GELU_TANH : LLM_ACT_SILU);
+		gpu->ops->glu(gpu, gd, ud, gd, n, act ? LLM_ACT_GELU_TANH : LLM_ACT_SILU);
+		got = dev_read(gd, (size_t) n);
+		check_close(act ? "glu gelu" : "glu silu", "", got, want, (size_t) n, TOL_FLOAT);
+		dev_free(gd, ud, NULL);
+		free(g);
+		free(u);
+		free(want);
+		free(got);
+	}
+	{
+		float	   *x = rand_floats((size_t) n, 50.0f);
+		float	   *y = rand_floats((size_t) n, 5.0f);
+		float	   *xd = dev_from(x, (size_t) n);
+		float	   *yd = dev_from(y, (size_t) n);
+		float	   *got;
+
+		llm_cpu_ref_ops.add(cpu, x, y, n);
+		gpu->ops->add(gpu, xd, yd, n);
+		got = dev_read(xd, (size_t) n);
+		check_close("add", "", got, x, (size_t) n, TOL_FLOAT);
+		free(got);
+		llm_cpu_ref_ops.softcap(cpu, x, n, 30.0f);
+		gpu->ops->softcap(gpu, xd, n, 30.0f);
+		got = dev_read(xd, (size_t) n);
+		check_close("softcap", "", got, x, (size_t) n, TOL_FLOAT);
+		free(got);
+		dev_free(xd, yd, NULL);
+		free(x);
+		free(y);
+	}
+	{
+		int			rows = 9;
+		int			width = 333;
+		int32_t		idx[4] = {8, 0, 3, 3};
+		float	   *x = rand_floats((size_t) rows * width, 1.0f);
+		float	   *want = malloc((size_t) 4 * width * sizeof(float));
+		float	   *xd = dev_from(x, (size_t) rows * width);
+		float	   *od = dev_new((size_t) 4 * width);
+		float	   *got;
+
+		llm_cpu_ref_ops.gather_rows(cpu, x, idx, 4, width, want);
+		dev_poison(od, (size_t) 4 * width);
+		gpu->ops->gather_rows(gpu, xd, idx, 4, width, od);
+		got = dev_read(od, (size_t) 4 * width);
+		check_close("gather_rows", "", got, want, (size_t) 4 * width, 0.0);
+		dev_free(xd, od, NULL);
+		free(x);
+		free(want);
+		free(got);
+	}
+}
+
+/* Argmax (ties, NaN, all -inf) and softmax (with -inf and NaN entries). */
+static void
+test_sampling(void)
+{
+	int			n = 5;
+	int			width = 3001;
+	float	   *x = rand_floats((size_t) n * width, 10.0f);
+	int32_t		want[5];
+	int32_t		got[5];
+	float	   *xd;
+	float	   *p;
+
+	x[0 * width + 100] = 50.0f;	/* a tie: the lower index wins */
+	x[0 * width + 2000] = 50.0f;
+	x[1 * width + 7] = NAN;		/* NaN counts as -inf */
+	x[1 * width + 8] = 99.0f;
+	for (int j = 0; j < width; j++)
+		x[2 * width + j] = j % 3 ? -INFINITY : NAN;
+	x[3 * width + width - 1] = 1e30f;
+	xd = dev_from(x, (size_t) n * width);
+	llm_cpu_ref_ops.argmax(cpu, x, n, width, want);
+	gpu->ops->argmax(gpu, xd, n, width, got);
+	for (int i = 0; i < n; i++)
+		TEST_CHECK(got[i] == want[i], "argmax row %d: %d, want %d", i, got[i], want[i]);
+	note_error("argmax", memcmp(got, want, sizeof(got)) == 0 ? 0.0 : 1.0, 0.0);
+	/* softmax of rows 0, 1, 3, 4 (row 2 holds nothing to normalise) */
+	x[1 * width + 7] = -INFINITY;
+	gpu->ops->to_device(gpu, xd, x, (size_t) n * width * sizeof(float));
+	llm_cpu_ref_ops.softmax(cpu, x, n, width);
+	gpu->ops->softmax(gpu, xd, n, width);
+	p = dev_read(xd, (size_t) n * width);
+	check_close("softmax", "", p, x, (size_t) 2 * width, TOL_FLOAT);
+	check_close("softmax", "", p + 3 * width, x + 3 * width, (size_t) 2 * width, TOL_FLOAT);
+	gpu->ops->free(gpu, xd);
+	free(x);
+	free(p);
+}
+
+/* ---- the KV cache and attention ---- */
+
+typedef struct AttnCase
+{
+	const char *name;
+	int			n_heads;
+	int			n_kv_heads;
+	int			head_dim;
+	int			block_size;
+	float		softcap;
+	int			window;
+	bool		evict;			/* evict (slot_pos and, with scores, H2O) between steps */
+	bool		scores;
+} AttnCase;
+
+#define ATTN_SEQS 4
+
+/* Both backends' pools and sequences, kept identical step by step. */
+typedef struct AttnWorld
+{
+	const AttnCase *c;
+	LlmKvType	type;
+	LlmKvCache	kc;				/* host storage, the CPU reference's */
+	LlmKvCache	kg;				/* device storage */
+	LlmKvSeq	sc[ATTN_SEQS];
+	LlmKvSeq	sg[ATTN_SEQS];
+	int			len[ATTN_SEQS]; /* positions stored */
+} AttnWorld;
+
+/* Compare the pools' stored keys and values (bit-exact) and the sequences' host bookkeeping. */
+static void
+compare_pools(AttnWorld *w, const char *label)
+{
+	LlmKvCache *kc = &w->kc;
+	size_t		rows = (size_t) kc->n_layers * kc->n_blocks * kc->block_size;
+	size_t		bytes = rows * kc->kv_dim * kc->elem_size;
+	uint8_t    *k = malloc(bytes);
+	uint8_t    *v = malloc(bytes);
+	float	   *ks = malloc(rows * kc->n_kv_heads * sizeof(float) + 4);
+	float	   *vs = malloc(rows * kc->n_kv_heads * sizeof(float) + 4);
+	LlmError	err;
+	bool		same = true;
+
+	TEST_CHECK(llm_cuda_kv_download(gpu, &w->kg, k, v, ks, vs, &err) == LLM_OK, "kv download: %s", err.msg);
+	/* only slots the sequences hold were written: compare those */
+	for (int s = 0; s < ATTN_SEQS; s++)
+		for (int l = 0; l < kc->n_layers; l++)
+			for (int slot = 0; slot < w->len[s] - w->sc[s].n_evicted; slot++)
+			{
+				size_t		r = llm_kv_row(kc, &w->sc[s], l, slot);
+				size_t		hb = (size_t) kc->kv_dim * kc->elem_size;
+
+				same = same && memcmp(k + r * hb, kc->k + r * hb, hb) == 0 && memcmp(v + r * hb, kc->v + r * hb, hb) == 0;
+				if (kc->type == LLM_KV_I8)
+					same = same && memcmp(ks + r * kc->n_kv_heads, kc->k_scale + r * kc->n_kv_heads, kc->n_kv_heads * sizeof(float)) == 0 &&
+						memcmp(vs + r * kc->n_kv_heads, kc->v_scale + r * kc->n_kv_heads, kc->n_kv_heads * sizeof(float)) == 0;
+				if (kc->slot_info)
+					for (int h = 0; h < kc->n_kv_heads; h++)
+						same = same && w->sc[s].slot_pos[llm_kv_info_index(kc, slot, l, h)] ==
+							w->sg[s].slot_pos[llm_kv_info_index(kc, slot, l, h)];
+			}
+	note_error("kv_store/kv_move bytes", same ? 0.0 : 1.0, 0.0);
+	TEST_CHECK(same, "%s %s: the device's stored keys and values differ from the CPU's", w->c->name, label);
+	free(k);
+	free(v);
+	free(ks);
+	free(vs);
+}
+
+/*
+ * One step on both backends: tokens (seq s[i], the next position of its
+ * sequence) go through kv_store and attention in both layers with the same
+ * random keys, values and queries; the outputs are compared.
+ */
+static void
+attn_step(AttnWorld *w, const int *seq_of, int n, const char *label)
+{
+	const AttnCase *c = w->c;
+	int			q_dim = c->n_heads * c->head_dim;
+	int			kv_dim = c->n_kv_heads * c->head_dim;
+	int32_t    *pos = malloc((size_t) n * sizeof(int32_t));
+	LlmKvSeq  **sc = malloc((size_t) n * sizeof(LlmKvSeq *));
+	LlmKvSeq  **sg = malloc((size_t) n * sizeof(LlmKvSeq *));
+	int			next[ATTN_SEQS];
+	char		fam[64];
+
+	for (int s = 0; s < ATTN_SEQS; s++)
+		next[s] = w->len[s];
+	for (int i = 0; i < n; i++)
+	{
+		int			s = seq_of[i];
+
+		pos[i] = next[s]++;
+		sc[i] = &w->sc[s];
+		sg[i] = &w->sg[s];
+	}
+	for (int s = 0; s < ATTN_SEQS; s++)
+	{
+		LlmError	err;
+
+		TEST_CHECK(llm_kv_seq_reserve(&w->kc, &w->sc[s], next[s] - w->sc[s].n_evicted, &err) == LLM_OK, "%s", err.msg);
+		TEST_CHECK(llm_kv_seq_reserve(&w->kg, &w->sg[s], next[s] - w->sg[s].n_evicted, &err) == LLM_OK, "%s", err.msg);
+	}
+	for (int layer = 0; layer < 2; layer++)
+	{
+		float	   *k = rand_floats((size_t) n * kv_dim, 2.0f);
+		float	   *v = rand_floats((size_t) n * kv_dim, 2.0f);
+		float	   *q = rand_floats((size_t) n * q_dim, 1.0f);
+		float	   *want = malloc((size_t) n * q_dim * sizeof(float));
+		float	   *kd = dev_from(k, (size_t) n * kv_dim);
+		float	   *vd = dev_from(v, (size_t) n * kv_dim);
+		float	   *qd = dev_from(q, (size_t) n * q_dim);
+		float	   *od = dev_new((size_t) n * q_dim);
+		float	   *got;
+		LlmAttnArgs ac = {
+			.n = n,.q = q,.out = want,.seq = sc,.pos = pos,.n_heads = c->n_heads,
+			.n_kv_heads = c->n_kv_heads,.head_dim = c->head_dim,.scale = 1.0f / sqrtf((float) c->head_dim),
+			.softcap = c->softcap,.window = layer == 0 ? c->window : 0,
+		};
+		LlmAttnArgs ag = ac;
+
+		ag.q = qd;
+		ag.out = od;
+		ag.seq = sg;
+		llm_cpu_ref_ops.kv_store(cpu, &w->kc, layer, sc, pos, k, v, n);
+		gpu->ops->kv_store(gpu, &w->kg, layer, sg, pos, kd, vd, n);
+		llm_cpu_ref_ops.attention(cpu, &w->kc, layer, &ac);
+		dev_poison(od, (size_t) n * q_dim);
+		gpu->ops->attention(gpu, &w->kg, layer, &ag);
+		got = dev_read(od, (size_t) n * q_dim);
+		snprintf(fam, sizeof(fam), "attention %s", w->type == LLM_KV_F32 ? "f32" : w->type == LLM_KV_F16 ? "f16" : "int8");
+		{
+			char		lab[160];
+
+			snprintf(lab, sizeof(lab), "%s, %s, layer %d", c->name, label, layer);
+			check_close(fam, lab, got, want, (size_t) n * q_dim, TOL_FLOAT);
+		}
+		dev_free(kd, vd, qd);
+		gpu->ops->free(gpu, od);
+		free(k);
+		free(v);
+		free(q);
+		free(want);
+		free(got);
+	}
+	for (int s = 0; s < ATTN_SEQS; s++)
+		w->len[s] = next[s];
+	/* H2O: the sums landed in the host scores at sync */
+	if (w->kc.scores)
+		for (int s = 0; s < ATTN_SEQS; s++)
+		{
+			size_t		n_info = (size_t) (w->len[s] - w->sc[s].n_evicted) * w->kc.n_layers * w->kc.n_kv_heads;
+
+			check_close("attention H2O scores", c->name, w->sg[s].score, w->sc[s].score, n_info, 1e-4);
+		}
+	compare_pools(w, label);
+	free(pos);
+	free(sc);
+	free(sg);
+}
+
+/* Evict every sequence over budget on both backends, from the same scores. */
+static void
+attn_evict(AttnWorld *w, int budget)
+{
+	LlmEvictRule rule = {.budget = budget,.sinks = 2,.recent = budget / 2,.by_score = w->c->scores};
+	LlmKvMove  *moves = malloc(sizeof(LlmKvMove) * 2 * (size_t) w->kc.n_kv_heads * 2000);
+	LlmError	err;
+
+	for (int s = 0; s < ATTN_SEQS; s++)
+	{
+		int			n_slots = w->len[s] - w->sc[s].n_evicted;
+
+		if (n_slots <= budget)
+			continue;
+		/* the same scores on both sides, so both drop the same keys */
+		if (w->kc.scores)
+			memcpy(w->sg[s].score, w->sc[s].score,
+				   (size_t) n_slots * w->kc.n_layers * w->kc.n_kv_heads * sizeof(float));
+		TEST_CHECK(llm_kv_evict_apply(cpu, &w->kc, &w->sc[s], n_slots, w->len[s] - 1, &rule, moves, &err) == LLM_OK,
+				   "%s", err.msg);
+		TEST_CHECK(llm_kv_evict_apply(gpu, &w->kg, &w->sg[s], n_slots, w->len[s] - 1, &rule, moves, &err) == LLM_OK,
+				   "%s", err.msg);
+		TEST_CHECK(w->sc[s].n_evicted == w->sg[s].n_evicted && w->sc[s].n_evicted > 0, "eviction of sequence %d", s);
+	}
+	TEST_CHECK(gpu->ops->sync(gpu, &err) == LLM_OK, "sync: %s", err.msg);
+	free(moves);
+}
+
+/* One attention case over every KV type: history, decode, a mixed batch, eviction. */
+static void
+attn_case(const AttnCase *c)
+{
+	static const int hist[ATTN_SEQS] = {1, 20, 77, 300};
+
+	for (int t = 0; t < 3; t++)
+	{
+		AttnWorld	w;
+		LlmKvParams p = {
+			.n_layers = 2,.n_kv_heads = c->n_kv_heads,.head_dim = c->head_dim,.block_size = c->block_size,
+			.n_blocks = 2 * (400 / c->block_size + 8),.type = (LlmKvType) t,.prefix_cache = false,
+			.slot_info = c->evict,.scores = c->scores,
+		};
+		LlmError	err;
+		int			seq_of[400];
+		int			n;
+
+		memset(&w, 0, sizeof(w));
+		w.c = c;
+		w.type = (LlmKvType) t;
+		TEST_CHECK(llm_kv_init(&w.kc, &p, &err) == LLM_OK, "%s", err.msg);
+		p.device_storage = true;
+		TEST_CHECK(llm_kv_init(&w.kg, &p, &err) == LLM_OK, "%s", err.msg);
+
+		/* the history: every sequence's prompt in one batch (tiled kernel for long runs) */
+		n = 0;
+		for (int s = 0; s < ATTN_SEQS; s++)
+			for (int j = 0; j < hist[s]; j++)
+				seq_of[n++] = s;
+		attn_step(&w, seq_of, n, "prefill");
+		/* decode: one token each (split-K kernel) */
+		for (int s = 0; s < ATTN_SEQS; s++)
+			seq_of[s] = s;
+		attn_step(&w, seq_of, ATTN_SEQS, "decode");
+		if (c->evict)
+		{
+			attn_evict(&w, 40);
+			attn_step(&w, seq_of, ATTN_SEQS, "decode after eviction");
+		}
+		/* a mixed batch: a chunk of 9 for sequence 2, one token for the others */
+		n = 0;
+		for (int s = 0; s < ATTN_SEQS; s++)
+			for (int j = 0; j < (s == 2 ? 9 : 1); j++)
+				seq_of[n++] = s;
+		attn_step(&w, seq_of, n, "mixed");
+		if (c->evict)
+		{
+			attn_evict(&w, 40);
+			attn_step(&w, seq_of, n, "mixed after eviction");
+		}
+		for (int s = 0; s < ATTN_SEQS; s++)
+		{
+			llm_kv_seq_release(&w.kc, &w.sc[s]);
+			llm_kv_seq_free(&w.sc[s]);
+			llm_kv_seq_release(&w.kg, &w.sg[s]);
+			llm_kv_seq_free(&w.sg[s]);
+		}
+		llm_kv_free(&w.kc);
+		llm_kv_free(&w.kg);
+		if (quick && t == 0 && !c->evict)
+			break;
+	}
+}
+
+/* The attention shapes: Llama GQA, MHA, Gemma's wide heads with soft cap and window, eviction and H2O. */
+static void
+test_attention(void)
+{
+	static const AttnCase cases[] = {
+		{"llama gqa 8/2 x 64", 8, 2, 64, 16, 0.0f, 0, false, false},
+		{"mha 4/4 x 32", 4, 4, 32, 16, 0.0f, 0, false, false},
+		{"gemma 4/1 x 256, softcap, window 48", 4, 1, 256, 16, 50.0f, 48, false, false},
+		{"odd head 6/3 x 40, block 7", 6, 3, 40, 7, 0.0f, 0, false, false},
+		{"window 32 + eviction", 8, 2, 64, 16, 0.0f, 32, true, false},
+		{"H2O gqa 8/2 x 64, window 32", 8, 2, 64, 16, 0.0f, 32, true, true},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		attn_case(&cases[i]);
+}
+
+/* ---- whole forward passes ---- */
+
+/* Run the same three steps of two sequences through llm_forward on both backends; compare logits. */
+static void
+forward_case(const char *name, LlmModel *m, double tol)
+{
+	const LlmConfig *c = &m->config;
+	LlmKvParams kp = {
+		.n_layers = c->n_layers,.n_kv_heads = c->n_kv_heads,.head_dim = c->head_dim,
+		.block_size = 16,.n_blocks = 16,.type = LLM_KV_F32,
+	};
+	LlmKvCache	kc;
+	LlmKvCache	kg;
+	LlmKvSeq	sc[2] = {{0}};
+	LlmKvSeq	sg[2] = {{0}};
+	LlmRunState rc;
+	LlmRunState rg;
+	LlmError	err;
+	int			past[2] = {0, 0};
+	static const int steps[3][2] = {{12, 5}, {1, 1}, {9, 0}};
+
+	TEST_CHECK(gpu->ops->prepare(gpu, m, &err) == LLM_OK, "prepare %s: %s", name, err.msg);
+	TEST_CHECK(llm_kv_init(&kc, &kp, &err) == LLM_OK, "%s", err.msg);
+	kp.device_storage = true;
+	TEST_CHECK(llm_kv_init(&kg, &kp, &err) == LLM_OK, "%s", err.msg);
+	TEST_CHECK(llm_run_state_init(&rc, c, 32, &err) == LLM_OK, "%s", err.msg);
+	TEST_CHECK(llm_run_state_init(&rg, c, 32, &err) == LLM_OK, "%s", err.msg);
+	for (int st = 0; st < 3; st++)
+	{
+		int32_t		tok[32];
+		int32_t		pos[32];
+		LlmKvSeq   *bc[32];
+		LlmKvSeq   *bg[32];
+		bool		want[32];
+		int			n = 0;
+		int			n_out = 0;
+		float	   *lc;
+		float	   *lg;
+		LlmBatch	b;
+		char		lab[64];
+
+		for (int s = 0; s < 2; s++)
+		{
+			for (int j = 0; j < steps[st][s]; j++)
+			{
+				tok[n] = (int32_t) (test_rng_next() % (uint64_t) c->n_vocab);
+				pos[n] = past[s] + j;
+				bc[n] = &sc[s];
+				bg[n] = &sg[s];
+				want[n] = j == steps[st][s] - 1 || st == 2;
+				n_out += want[n];
+				n++;
+			}
+			if (steps[st][s] > 0)
+			{
+				TEST_CHECK(llm_kv_seq_reserve(&kc, &sc[s], past[s] + steps[st][s], &err) == LLM_OK, "%s", err.msg);
+				TEST_CHECK(llm_kv_seq_reserve(&kg, &sg[s], past[s] + steps[st][s], &err) == LLM_OK, "%s", err.msg);
+			}
+			past[s] += steps[st][s];
+		}
+		lc = malloc((size_t) n_out * c->n_vocab * sizeof(float));
+		lg = malloc((size_t) n_out * c->n_vocab * sizeof(float));
+		for (size_t i = 0; i < (size_t) n_out * c->n_vocab; i++)
+			lg[i] = NAN;
+		b = (LlmBatch) {n, tok, pos, bc, want};
+		TEST_CHECK(llm_forward(m, cpu, &kc, &rc, &b, lc, &err) == LLM_OK, "forward (cpu): %s", err.msg);
+		b.seq = bg;
+		{
+			long		l0 = llm_cuda_emu_launches ? llm_cuda_emu_launches() : 0;
+
+			TEST_CHECK(llm_forward(m, gpu, &kg, &rg, &b, lg, &err) == LLM_OK, "forward (cuda): %s", err.msg);
+			if (llm_cuda_emu_launches && st == 1 && m->weights.layers[0].q_norm == NULL &&
+				(getenv("LLM_CUDA_FUSE") == NULL || atoi(getenv("LLM_CUDA_FUSE")) != 0))
+			{
+				long		launches = llm_cuda_emu_launches() - l0;
+				LlmType		wt = m->weights.layers[0].wq.type;
+				long		per_layer = wt == LLM_TYPE_Q8_0 || wt == LLM_TYPE_Q4_0 ? 13 : 9;
+
+				/*
+				 * Fused, a decode step's Llama layer is 9 launches (10 with a
+				 * split combine), 4 more for quantizing activations of Q8_0 /
+				 * Q4_0 (Gemma's extra norms are not counted here).
+				 */
+				printf("cuda: %s decode step: %ld kernel launches for %d layers\n", name, launches, c->n_layers);
+				TEST_CHECK(launches <= per_layer * c->n_layers + 10, "%s: %ld launches for a decode step of %d layers",
+						   name, launches, c->n_layers);
+			}
+		}
+		snprintf(lab, sizeof(lab), "step %d (%d tokens)", st, n);
+		check_close(name, lab, lg, lc, (size_t) n_out * c->n_vocab, tol);
+		free(lc);
+		free(lg);
+	}
+	llm_run_state_free(&rg);
+	llm_run_state_free(&rc);
+	for (int s = 0; s < 2; s++)
+	{
+		llm_kv_seq_release(&kc, &sc[s]);
+		llm_kv_seq_free(&sc[s]);
+		llm_kv_seq_release(&kg, &sg[s]);
+		llm_kv_seq_free(&sg[s]);
+	}
+	llm_kv_free(&kc);
+	llm_kv_free(&kg);
+}
+
+/* Forward passes of stories260K (F32, then own INT8 and INT4) and, when cached, Gemma 3 270M (Q4_K_M). */
+static void
+test_forward(void)
+{
+	char		path[1024];
+	LlmModel   *m;
+	LlmError	err;
+	const char *gemma = getenv("LLM_GEMMA_MODEL");
+
+	snprintf(path, sizeof(path), "%s/models/stories260K.gguf", test_shared_dir());
+	if (llm_model_load(path, &m, &err) == LLM_OK)
+	{
+		forward_case("forward stories260K F32", m, 1e-4);
+		llm_model_free(m);
+	}
+	else
+		TEST_CHECK(false, "load %s: %s", path, err.msg);
+	if (llm_model_load_quantized(path, LLM_QUANT_INT8, &m, &err) == LLM_OK)
+	{
+		forward_case("forward stories260K INT8", m, 5e-2);
+		llm_model_free(m);
+	}
+	if (!quick && llm_model_load_quantized(path, LLM_QUANT_INT4_G32, &m, &err) == LLM_OK)
+	{
+		forward_case("forward stories260K INT4", m, 5e-2);
+		llm_model_free(m);
+	}
+	if (gemma == NULL)
+		gemma = ".cache/models/gemma-3-270m-q4_k_m.gguf";
+	if (!quick && llm_model_load(gemma, &m, &err) == LLM_OK)
+	{
+		forward_case("forward gemma-3-270m Q4_K_M", m, 5e-2);
+		llm_model_free(m);
+	}
+	else if (!quick)
+		printf("cuda: no Gemma model at %s, its forward check skipped\n", gemma);
+}
+
+/* ---- the golden text ---- */
+
+/* Generate greedily from prompt with an engine on device; the continuation's text, malloc'd. */
+static char *
+generate(LlmModel *m, LlmDevice device, const char *prompt, int n_new)
+{
+	LlmEngineConfig ec;
+	LlmEngine  *e = NULL;
+	LlmRequest	r;
+	LlmResult	res;
+	LlmError	err;
+	int32_t    *ids = NULL;
+	int			n_ids = 0;
+	int64_t		id;
+	char	   *text = NULL;
+
+	llm_engine_config_default(&ec);
+	ec.device = device;
+	ec.kv_type = LLM_KV_F32;
+	ec.max_seqs = 1;
+	if (llm_engine_new(m, &ec, &e, &err) != LLM_OK ||
+		llm_chat_tokenize(m, prompt, strlen(prompt), false, &ids, &n_ids, &err) != LLM_OK)
+	{
+		TEST_CHECK(false, "engine: %s", err.msg);
+		llm_engine_free(e);
+		return NULL;
+	}
+	llm_request_default(&r);
+	r.prompt = ids;
+	r.n_prompt = n_ids;
+	r.max_tokens = n_new;
+	if (llm_engine_add(e, &r, &id, &err) == LLM_OK)
+	{
+		while (llm_engine_busy(e))
+			if (llm_engine_step(e, &err) != LLM_OK)
+			{
+				TEST_CHECK(false, "step: %s", err.msg);
+				break;
+			}
+		if (llm_engine_poll(e, &res))
+		{
+			TEST_CHECK(res.reason != LLM_FINISH_ERROR, "generation failed: %s", res.error);
+			text = strdup(res.text);
+		}
+	}
+	free(ids);
+	llm_engine_free(e);
+	return text;
+}
+
+/* Every line of golden/stories260K-greedy.tsv, generated by an engine on CUDA with an fp32 KV cache. */
+static void
+test_golden(void)
+{
+	char		path[1024];
+	char		line[8192];
+	FILE	   *f;
+	LlmModel   *m;
+	LlmError	err;
+	int			n_lines = 0;
+	int			n_same = 0;
+	int			max_lines = quick ? 1 : 1000;
+
+	snprintf(path, sizeof(path), "%s/models/stories260K.gguf", test_shared_dir());
+	if (llm_model_load(path, &m, &err) != LLM_OK)
+	{
+		TEST_CHECK(false, "load %s: %s", path, err.msg);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/golden/stories260K-greedy.tsv", test_shared_dir());
+	if ((f = fopen(path, "r")) == NULL)
+	{
+		TEST_CHECK(false, "cannot open %s", path);
+		llm_model_free(m);
+		return;
+	}
+	while (n_lines < max_lines && fgets(line, sizeof(line), f) != NULL)
+	{
+		char	   *prompt = line;
+		char	   *tab1 = strchr(line, '\t');
+		char	   *tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
+		char	   *want;
+		char	   *got;
+		char	   *o;
+
+		if (line[0] == '#' || tab2 == NULL)
+			continue;
+		*tab1 = *tab2 = '\0';
+		want = tab2 + 1;
+		want[strcspn(want, "\r\n")] = '\0';
+		/* "\n" in the file is a newline */
+		for (o = want; *want; want++)
+			if (want[0] == '\\' && want[1] == 'n')
+			{
+				*o++ = '\n';
+				want++;
+			}
+			else
+				*o++ = *want;
+		*o = '\0';
+		want = tab2 + 1;
+		got = generate(m, LLM_DEVICE_CUDA, prompt, atoi(tab1 + 1));
+		n_lines++;
+		n_same += got != NULL && strcmp(got, want) == 0;
+		TEST_CHECK(got != NULL && strcmp(got, want) == 0, "golden \"%s\": got \"%s\"", prompt, got ? got : "(none)");
+		free(got);
+	}
+	fclose(f);
+	llm_model_free(m);
+	printf("cuda: golden greedy text %d of %d lines equal (stories260K, fp32 KV)\n", n_same, n_lines);
+	note_error("golden stories260K lines differing", n_lines - n_same, 0.0);
+}
+
+/* Error paths: an unsupported shape and a KV pool too large for the device fail with a message. */
+static void
+test_errors(void)
+{
+	LlmError	err;
+	LlmStatus	st;
+	LlmKvCache	kv;
+	LlmKvParams p = {.n_layers = 64,.n_kv_heads = 64,.head_dim = 256,.block_size = 4096,.n_blocks = 4096,
+	.type = LLM_KV_F32,.device_storage = true};
+	LlmKvSeq	s = {0};
+	int32_t		pos = 0;
+	LlmKvSeq   *sp = &s;
+	float	   *x = dev_new(64 * 256);
+
+	/* 64 layers of 4096 blocks of 4096 x 16384 floats: 64 TB of keys, more than any device */
+	TEST_CHECK(llm_kv_init(&kv, &p, &err) == LLM_OK, "%s", err.msg);
+	TEST_CHECK(llm_kv_seq_reserve(&kv, &s, 1, &err) == LLM_OK, "%s", err.msg);
+	gpu->ops->kv_store(gpu, &kv, 0, &sp, &pos, x, x, 1);
+	st = gpu->ops->sync(gpu, &err);
+	TEST_CHECK(st != LLM_OK && strstr(err.msg, "KV cache") != NULL, "a KV pool of 64 TB: status %d, \"%s\"", st, err.msg);
+	printf("cuda: expected failure reported as: %s\n", err.msg);
+	TEST_CHECK(gpu->ops->sync(gpu, &err) == LLM_OK, "the error is reported once: %s", err.msg);
+	llm_kv_seq_release(&kv, &s);
+	llm_kv_seq_free(&s);
+	llm_kv_free(&kv);
+	gpu->ops->free(gpu, x);
+}
+
+/* Print the worst error of every check against its tolerance. */
+static void
+print_table(void)
+{
+	printf("%-44s %6s %12s %10s\n", "cuda check", "runs", "worst error", "tolerance");
+	for (int i = 0; i < n_worst; i++)
+		printf("%-44s %6d %12.3g %10.1g%s\n", worst[i].name, worst[i].n, worst[i].err, worst[i].tol,
+			   worst[i].err <= worst[i].tol ? "" : "  FAIL");
+}
+
+int
+main(int argc, char **argv)
+{
+	LlmError	err;
+	const char *only = NULL;
+
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--quick") == 0)
+			quick = true;
+		else
+			only = argv[i];
+	if (llm_cuda_device_count() == 0)
+	{
+		/* still: asking for CUDA fails with a message, and auto falls back to the CPU */
+		LlmBackend *be = NULL;
+		LlmStatus	st = llm_backend_new(LLM_DEVICE_CUDA, 1, &be, &err);
+		bool		ok = st != LLM_OK && strstr(err.msg, "no CUDA device") != NULL;
+
+		if (llm_backend_new(LLM_DEVICE_AUTO, 1, &be, &err) == LLM_OK)
+		{
+			ok = ok && !llm_cuda_is_backend(be) && !be->device_memory;
+			llm_backend_free(be);
+		}
+		else
+			ok = false;
+		printf("SKIP: no CUDA device%s\n", ok ? "" : " (and the device choice misbehaves)");
+		return ok ? 0 : 1;
+	}
+	if (llm_backend_new(LLM_DEVICE_CUDA, 1, &gpu, &err) != LLM_OK)
+	{
+		printf("cuda: could not create the backend: %s\n", err.msg);
+		return 1;
+	}
+	if (llm_backend_cpu_new(1, &cpu, &err) != LLM_OK)
+		return 1;
+	cpu->ops = &llm_cpu_ref_ops;	/* the scalar reference, whatever the processor */
+	printf("cuda: device %s\n", llm_cuda_device_name(gpu));
+	if (only == NULL || strcmp(only, "matmul") == 0)
+		test_matmul();
+	if (only == NULL || strcmp(only, "ops") == 0)
+	{
+		test_rmsnorm();
+		test_rope();
+		test_elementwise();
+		test_sampling();
+	}
+	if (only == NULL || strcmp(only, "attention") == 0)
+		test_attention();
+	if (only == NULL || strcmp(only, "errors") == 0)
+		test_errors();
+	if (only == NULL || strcmp(only, "forward") == 0)
+		test_forward();
+	if (only == NULL || strcmp(only, "golden") == 0)
+		test_golden();
+	print_table();
+	llm_backend_free(gpu);
+	llm_backend_free(cpu);
+	for (int i = 0; i < n_kept; i++)
+		free(kept[i]);
+	return test_summary("cuda");
+}
