@@ -215,7 +215,7 @@ EXTRA_CLEAN = tmp_check results regression.diffs regression.out
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
-$(shlib): $(ENGINE_LIB)
+$(shlib): $(ENGINE_LIB) $(CUDA_LIB)
 $(OBJS): src/llm.h $(wildcard src/engine/*.h)
 clean: clean-engine
 
