@@ -61,22 +61,18 @@ candidate_cmp(const void *pa, const void *pb)
 	return (a->pos > b->pos) - (a->pos < b->pos);
 }
 
-/* Mark the keys of one (layer, KV head) to drop (see kv.h); -1 when out of memory. */
-int
-llm_kv_evict_select(const int32_t *pos, const float *score, size_t stride, int n,
-					int newest_pos, const LlmEvictRule *rule, bool *victim)
+/* Mark the keys of one (layer, KV head) to drop (see kv.h), with cand (n) as scratch; returns how many. */
+static int
+select_victims(const int32_t *pos, const float *score, size_t stride, int n, int newest_pos,
+			   const LlmEvictRule *rule, bool *victim, EvictCandidate *cand)
 {
 	int			drop = n - rule->budget;
 	int			recent_lo = newest_pos - rule->recent + 1;
 	int			n_cand = 0;
-	EvictCandidate *cand;
 
 	memset(victim, 0, (size_t) n * sizeof(bool));
 	if (drop <= 0)
 		return 0;
-	cand = malloc((size_t) n * sizeof(EvictCandidate));
-	if (cand == NULL)
-		return -1;
 	for (int j = 0; j < n; j++)
 	{
 		int32_t		p = pos[(size_t) j * stride];
@@ -92,9 +88,34 @@ llm_kv_evict_select(const int32_t *pos, const float *score, size_t stride, int n
 	}
 	if (drop > n_cand)
 		drop = n_cand;
+	if (drop == 1)
+	{
+		/* a decode step drops one key: the least candidate, no sort */
+		int			least = 0;
+
+		for (int i = 1; i < n_cand; i++)
+			if (candidate_cmp(&cand[i], &cand[least]) < 0)
+				least = i;
+		victim[cand[least].slot] = true;
+		return 1;
+	}
 	qsort(cand, (size_t) n_cand, sizeof(EvictCandidate), candidate_cmp);
 	for (int i = 0; i < drop; i++)
 		victim[cand[i].slot] = true;
+	return drop;
+}
+
+/* Mark the keys of one (layer, KV head) to drop (see kv.h); -1 when out of memory. */
+int
+llm_kv_evict_select(const int32_t *pos, const float *score, size_t stride, int n,
+					int newest_pos, const LlmEvictRule *rule, bool *victim)
+{
+	EvictCandidate *cand = malloc((size_t) (n > 0 ? n : 1) * sizeof(EvictCandidate));
+	int			drop;
+
+	if (cand == NULL)
+		return -1;
+	drop = select_victims(pos, score, stride, n, newest_pos, rule, victim, cand);
 	free(cand);
 	return drop;
 }
@@ -107,28 +128,30 @@ llm_kv_seq_evict(LlmKvCache *kv, LlmKvSeq *seq, int n_slots, int newest_pos,
 	size_t		stride = (size_t) kv->n_layers * kv->n_kv_heads;
 	int			drop = n_slots - rule->budget;
 	bool	   *victim;
+	EvictCandidate *cand;
 
 	*n_moves = 0;
 	if (drop <= 0)
 		return 0;
-	if (!kv->slot_info || (rule->by_score && !kv->scores))
+	/* with at most budget keys protected every (layer, head) has drop candidates: nothing fails midway */
+	if (!kv->slot_info || (rule->by_score && !kv->scores) || rule->sinks + rule->recent > rule->budget)
 		return -1;
 	victim = malloc((size_t) n_slots * sizeof(bool));
-	if (victim == NULL)
+	cand = malloc((size_t) n_slots * sizeof(EvictCandidate));
+	if (victim == NULL || cand == NULL)
+	{
+		free(victim);
+		free(cand);
 		return -1;
+	}
 	for (int l = 0; l < kv->n_layers; l++)
 		for (int h = 0; h < kv->n_kv_heads; h++)
 		{
 			size_t		base = llm_kv_info_index(kv, 0, l, h);
 			int			hole = 0;
 
-			if (llm_kv_evict_select(seq->slot_pos + base, seq->score ? seq->score + base : NULL, stride,
-									n_slots, newest_pos, rule, victim) != drop)
-			{
-				/* the rule protects more than the budget (the engine checks that it cannot) */
-				free(victim);
-				return -1;
-			}
+			select_victims(seq->slot_pos + base, seq->score ? seq->score + base : NULL, stride, n_slots,
+						   newest_pos, rule, victim, cand);
 			/* kept keys past the new end fill the dropped slots before it, in order */
 			for (int from = rule->budget; from < n_slots; from++)
 			{
@@ -149,6 +172,7 @@ llm_kv_seq_evict(LlmKvCache *kv, LlmKvSeq *seq, int n_slots, int newest_pos,
 			}
 		}
 	free(victim);
+	free(cand);
 	seq->n_evicted += drop;
 	kv->evicted_keys += (int64_t) drop * kv->n_layers * kv->n_kv_heads;
 	return drop;
