@@ -32,6 +32,11 @@ if [ "${1:-}" = "--prepare" ]; then
     for h in /usr/include/pcre2.h /usr/include/x86_64-linux-gnu/pcre2.h; do
         [ -f "$h" ] && cp "$h" "$CARRY/include/" && break
     done
+    # the library itself too, for a machine without PCRE2 at all
+    mkdir -p "$CARRY/lib"
+    for l in /usr/lib/x86_64-linux-gnu/libpcre2-8.so.0 /lib/x86_64-linux-gnu/libpcre2-8.so.0; do
+        [ -f "$l" ] && cp -L "$l" "$CARRY/lib/libpcre2-8.so.0" && break
+    done
     du -sh "$CARRY"
     echo "gpu-check: prepared $CARRY; carry it to the GPU machine and run: bash tools/gpu-check.sh"
     exit 0
@@ -59,10 +64,12 @@ if ! printf '#define PCRE2_CODE_UNIT_WIDTH 8\n#include <pcre2.h>\n' | ${CC:-cc} 
     fi
 fi
 if ! echo 'int f(void) { return 0; }' | ${CC:-cc} -x c - -shared -lpcre2-8 -o /dev/null 2>/dev/null; then
-    lib=$(ls /usr/lib/x86_64-linux-gnu/libpcre2-8.so.0 /usr/lib64/libpcre2-8.so.0 /lib/x86_64-linux-gnu/libpcre2-8.so.0 2>/dev/null | head -n 1)
+    lib=$(ls /usr/lib/x86_64-linux-gnu/libpcre2-8.so.0 /usr/lib64/libpcre2-8.so.0 /lib/x86_64-linux-gnu/libpcre2-8.so.0 \
+        "$PWD/$CARRY/lib/libpcre2-8.so.0" 2>/dev/null | head -n 1)
     if [ -n "$lib" ]; then
         mkdir -p "$CARRY/lib" && ln -sf "$lib" "$CARRY/lib/libpcre2-8.so"
         export LIBRARY_PATH="$PWD/$CARRY/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+        export LD_LIBRARY_PATH="$PWD/$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
         echo "gpu-check: linking $lib"
     fi
 fi
