@@ -54,6 +54,7 @@ CREATE FUNCTION llm_stats(
     OUT kv_blocks_total int,
     OUT prefix_cache_hit_tokens bigint,
     OUT preemptions bigint,
+    OUT evicted_keys bigint,
     OUT stats_reset timestamptz)
 RETURNS record
 AS 'MODULE_PATHNAME', 'llm_stats'
@@ -62,7 +63,7 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 CREATE VIEW llm_stats AS SELECT * FROM llm_stats();
 
 COMMENT ON VIEW llm_stats IS
-'queue depth, running sequences, token counts and rates (per second of engine time), KV cache use, prefix cache hits';
+'queue depth, running sequences, token counts and rates (per second of engine time), KV cache use, prefix cache hits, KV eviction';
 
 CREATE FUNCTION llm_worker_status(
     OUT pid int,

@@ -141,6 +141,7 @@ typedef struct LlmCounters
 	int64		busy_us;		/* time spent in engine steps */
 	int64		preemptions;
 	int64		prefix_hit_tokens;	/* prompt tokens the prefix cache saved */
+	int64		evicted_keys;	/* (position, layer, KV head) keys dropped by llm.kv_budget */
 	int			engine_waiting; /* gauges */
 	int			engine_running;
 	int			kv_blocks_used;

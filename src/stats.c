@@ -57,8 +57,8 @@ llm_stats(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc = LlmResultDesc(fcinfo);
 	LlmCounters c;
 	int			queued = 0;
-	Datum		values[16];
-	bool		nulls[16] = {0};
+	Datum		values[17];
+	bool		nulls[17] = {0};
 	double		busy_s;
 	int			i = 0;
 
@@ -94,6 +94,7 @@ llm_stats(PG_FUNCTION_ARGS)
 	values[i++] = Int32GetDatum(c.kv_blocks_total);
 	values[i++] = Int64GetDatum(c.prefix_hit_tokens);
 	values[i++] = Int64GetDatum(c.preemptions);
+	values[i++] = Int64GetDatum(c.evicted_keys);
 	values[i++] = TimestampTzGetDatum(c.reset_at);
 	Assert(i == lengthof(values));
 
@@ -173,6 +174,7 @@ llm_reset_stats(PG_FUNCTION_ARGS)
 	LlmState->counters.busy_us = 0;
 	LlmState->counters.preemptions = 0;
 	LlmState->counters.prefix_hit_tokens = 0;
+	LlmState->counters.evicted_keys = 0;
 	LlmState->counters.reset_at = GetCurrentTimestamp();
 	LWLockRelease(LlmState->lock);
 	PG_RETURN_VOID();

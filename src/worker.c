@@ -837,6 +837,8 @@ LlmWorkerPublish(void)
 		LlmState->counters.preemptions += st.preemptions - WorkerLast.preemptions;
 	if (st.prefix_hit_tokens > WorkerLast.prefix_hit_tokens)
 		LlmState->counters.prefix_hit_tokens += st.prefix_hit_tokens - WorkerLast.prefix_hit_tokens;
+	if (st.evicted_keys > WorkerLast.evicted_keys)
+		LlmState->counters.evicted_keys += st.evicted_keys - WorkerLast.evicted_keys;
 	LWLockRelease(LlmState->lock);
 	WorkerLast = st;
 

@@ -39,6 +39,8 @@ my $rows = $node->safe_psql('postgres',
 	"SELECT count(*), count(*) FILTER (WHERE length(t) > 100) FROM "
 	  . "(SELECT llm_generate('Once upon a time, ' || i, 200) AS t FROM generate_series(1, 8) i) s");
 is($rows, '8|8', 'eight long generations complete under a budget of 24 keys');
+is($node->safe_psql('postgres', 'SELECT evicted_keys > 0 FROM llm_stats'), 't',
+	'llm_stats counts the evicted keys');
 isnt($node->safe_psql('postgres', $prompt), $plain,
 	'a budget of 24 keys changes a 200-token generation');
 
