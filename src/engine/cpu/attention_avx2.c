@@ -17,6 +17,8 @@
 
 #include <immintrin.h>
 
+#include "cpu/avx2_util.h"
+
 /* 8 stored values from p + d (f32, f16 or int8). */
 static inline __m256
 load8(const void *p, int d, LlmKvType type)
@@ -26,17 +28,6 @@ load8(const void *p, int d, LlmKvType type)
 	if (type == LLM_KV_F16)
 		return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) ((const uint16_t *) p + d)));
 	return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *) ((const int8_t *) p + d))));
-}
-
-/* Sum of the 8 lanes. */
-static inline float
-hsum8(__m256 v)
-{
-	__m128		s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
 }
 
 /* s_j = q . k_j. */
@@ -54,7 +45,7 @@ avx2_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, Llm
 			sum = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8(kj, d, type), sum);
 		for (; d < hd; d++)
 			tail += q[d] * llm_kv_value(kj, d, type);
-		s[j] = hsum8(sum) + tail;
+		s[j] = llm_hsum8(sum) + tail;
 	}
 }
 

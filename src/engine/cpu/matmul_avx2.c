@@ -42,6 +42,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "cpu/avx2_util.h"
 #include "quant_blocks.h"
 
 #define KERN static inline __attribute__((always_inline))
@@ -65,17 +66,6 @@ hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
 	__m256		t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
 
 	return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-}
-
-/* The sum of the lanes of v. */
-KERN float
-hsum(__m256 v)
-{
-	__m128		s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
 }
 
 /* The sum of the int32 lanes of v. */
@@ -104,7 +94,7 @@ store_tile(const LlmGemmArgs *a, int64_t r, int t, __m256 acc[4][4], const int M
 		{
 #pragma GCC unroll 4
 			for (int i = 0; i < MR; i++)
-				yq[i] = hsum(acc[i][q]);
+				yq[i] = llm_hsum8(acc[i][q]);
 		}
 	}
 }
