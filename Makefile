@@ -50,7 +50,7 @@ $(BIN)/llm-cli: $(CLI_OBJS) $(ENGINE_LIB) | build-dirs
 $(BIN)/llm-random-model: $(BUILD)/tools/llm-random-model.o $(ENGINE_LIB) | build-dirs
 	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
 
-$(BUILD)/test/%: test/%.c test/test.h $(ENGINE_LIB) | build-dirs
+$(BUILD)/test/%: test/%.c $(wildcard test/*.h) $(ENGINE_LIB) | build-dirs
 	$(CC) $(ECFLAGS) $(ELDFLAGS) -Itest -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
 
 # kernel micro-benchmarks (bench/bench_kernels.c)
@@ -215,7 +215,7 @@ EXTRA_CLEAN = tmp_check results regression.diffs regression.out
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
-$(shlib): $(ENGINE_LIB) $(CUDA_LIB)
+$(shlib): $(ENGINE_LIB) $(if $(filter 1,$(WITH_CUDA)),$(CUDA_LIB))
 $(OBJS): src/llm.h $(wildcard src/engine/*.h)
 clean: clean-engine
 

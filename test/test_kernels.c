@@ -34,109 +34,13 @@
 #include "quant.h"
 #include "quant_blocks.h"
 #include "test.h"
+#include "test_weights.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A pseudo-random float, roughly normal (sum of four uniforms). */
-static float
-rng_normal(void)
-{
-	return test_rng_uniform(-1, 1) + test_rng_uniform(-1, 1) + test_rng_uniform(-1, 1) + test_rng_uniform(-1, 1);
-}
-
-/* 64-byte aligned zeroed memory, or NULL. */
-static void *
-alloc64(size_t n)
-{
-	void	   *p = aligned_alloc(64, (n + 63) & ~(size_t) 63);
-
-	if (p != NULL)
-		memset(p, 0, (n + 63) & ~(size_t) 63);
-	return p;
-}
-
-/* Fill n_blocks blocks of type with random bytes; Q4_K and Q6_K get small finite scales. */
-static void
-random_k_blocks(LlmType type, uint8_t *data, int64_t n_blocks)
-{
-	const LlmTypeTraits *tr = llm_type_traits(type);
-
-	for (int64_t i = 0; i < n_blocks * tr->type_size; i++)
-		data[i] = (uint8_t) test_rng_next();
-	for (int64_t b = 0; b < n_blocks; b++)
-	{
-		uint8_t    *blk = data + b * tr->type_size;
-
-		if (type == LLM_TYPE_Q4_K)
-		{
-			LlmBlockQ4_K *q = (LlmBlockQ4_K *) blk;
-
-			q->d = llm_fp32_to_fp16(test_rng_uniform(0.0005f, 0.005f));
-			q->dmin = llm_fp32_to_fp16(test_rng_uniform(0.0005f, 0.005f));
-		}
-		else if (type == LLM_TYPE_Q6_K)
-		{
-			LlmBlockQ6_K *q = (LlmBlockQ6_K *) blk;
-
-			q->d = llm_fp32_to_fp16(test_rng_uniform(0.0005f, 0.005f));
-		}
-	}
-}
-
-/* A random weight of rows x cols in type; data malloc'd (free w->data). */
-static bool
-make_weight(LlmType type, int64_t rows, int64_t cols, LlmWeight *w)
-{
-	size_t		rb = llm_type_row_size(type, cols);
-	uint8_t    *data = malloc(rb * (size_t) rows);	/* exact size: AddressSanitizer sees any read past it */
-
-	if (data == NULL)
-		return false;
-	if (type == LLM_TYPE_Q4_K || type == LLM_TYPE_Q6_K || !llm_type_can_quantize(type))
-		random_k_blocks(type, data, (int64_t) (rb * (size_t) rows) / llm_type_traits(type)->type_size);
-	else
-	{
-		float	   *f = malloc((size_t) cols * sizeof(float));
-
-		if (f == NULL)
-		{
-			free(data);
-			return false;
-		}
-		for (int64_t r = 0; r < rows; r++)
-		{
-			for (int64_t j = 0; j < cols; j++)
-				f[j] = rng_normal() * 0.05f;
-			llm_quantize_row(type, f, data + (size_t) r * rb, cols);
-		}
-		free(f);
-	}
-	w->name = "test";
-	w->type = type;
-	w->rows = rows;
-	w->cols = cols;
-	w->row_bytes = rb;
-	w->data = data;
-	return true;
-}
-
-/* Random activations (n, cols), each block of 32 with its own magnitude. */
-static void
-random_acts(float *x, int n, int64_t cols)
-{
-	for (int i = 0; i < n; i++)
-		for (int64_t j = 0; j < cols; j += 32)
-		{
-			float		mag = powf(10.0f, test_rng_uniform(-1.5f, 1.0f));
-
-			for (int64_t l = j; l < cols && l < j + 32; l++)
-				x[(size_t) i * cols + l] = rng_normal() * mag;
-		}
-}
 
 /* Dequantize one token's quantized activations (format fmt) into xd. */
 static void

