@@ -13,11 +13,29 @@ run() {
     if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $name" >&2; fi
 }
 
+# models for test_invariance_engine: small random ones of every type llm-random-model writes (and the
+# engine's own INT8/INT4 schemes on the F32 one), then the two real models (plain build only)
+mkdir -p build/test-models
+random_models=""
+for t in F32 F16 BF16 Q8_0 Q4_0; do
+    m=build/test-models/random-$t.gguf
+    [ -f "$m" ] || bin/llm-random-model -o "$m" --dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 768 \
+        --vocab 2048 --ctx 1024 --type $t --seed 7 >/dev/null
+    random_models="$random_models $m"
+done
+random_models="$random_models build/test-models/random-F32.gguf@int8 build/test-models/random-F32.gguf@int4"
+random_models="$random_models build/test-models/random-F32.gguf@int4_g32"
+gemma=$(tools/fetch-model.sh gemma | tail -n 1) || gemma=""
+smollm2=$(tools/fetch-model.sh smollm2 | tail -n 1) || smollm2=""
+[ -n "$gemma" ] && [ -n "$smollm2" ] || { echo "FAILED: fetching the real models" >&2; failed=$((failed + 1)); }
+
+export LLM_TEST_MODELS="$random_models $gemma $smollm2"
 for t in build/test/test_*; do
     [ -x "$t" ] && run "$t" "$t"
 done
 if [ -d build-asan/test ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+    export LLM_TEST_MODELS="$random_models"
     for t in build-asan/test/test_*; do
         [ -x "$t" ] && run "$t (asan)" "$t"
     done

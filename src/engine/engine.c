@@ -42,6 +42,7 @@ typedef struct Seq
 	int64_t		id;
 	SeqState	state;
 	int32_t    *tokens;			/* (cap) prompt, then generated tokens */
+	float	   *logprobs;		/* (cap) when asked: log-probability of tokens[i], generated ones only */
 	int			n_tokens;
 	int			cap;
 	int			n_prompt;
@@ -242,6 +243,7 @@ seq_free(LlmEngine *e, Seq *s)
 		free(s->stop[i]);
 	free(s->stop);
 	free(s->tokens);
+	free(s->logprobs);
 	free(s->text);
 	free(s->error);
 	free(s);
@@ -389,7 +391,9 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a sequence");
 	s->cap = want + 1;
 	s->tokens = malloc((size_t) s->cap * sizeof(int32_t));
-	if (s->tokens == NULL || !seq_append_text(s, "", 0))
+	if (r->logprobs)
+		s->logprobs = malloc((size_t) s->cap * sizeof(float));
+	if (s->tokens == NULL || (r->logprobs && s->logprobs == NULL) || !seq_append_text(s, "", 0))
 	{
 		seq_free(e, s);
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a sequence of %d tokens", want);
@@ -552,6 +556,8 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 		seq_finish(e, s, LLM_FINISH_STOP, NULL);
 		return;
 	}
+	if (s->logprobs != NULL)
+		s->logprobs[s->n_tokens] = llm_logprob(logits, e->model->config.n_vocab, t);
 	s->tokens[s->n_tokens++] = t;
 	e->stats.tokens_generated++;
 	piece = llm_token_piece(tok, t, &len);
@@ -714,6 +720,7 @@ llm_engine_poll(LlmEngine *e, LlmResult *out)
 		out->text = s->text;
 		out->text_len = s->text_len;
 		out->error = s->error;
+		out->logprobs = s->logprobs != NULL ? s->logprobs + s->n_prompt : NULL;
 		return true;
 	}
 	return false;

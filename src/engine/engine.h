@@ -121,6 +121,7 @@ typedef struct LlmRequest
 	const char *const *stop;	/* (n_stop) stop strings, copied by add */
 	int			n_stop;
 	bool		ignore_eos;		/* keep going past EOS (benchmarks) */
+	bool		logprobs;		/* record each generated token's log-probability (LlmResult.logprobs) */
 } LlmRequest;
 
 /* Request defaults: greedy, 128 tokens, filters off. */
@@ -162,6 +163,12 @@ typedef struct LlmResult
 	const char *text;			/* generated text, cut before a stop string; NUL-terminated */
 	size_t		text_len;
 	const char *error;			/* message when reason is LLM_FINISH_ERROR */
+	/*
+	 * (n_generated) with LlmRequest.logprobs, else NULL: the natural log of
+	 * each token's probability under the logits the sampler saw (after the
+	 * repetition penalty, before temperature and filters)
+	 */
+	const float *logprobs;
 } LlmResult;
 
 /* Take the next finished (not yet polled) sequence; false when none. */

@@ -635,3 +635,21 @@ llm_sampler_sample(LlmSampler *s, float *logits, const int32_t *history, int n_h
 	llm_cand_min_p(&c, p->min_p);
 	return cand_draw(&c, &s->rng);
 }
+
+/* log softmax(logits)[t], summed in index order (see sampler.h). */
+float
+llm_logprob(const float *logits, int n_vocab, int32_t t)
+{
+	float		max = -INFINITY;
+	double		sum = 0.0;
+
+	if (t < 0 || t >= n_vocab)
+		return NAN;
+	for (int i = 0; i < n_vocab; i++)
+		max = fmaxf(max, logit_key(logits[i]));
+	if (max == -INFINITY)
+		return NAN;
+	for (int i = 0; i < n_vocab; i++)
+		sum += exp((double) logit_key(logits[i]) - max);
+	return (float) ((double) logit_key(logits[t]) - max - log(sum));
+}

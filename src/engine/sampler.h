@@ -84,4 +84,11 @@ void		llm_sampler_free(LlmSampler *s);
 int32_t		llm_sampler_sample(LlmSampler *s, float *logits,
 							   const int32_t *history, int n_history);
 
+/*
+ * log softmax(logits)[t] over n_vocab logits: the maximum, then the sum of
+ * exp(l - max) in index order in double, so the same logits give the same
+ * bits.  NaN logits count as -infinity.
+ */
+float		llm_logprob(const float *logits, int n_vocab, int32_t t);
+
 #endif							/* LLM_SAMPLER_H */
