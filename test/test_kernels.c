@@ -7,7 +7,8 @@
  * 1. Level selection: names, LLM_CPU_ISA lowering the level, op tables.
  * 2. The SIMD activation quantizers give exactly the bytes of the scalar
  *    ones (quantize_act.c), NaN and infinity included.
- * 3. Every fast type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) through the
+ * 3. Every fast type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K; Q4_1 where the
+ *    level has it) through the
  *    level's matmul op on a 2-thread backend, over rows {1, 3, 17, 33},
  *    tokens {1, 2, 3, 5, 17} and several column counts, plus larger shapes:
  *    k longer than the kernels' chunks of k, and many rows and tokens that
@@ -260,8 +261,10 @@ check_quantizers(const LlmMatmulKernels *kern)
 static void
 check_level(LlmBackend *be, LlmCpuIsa isa)
 {
+	/* every level has the first seven; Q4_1 only some */
 	static const LlmType types[] = {
-		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_K, LLM_TYPE_Q6_K
+		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_K, LLM_TYPE_Q6_K,
+		LLM_TYPE_Q4_1
 	};
 	static const int64_t rows_list[] = {1, 3, 17, 33};
 	static const int n_list[] = {1, 2, 3, 5, 17};
@@ -284,10 +287,13 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 		int			n_cols;
 		ErrStats	st = {0, 0};
 
-		TEST_CHECK(kern->gemm[type] != NULL, "%s has no %s kernel", kern->name, llm_type_traits(type)->name);
+		TEST_CHECK(kern->gemm[type] != NULL || type == LLM_TYPE_Q4_1, "%s has no %s kernel", kern->name,
+				   llm_type_traits(type)->name);
+		if (kern->gemm[type] == NULL)
+			continue;
 		if (type == LLM_TYPE_F32 || type == LLM_TYPE_F16 || type == LLM_TYPE_BF16)
 			cols = cols_float, n_cols = 6;
-		else if (type == LLM_TYPE_Q8_0 || type == LLM_TYPE_Q4_0)
+		else if (type == LLM_TYPE_Q8_0 || type == LLM_TYPE_Q4_0 || type == LLM_TYPE_Q4_1)
 			cols = cols_q, n_cols = 6;
 		else
 			cols = cols_k, n_cols = 3;
@@ -307,14 +313,17 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 	}
 }
 
-/* Types without a fast kernel give the reference's floats exactly. */
+/* Types without a fast kernel at level kern give the reference's floats exactly. */
 static void
-check_fallback(LlmBackend *be, const LlmBackendOps *ops)
+check_fallback(LlmBackend *be, const LlmBackendOps *ops, const LlmMatmulKernels *kern)
 {
-	static const LlmType types[] = {LLM_TYPE_Q4_1, LLM_TYPE_Q5_0, LLM_TYPE_Q5_1, LLM_TYPE_Q3_K, LLM_TYPE_Q5_K};
+	static const LlmType types[] = {LLM_TYPE_Q4_1, LLM_TYPE_Q5_0, LLM_TYPE_Q5_1, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K,
+	LLM_TYPE_Q5_K};
 
 	for (int ti = 0; ti < (int) (sizeof(types) / sizeof(types[0])); ti++)
 	{
+		if (kern->gemm[types[ti]] != NULL)
+			continue;
 		LlmWeight	w;
 		int			n = 3;
 		int64_t		rows = 5,
@@ -366,7 +375,7 @@ main(void)
 	{
 		check_level(be, (LlmCpuIsa) isa);
 		if (llm_cpu_ops_for_isa((LlmCpuIsa) isa) != NULL)
-			check_fallback(be, llm_cpu_ops_for_isa((LlmCpuIsa) isa));
+			check_fallback(be, llm_cpu_ops_for_isa((LlmCpuIsa) isa), llm_matmul_kernels((LlmCpuIsa) isa));
 	}
 	llm_backend_free(be);
 	return test_summary("kernels");

@@ -347,7 +347,14 @@ gemm_bf16(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 	gemm_float(LLM_TYPE_BF16, a, r0, r1, t0, t1);
 }
 
-/* ---- Q8_0, Q4_0 ---- */
+/* ---- Q8_0, Q4_0, Q4_1 ---- */
+
+/* Bytes of one block of a Q8_0, Q4_0 or Q4_1 row. */
+KERN size_t
+q_block_bytes(LlmType type)
+{
+	return type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : type == LLM_TYPE_Q4_0 ? sizeof(LlmBlockQ4_0) : sizeof(LlmBlockQ4_1);
+}
 
 /*
  * The quants of blocks b and b + 1 of a Q8_0 or Q4_0 row as 64 unsigned
@@ -400,8 +407,11 @@ load_q_pair_gemv(LlmType type, const uint8_t *p)
 								_mm512_set1_epi8((char) 0x80));
 	else
 	{
-		__m512i		v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *) (p + 2))),
-													0xFF00, _mm_loadu_si128((const __m128i *) (p + 18 + 2)));
+		/* Q4_0: d, then 16 bytes of nibbles (18 bytes); Q4_1: d, m, then the nibbles (20 bytes) */
+		const size_t qo = type == LLM_TYPE_Q4_0 ? 2 : 4;
+		const size_t bsz = q_block_bytes(type);
+		__m512i		v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *) (p + qo))),
+													0xFF00, _mm_loadu_si128((const __m128i *) (p + bsz + qo)));
 
 		return _mm512_and_si512(v, _mm512_set_epi64(0xF0F0F0F0F0F0F0F0LL, 0xF0F0F0F0F0F0F0F0LL, 0x0F0F0F0F0F0F0F0FLL, 0x0F0F0F0F0F0F0F0FLL,
 													0xF0F0F0F0F0F0F0F0LL, 0xF0F0F0F0F0F0F0F0LL, 0x0F0F0F0F0F0F0F0FLL, 0x0F0F0F0F0F0F0F0FLL));
@@ -454,7 +464,7 @@ q_steps(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 		const float *const *xd, int64_t b, __m512 acc[4][6], const int MR, const int NT)
 {
 	const int64_t nb = a->k / LLM_QK;
-	const size_t bsz = type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : sizeof(LlmBlockQ4_0);
+	const size_t bsz = q_block_bytes(type);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
 
 	for (; b + 2 <= nb; b += 2)
@@ -563,28 +573,48 @@ q_group_dot(LlmType type, const __m512i *wq, const int8_t *xq, __m512i off, __m5
 #pragma GCC unroll 8
 	for (int s = 0; s < G; s++)
 		p[s] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[s], _mm512_loadu_si512(xq + 2 * s * LLM_QK));
-	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(reduce_blocks(p, G, type == LLM_TYPE_Q4_0 ? 4 : 0), off)),
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(reduce_blocks(p, G, type == LLM_TYPE_Q8_0 ? 0 : 4), off)),
 						   scale, acc);
 }
 
-/* The activations' block sums of a group from block b, times the weights' offset (128 or 8), in BLOCK_ORDER. */
+/*
+ * Q4_1's minimums of a group, added into acc after q_group_dot: m_w * d_a
+ * (mscale, BLOCK_ORDER) times the activations' block sums, since
+ * sum (d_w q + m_w) d_a a = d_w d_a sum q a + m_w d_a sum a.
+ */
+KERN __m512
+q_group_mins(const int32_t *xs, int64_t b, __mmask16 m, __m512 mscale, __m512 acc)
+{
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_permutexvar_epi32(BLOCK_ORDER, _mm512_maskz_loadu_epi32(m, xs + b))),
+						   mscale, acc);
+}
+
+/* The activations' block sums of a group from block b, times the weights' offset (128, 8; Q4_1 none), in BLOCK_ORDER. */
 KERN __m512i
 q_group_offset(LlmType type, const int32_t *xs, int64_t b, __mmask16 m)
 {
+	if (type == LLM_TYPE_Q4_1)
+		return _mm512_setzero_si512();	/* unsigned already */
 	return _mm512_slli_epi32(_mm512_permutexvar_epi32(BLOCK_ORDER, _mm512_maskz_loadu_epi32(m, xs + b)),
 							 type == LLM_TYPE_Q8_0 ? 7 : 3);
 }
 
-/* The fp16 scales of blocks [b, b + 2G) of a row at w (G = 4: lanes 8-15 zero), gathered at the block starts. */
+/*
+ * The fp16 scales d of blocks [b, b + 2G) of a row at w (G = 4: lanes 8-15
+ * zero), and for Q4_1 in *mins the minimums m, from one gather of the
+ * 32-bit words at the block starts (d the low half, Q4_1's m the high).
+ */
 KERN __m512
-q_group_scales(LlmType type, const uint8_t *w, int64_t b, __mmask16 m)
+q_group_scales(LlmType type, const uint8_t *w, int64_t b, __mmask16 m, __m512 *mins)
 {
-	const size_t bsz = type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : sizeof(LlmBlockQ4_0);
+	const size_t bsz = q_block_bytes(type);
 	const __m512i gidx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
 											 _mm512_set1_epi32((int) bsz));
+	__m512i		g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, gidx, w + b * bsz, 1);
 
-	return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, gidx,
-																			  w + b * bsz, 1)));
+	if (type == LLM_TYPE_Q4_1)
+		*mins = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16)));
+	return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g));
 }
 
 /* One group of 2G blocks from block b of MR rows (w) by NT tokens, straight from the weights, added into acc. */
@@ -593,14 +623,15 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 		const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6],
 		const int MR, const int NT, const int G)
 {
-	const size_t bsz = type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : sizeof(LlmBlockQ4_0);
+	const size_t bsz = q_block_bytes(type);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
 	const __mmask16 m = G == 8 ? 0xFFFF : 0x00FF;
 	__m512		sv[4];
+	__m512		mv[4];
 
 #pragma GCC unroll 4
 	for (int i = 0; i < MR; i++)
-		sv[i] = q_group_scales(type, w[i], b, m);
+		sv[i] = q_group_scales(type, w[i], b, m, &mv[i]);
 #pragma GCC unroll 6
 	for (int q = 0; q < NT; q++)
 	{
@@ -627,8 +658,54 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 			/* G = 4: lanes 8-15 have zero scales (and finite sums) */
 			acc[i][q] = q_group_dot(type, wq, xq[q] + b * LLM_QK, off,
 									_mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(sv[i], dav)), acc[i][q], G);
+			if (type == LLM_TYPE_Q4_1)
+				acc[i][q] = q_group_mins(xs[q], b, m, _mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(mv[i], dav)),
+										 acc[i][q]);
 		}
 	}
+}
+
+/*
+ * Blocks [b, nb) (fewer than 8) of MR rows by NT tokens, added into acc:
+ * Q8_0 and Q4_0 by q_steps; Q4_1 one block at a time, its integer dot
+ * product complete before d_w d_a and the minimum's m_w d_a sum a are
+ * applied, into lane 0.
+ */
+KERN void
+q_tail(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_t *const *xq,
+	   const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int MR, const int NT)
+{
+	const int64_t nb = a->k / LLM_QK;
+
+	if (type != LLM_TYPE_Q4_1)
+	{
+		q_steps(type, a, w, xq, xd, b, acc, MR, NT);
+		return;
+	}
+	for (; b < nb; b++)
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+		{
+			const LlmBlockQ4_1 *blk = (const LlmBlockQ4_1 *) (w[i] + b * sizeof(LlmBlockQ4_1));
+			__m128i		raw = _mm_loadu_si128((const __m128i *) blk->qs);
+			/* values 0-15 the low nibbles, 16-31 the high */
+			__m256i		wq = _mm256_and_si256(_mm256_srlv_epi64(_mm256_broadcastsi128_si256(raw), _mm256_set_epi64x(4, 4, 0, 0)),
+											  _mm256_set1_epi8(0x0F));
+			float		dw = _cvtsh_ss(blk->d);
+			float		mw = _cvtsh_ss(blk->m);
+
+#pragma GCC unroll 6
+			for (int q = 0; q < NT; q++)
+			{
+				__m256i		p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), wq,
+													_mm256_loadu_si256((const __m256i *) (xq[q] + b * LLM_QK)));
+				int32_t		isum = _mm512_reduce_add_epi32(_mm512_zextsi256_si512(p));
+				float		da = xd[q][b];
+				float		v = fmaf((float) xs[q][b], mw * da, (float) isum * (dw * da));
+
+				acc[i][q] = _mm512_mask_add_ps(acc[i][q], 1, acc[i][q], _mm512_set1_ps(v));
+			}
+		}
 }
 
 /* The blocks of a row that q_group covers (groups of 16, then one of 8); q_steps takes the rest. */
@@ -687,7 +764,7 @@ tile_q(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const int MR, const
 		q_group(type, a, w, xq, xd, xs, b, acc, MR, NT, 4);
 		b += 8;
 	}
-	q_steps(type, a, w, xq, xd, b, acc, MR, NT);
+	q_tail(type, a, w, xq, xd, xs, b, acc, MR, NT);
 	store_tile(a, r, t, acc, MR, NT, false);
 }
 
@@ -696,13 +773,14 @@ typedef struct QGroupPack
 {
 	uint8_t		q[8][64];
 	float		d[16];
+	float		m[16];			/* Q4_1's minimums, BLOCK_ORDER */
 } QGroupPack;
 
 /* Unpack the groups of Q_MR rows from w0 (stride wstride) into buf (group, row). */
 KERN void
 pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf)
 {
-	const size_t bsz = type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : sizeof(LlmBlockQ4_0);
+	const size_t bsz = q_block_bytes(type);
 	const int64_t ng = q_group_blocks(nb);
 
 	for (int64_t b = 0; b < ng; b += 16)
@@ -713,7 +791,10 @@ pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGrou
 
 			for (int s = 0; s < 8; s++)
 				_mm512_store_si512(buf->q[s], s < G ? load_q_pair_gemv(type, w + (b + 2 * s) * bsz) : _mm512_setzero_si512());
-			_mm512_store_ps(buf->d, _mm512_permutexvar_ps(BLOCK_ORDER, q_group_scales(type, w, b, G == 8 ? 0xFFFF : 0x00FF)));
+			__m512		mins = _mm512_setzero_ps();
+
+			_mm512_store_ps(buf->d, _mm512_permutexvar_ps(BLOCK_ORDER, q_group_scales(type, w, b, G == 8 ? 0xFFFF : 0x00FF, &mins)));
+			_mm512_store_ps(buf->m, _mm512_permutexvar_ps(BLOCK_ORDER, mins));
 		}
 }
 
@@ -741,6 +822,8 @@ q_group_packed(LlmType type, const QGroupPack *pk, const int8_t *const *xq, cons
 			/* (permuted scales times permuted scales: the bits of q_group's permuted product) */
 			acc[i][q] = q_group_dot(type, wq, xq[q] + b * LLM_QK, off, _mm512_mul_ps(_mm512_load_ps(pk[i].d), dav),
 									acc[i][q], G);
+			if (type == LLM_TYPE_Q4_1)
+				acc[i][q] = q_group_mins(xs[q], b, m, _mm512_mul_ps(_mm512_load_ps(pk[i].m), dav), acc[i][q]);
 		}
 	}
 }
@@ -766,7 +849,7 @@ tile_q_packed(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, int64_t 
 		q_group_packed(type, pk, xq, xd, xs, b, acc, NT, 4);
 		b += 8;
 	}
-	q_steps(type, a, w, xq, xd, b, acc, Q_MR, NT);
+	q_tail(type, a, w, xq, xd, xs, b, acc, Q_MR, NT);
 	store_tile(a, r, t, acc, Q_MR, NT, false);
 }
 
@@ -813,6 +896,13 @@ static void
 gemm_q8_0(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
 	gemm_q(LLM_TYPE_Q8_0, a, r0, r1, t0, t1);
+}
+
+/* The gemm of Q4_1 weights. */
+static void
+gemm_q4_1(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_q(LLM_TYPE_Q4_1, a, r0, r1, t0, t1);
 }
 
 /* The gemm of Q4_0 weights. */
@@ -1181,12 +1271,14 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_BF16] = gemm_bf16,
 		[LLM_TYPE_Q8_0] = gemm_q8_0,
 		[LLM_TYPE_Q4_0] = gemm_q4_0,
+		[LLM_TYPE_Q4_1] = gemm_q4_1,
 		[LLM_TYPE_Q4_K] = gemm_q4_k,
 		[LLM_TYPE_Q6_K] = gemm_q6_k,
 	},
 	.act = {
 		[LLM_TYPE_Q8_0] = LLM_ACT_Q8,
 		[LLM_TYPE_Q4_0] = LLM_ACT_Q8,
+		[LLM_TYPE_Q4_1] = LLM_ACT_Q8,
 		[LLM_TYPE_Q4_K] = LLM_ACT_Q8K,
 		[LLM_TYPE_Q6_K] = LLM_ACT_Q8K,
 	},
