@@ -102,7 +102,7 @@ bench_level(LlmBackend *be, LlmCpuIsa isa, int64_t rows, int64_t cols, int n_tok
 		size_t		mat = rb * (size_t) rows;
 		int			n_mats = (int) (set_bytes / mat) + 1;
 		uint8_t    *data;
-		LlmWeight	w = {"bench", type, cols, rows, rb, NULL};
+		LlmWeight	w = {.name = "bench",.type = type,.cols = cols,.rows = rows,.row_bytes = rb};
 		double		t0,
 					t_gemv,
 					t_gemm;

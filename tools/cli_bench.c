@@ -134,7 +134,7 @@ cli_bench(int argc, char **argv)
 	BenchRow	rows[CLI_MAX_BATCHES];
 
 	if (!cli_parse_options(argc, argv, "-m -p -n -b --threads --kv --shared-prefix --no-prefix-cache --quantize --calib "
-						   "--kv-mb --kv-budget --evict --sinks --device", &o))
+						   "--kv-mb --kv-budget --evict --sinks --device --step-ms", &o))
 		return 2;
 	if (o.shared_prefix > o.n_prompt)
 	{

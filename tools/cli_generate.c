@@ -63,7 +63,7 @@ cli_generate(int argc, char **argv)
 
 	if (!cli_parse_options(argc, argv,
 						   "-m -p -n --temp --top-k --top-p --min-p --repeat-penalty --seed --threads --kv --ctx --stop --chat --quantize --calib "
-						   "--kv-budget --evict --sinks --kv-mb --device",
+						   "--kv-budget --evict --sinks --kv-mb --device --step-ms",
 						   &o))
 		return 2;
 	if (o.prompt == NULL)

@@ -68,6 +68,7 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 	o->threads = 1;
 	o->kv = LLM_KV_F32;
 	o->sinks = 4;
+	o->step_ms = -1;
 	o->evict = LLM_EVICT_H2O;
 	o->device = LLM_DEVICE_AUTO;
 
@@ -231,6 +232,12 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 				return false;
 			o->sinks = (int) iv;
 		}
+		else if (strcmp(opt, "--step-ms") == 0)
+		{
+			if (!cli_parse_int(opt, val, 0, 1 << 20, &iv))
+				return false;
+			o->step_ms = (int) iv;
+		}
 		else if (strcmp(opt, "--kv-mb") == 0)
 		{
 			if (!cli_parse_int(opt, val, 1, 1 << 24, &iv))
@@ -313,6 +320,8 @@ cli_engine_config(const CliOptions *o, LlmEngineConfig *c)
 	c->kv_sink_tokens = o->sinks;
 	c->evict_policy = o->evict;
 	c->device = o->device;
+	if (o->step_ms >= 0)
+		c->step_time_ms = o->step_ms;
 }
 
 /* The KV budget in tokens: --kv-budget N, or P% of length (rounded up). */

@@ -35,6 +35,7 @@ typedef struct CliOptions
 	double		kv_budget_pct;	/* --kv-budget P%: percent of a reference length; 0 = not given */
 	LlmEvictPolicy evict;		/* --evict */
 	int			sinks;			/* --sinks */
+	int			step_ms;		/* --step-ms: pace steps to this many ms (0: off; -1: the engine's default) */
 	int			kv_mb;			/* --kv-mb: KV pool size; 0 = the engine's default */
 	LlmDevice	device;			/* --device */
 	int			ctx;

@@ -26,6 +26,7 @@
 #include "forward.h"
 #include "kv.h"
 #include "model.h"
+#include "pace.h"
 #include "sampler.h"
 
 #define DEFAULT_KV_CAP_BYTES ((size_t) 1 << 30)
@@ -87,10 +88,12 @@ struct LlmEngine
 	bool	   *b_want;
 	Seq		  **b_owner;		/* sequence of each token */
 
+	LlmPace		pace;			/* prompt chunks sized to the step time */
+
 	LlmEngineStats stats;
 };
 
-/* Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks of 16, f32 KV, prefix cache on. */
+/* Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks of 16, f32 KV, prefix cache on, 100 ms steps. */
 void
 llm_engine_config_default(LlmEngineConfig *c)
 {
@@ -107,6 +110,7 @@ llm_engine_config_default(LlmEngineConfig *c)
 	c->kv_sink_tokens = 4;
 	c->evict_policy = LLM_EVICT_H2O;
 	c->device = LLM_DEVICE_AUTO;
+	c->step_time_ms = 100;
 }
 
 
@@ -173,6 +177,7 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	if (e->config.n_ctx == 0 || e->config.n_ctx > mc->n_ctx)
 		e->config.n_ctx = mc->n_ctx;
 	e->next_id = 1;
+	llm_pace_init(&e->pace, m, cfg->step_time_ms);
 
 	/* the KV pool: as configured, else max_seqs full contexts up to a cap (at least one context) */
 	block_bytes = llm_kv_block_bytes(mc->n_layers, mc->n_kv_heads, mc->head_dim, cfg->kv_block_size,
@@ -635,6 +640,7 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 	int			n_batch = 0;
 	int			n_out = 0;
 	int			budget = e->config.max_batch_tokens;
+	bool		any_prompt = false;
 	LlmBatch	batch;
 	LlmStatus	st;
 
@@ -646,17 +652,31 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 		if (e->seqs[i]->state == SEQ_WAITING && !shares_pending_prefix(e, e->seqs[i]))
 			seq_admit(e, e->seqs[i]), n_running++;
 
-	/* decoding sequences first (one token each), then prompt chunks, while logits rows last */
+	/*
+	 * decoding sequences first (one token each), then prompt chunks, while
+	 * logits rows and the step's time (pace.h) last
+	 */
+	llm_pace_begin(&e->pace);
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < e->n_seqs && n_batch < budget && n_out < e->max_out; i++)
 		{
 			Seq		   *s = e->seqs[i];
 			bool		decoding = s->n_tokens - s->n_past == 1;
 			int			added;
+			int			limit = budget - n_batch;
 
 			if (s->state != SEQ_RUNNING || decoding != (pass == 0))
 				continue;
-			added = batch_add_seq(e, s, n_batch, budget - n_batch);
+			if (!decoding)
+			{
+				limit = llm_pace_chunk(&e->pace, s->n_past, s->n_tokens - s->n_past < limit ? s->n_tokens - s->n_past : limit,
+									   !any_prompt);
+				if (limit == 0)
+					break;
+				any_prompt = true;
+			}
+			added = batch_add_seq(e, s, n_batch, limit);
+			llm_pace_add(&e->pace, s->n_past, added, !decoding);
 			if (added > 0 && e->b_want[n_batch + added - 1])
 				n_out++;
 			if (s->n_past < s->n_prompt)
@@ -672,6 +692,7 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 	batch.seq = e->b_seq;
 	batch.want_logits = e->b_want;
 	st = llm_forward(e->model, e->backend, &e->kv, &e->run, &batch, e->logits, err);
+	llm_pace_end(&e->pace);
 	e->stats.steps++;
 	if (st != LLM_OK)
 	{

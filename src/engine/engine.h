@@ -93,12 +93,13 @@ typedef struct LlmEngineConfig
 	int			kv_sink_tokens; /* first positions never evicted (not for LLM_EVICT_WINDOW) */
 	LlmEvictPolicy evict_policy;
 	LlmDevice	device;
+	int			step_time_ms;	/* size prompt chunks so a step takes about this long (pace.h); 0: off */
 } LlmEngineConfig;
 
 /*
  * Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks
  * of 16, f32 KV, prefix cache on, no eviction (H2O with 4 sinks when a
- * budget is set), device auto.
+ * budget is set), device auto, steps paced to 100 ms.
  */
 void		llm_engine_config_default(LlmEngineConfig *c);
 

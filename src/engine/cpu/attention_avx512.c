@@ -30,22 +30,38 @@ load16(const void *p, int d, int n, LlmKvType type)
 	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *) p + d)));
 }
 
-/* s_j = q . k_j. */
+#define SLICES 8				/* 16-float slices of a head kept in registers at once (128 floats) */
+
+/*
+ * s_j = q . k_j: per key, 16 lanes of FMAs over the head in order, then
+ * _mm512_reduce_add_ps.  Four keys at a time, so four independent chains
+ * hide the FMA latency; each key's operations are those of one key alone.
+ */
 static void
 avx512_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, LlmKvType type, float *s)
 {
-	for (int j = 0; j < nt; j++)
+	int			j = 0;
+
+	for (; j + 4 <= nt; j += 4)
 	{
-		const uint8_t *kj = k + (size_t) j * stride;
-		__m512		sum = _mm512_setzero_ps();
+		__m512		sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
 
 		for (int d = 0; d < hd; d += 16)
 		{
-			int			n = hd - d;
-			__mmask16	m = n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1);
+			__m512		qv = load16(q, d, hd - d, LLM_KV_F32);
 
-			sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), load16(kj, d, n, type), sum);
+			for (int u = 0; u < 4; u++)
+				sum[u] = _mm512_fmadd_ps(qv, load16(k + (size_t) (j + u) * stride, d, hd - d, type), sum[u]);
 		}
+		for (int u = 0; u < 4; u++)
+			s[j + u] = _mm512_reduce_add_ps(sum[u]);
+	}
+	for (; j < nt; j++)
+	{
+		__m512		sum = _mm512_setzero_ps();
+
+		for (int d = 0; d < hd; d += 16)
+			sum = _mm512_fmadd_ps(load16(q, d, hd - d, LLM_KV_F32), load16(k + (size_t) j * stride, d, hd - d, type), sum);
 		s[j] = _mm512_reduce_add_ps(sum);
 	}
 }
@@ -65,19 +81,35 @@ avx512_scale(float *acc, float c, int hd)
 	}
 }
 
-/* acc += sum_j w_j v_j, one 16-wide slice of acc at a time in a register. */
+/*
+ * acc += sum_j w_j v_j: up to SLICES 16-float slices of acc in registers,
+ * the keys in order for each (so each element adds w_j v_j[d] in order of
+ * j, whatever the head's width), the slices' chains independent.
+ */
 static void
 avx512_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, LlmKvType type)
 {
-	for (int d = 0; d < hd; d += 16)
+	for (int d0 = 0; d0 < hd; d0 += 16 * SLICES)
 	{
-		int			n = hd - d;
-		__mmask16	m = n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1);
-		__m512		a = _mm512_maskz_loadu_ps(m, acc + d);
+		int			ns = (hd - d0 + 15) / 16 < SLICES ? (hd - d0 + 15) / 16 : SLICES;
+		__m512		a[SLICES];
 
+		for (int u = 0; u < ns; u++)
+			a[u] = load16(acc, d0 + 16 * u, hd - d0 - 16 * u, LLM_KV_F32);
 		for (int j = 0; j < nt; j++)
-			a = _mm512_fmadd_ps(_mm512_set1_ps(w[j]), load16(v + (size_t) j * stride, d, n, type), a);
-		_mm512_mask_storeu_ps(acc + d, m, a);
+		{
+			__m512		wj = _mm512_set1_ps(w[j]);
+			const uint8_t *vj = v + (size_t) j * stride;
+
+			for (int u = 0; u < ns; u++)
+				a[u] = _mm512_fmadd_ps(wj, load16(vj, d0 + 16 * u, hd - d0 - 16 * u, type), a[u]);
+		}
+		for (int u = 0; u < ns; u++)
+		{
+			int			n = hd - d0 - 16 * u;
+
+			_mm512_mask_storeu_ps(acc + d0 + 16 * u, n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1), a[u]);
+		}
 	}
 }
 
