@@ -63,7 +63,7 @@ throughput() {
     for budget in 0 20%; do
         "$CLI" bench -m "$model" -p 64 -n 512 -b "$batches" --threads "$threads" --kv-mb "$mb" \
             --kv-budget "$budget" 2>/dev/null |
-            awk -F'|' -v b="$budget" -v mb="$mb" -v m="$(basename "$model" .gguf | sed 's/^random-dim768.*-Q8_0$/random-134M-Q8_0/')" \
+            awk -F'|' -v b="$budget" -v mb="$mb" -v m="$(basename "$model" .gguf | sed 's/^random-134m-Q8_0$/random-134M-Q8_0/')" \
                 'NR > 2 { gsub(/ /, ""); print m "," (b == "0" ? "off" : b) "," mb "," $2 "," $6 "," $10 "," $11 }' >> "$csv"
     done
     column -s, -t "$csv" >&2
@@ -82,7 +82,7 @@ case $what in
         # stories260K: 1280 bytes of f32 KV per position, 4 MB hold about 5 sequences of 576
         throughput ../shared/models/stories260K.gguf 4 16,64
         # the random 134M Llama (Q8_0, made by bench/engine_bench.sh): 72 KB per position, 256 MB hold 6
-        m134=.cache/models/random-dim768layers12heads12ffn2048vocab32000ctx1024-Q8_0.gguf
+        m134=.cache/models/random-134m-Q8_0.gguf
         [ -f "$m134" ] && throughput "$m134" 256 16 ;;
     stories|gemma|report) ;;
     *) echo "usage: $0 [stories|gemma|throughput|all|report] [THREADS]" >&2; exit 2 ;;
@@ -93,7 +93,7 @@ esac
     echo "# KV eviction (H2O) and INT8 KV: measured quality"
     echo
     echo "Made by \`bench/kv_study.sh all $threads\` (this file last rewritten by \`$what\`, $(date -u +%Y-%m-%d),"
-    echo "$(nproc) cores). Random 134M = random-dim768...-Q8_0 from bench/engine_bench.sh."
+    echo "$(nproc) cores). Random 134M = random-134m-Q8_0 from bench/engine_bench.sh."
     echo "Perplexity over chunks scored on their second half; with a budget every prediction sees only the"
     echo "keys eviction kept (token by token). Budget = keys kept per layer and KV head, as % of the chunk."
     echo "H2O keeps 4 sinks, the newest half of the budget and the highest accumulated attention (summed over"

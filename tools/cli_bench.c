@@ -12,7 +12,8 @@
  * averaged over the decode steps.  With --kv-mb the KV pool has a fixed
  * size, and with --kv-budget sequences evict; the table then shows how many
  * sequences ran at once (mean over the steps after the first token) and how
- * often one had to be preempted.
+ * often one had to be preempted.  With --long N: the inter-token latency
+ * table instead (cli_bench_latency.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,8 +135,10 @@ cli_bench(int argc, char **argv)
 	BenchRow	rows[CLI_MAX_BATCHES];
 
 	if (!cli_parse_options(argc, argv, "-m -p -n -b --threads --kv --shared-prefix --no-prefix-cache --quantize --calib "
-						   "--kv-mb --kv-budget --evict --sinks --device --step-ms", &o))
+						   "--kv-mb --kv-budget --evict --sinks --device --step-ms --long", &o))
 		return 2;
+	if (o.long_prompt > 0)
+		return cli_bench_latency(&o);
 	if (o.shared_prefix > o.n_prompt)
 	{
 		fprintf(stderr, "llm-cli bench: --shared-prefix %d is longer than the prompt (-p %d)\n", o.shared_prefix, o.n_prompt);

@@ -286,6 +286,12 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 				return false;
 			}
 		}
+		else if (strcmp(opt, "--long") == 0)
+		{
+			if (!cli_parse_int(opt, val, 1, 1 << 24, &iv))
+				return false;
+			o->long_prompt = (int) iv;
+		}
 		else if (strcmp(opt, "--shared-prefix") == 0)
 		{
 			if (!cli_parse_int(opt, val, 0, 1 << 20, &iv))

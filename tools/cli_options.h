@@ -45,6 +45,7 @@ typedef struct CliOptions
 	bool		special;
 	bool		chat;			/* generate: wrap the prompt in the model's chat format */
 	int			shared_prefix;	/* bench: leading prompt tokens common to all sequences */
+	int			long_prompt;	/* bench --long N: inter-token latency beside one prompt of N tokens */
 	bool		no_prefix_cache;	/* bench: turn the prefix cache off */
 	LlmQuantScheme quantize;	/* quantize float weights at load (--quantize) */
 	const char *calib;			/* calibration text for AWQ scales (--calib) */

@@ -11,7 +11,7 @@
 # installed already, or the PostgreSQL directories writable.
 #
 # Environment: LLM_TEST_USER, LLM_MODEL (default stories260K.gguf, from
-# ../shared/models), PROVE_TESTS (e.g. "t/020_cancel.pl"), KEEP=1 keeps
+# ../shared/models; t/090 also gets Gemma 3 270M, from tools/fetch-model.sh), PROVE_TESTS (e.g. "t/020_cancel.pl"), KEEP=1 keeps
 # the scratch directory.  Exits nonzero when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +54,9 @@ cp src/*.c src/*.h "$work/main/src/"
 cp "$shared/models/$model" "$work/shared/models/"
 cp "$shared/golden/stories260K-greedy.tsv" "$work/shared/golden/"
 cp "$shared/data/stories260K-samples.txt" "$work/shared/data/"
+# the real default model, for the batch-invariance test (t/090)
+mkdir -p "$work/real-models"
+cp "$(tools/fetch-model.sh gemma | tail -n 1)" "$work/real-models/"
 
 run_as=()
 if [ "$(id -u)" -eq 0 ]; then
@@ -68,7 +71,8 @@ fi
 # pg_regress and TAP separately, so that a failure in one still runs the
 # other; each under a time limit, so that a hang fails rather than blocks.
 status=0
-mk=(make -C "$work/main" --no-print-directory LLM_MODEL_DIR="$work/shared/models" LLM_MODEL="$model")
+mk=(make -C "$work/main" --no-print-directory LLM_MODEL_DIR="$work/shared/models" LLM_MODEL="$model"
+    LLM_REAL_MODEL_DIR="$work/real-models")
 echo "pg-test: pg_regress"
 if ! timeout 900 "${run_as[@]}" env HOME="$work" "${mk[@]}" installcheck TAP_TESTS=; then
     status=1

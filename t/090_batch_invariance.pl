@@ -1,0 +1,75 @@
+# The batch-invariance rule through SQL, on the real default model (Gemma 3
+# 270M, Q4_K_M): a prompt's answer -- greedy, or sampled with a seed -- is the
+# same text alone, from eight concurrent sessions, inside one
+# llm_generate_batch call, and after a reload that prefills every prompt in
+# steps of 7 tokens.  tools/pg-test.sh passes the model's folder as
+# LLM_REAL_MODEL_DIR.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+
+use LlmTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $dir = $ENV{LLM_REAL_MODEL_DIR};
+plan skip_all => 'LLM_REAL_MODEL_DIR is not set (run through tools/pg-test.sh)' unless $dir;
+
+my $node = llm_node('invariance', 'llm.model_dir' => $dir,
+	'llm.model' => 'gemma-3-270m-q4_k_m.gguf', 'llm.threads' => 2);
+llm_wait_state($node);
+
+my @prompts = (
+	'The capital of France is', 'My favourite recipe for soup is',
+	'The best way to learn a language is', 'In the year 2050, cars will',
+	'A good name for a cat is', 'The main reason people travel is',
+	'To make a cup of tea, first', 'The ocean is deep because');
+my $n = scalar @prompts;
+
+# Prompt i's call: greedy for even i, sampled with seed i for odd i.
+sub call
+{
+	my ($i) = @_;
+	my $params = $i % 2 ? ", temperature => 0.8, top_p => 0.95, seed => $i" : '';
+	return "SELECT llm_generate('$prompts[$i]', max_tokens => 24$params)";
+}
+
+my @alone = map { $node->safe_psql('postgres', call($_)) } 0 .. $n - 1;
+ok(length($alone[$_]) > 0, "prompt $_ answered alone") for 0 .. $n - 1;
+
+# Every prompt in its own session, all in flight at once.
+sub concurrent
+{
+	my ($what) = @_;
+	my @q = map { llm_start_query($node, call($_)) } 0 .. $n - 1;
+	llm_finish_query($_) for @q;
+	for my $i (0 .. $n - 1)
+	{
+		is($q[$i]{rc}, 0, "$what: session $i succeeds");
+		is($q[$i]{out}, $alone[$i], "$what: session $i gets the text it gets alone");
+	}
+}
+
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET llm.debug_step_delay = '20ms'; SELECT pg_reload_conf()");
+concurrent('8 sessions');
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET llm.debug_step_delay; SELECT pg_reload_conf()");
+
+# The greedy prompts in one call.
+my @greedy = grep { $_ % 2 == 0 } 0 .. $n - 1;
+my $batch = $node->safe_psql('postgres',
+	"SELECT string_agg(completion, E'\\x01' ORDER BY ord) FROM llm_generate_batch(ARRAY["
+	  . join(', ', map { "'$prompts[$_]'" } @greedy) . "], max_tokens => 24)");
+is($batch, join("\x01", map { $alone[$_] } @greedy), 'one llm_generate_batch call gives each prompt its text alone');
+
+# Reloaded with steps of 7 tokens: prompts are prefilled in chunks beside the others' decoding.
+my $loaded = $node->safe_psql('postgres', 'SELECT loaded_at FROM llm_worker_status()');
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET llm.max_batch_tokens = 7; SELECT pg_reload_conf()");
+llm_poll($node, "SELECT loaded_at > '$loaded' AND state = 'ready' FROM llm_worker_status()");
+concurrent('steps of 7 tokens, after a reload');
+
+$node->stop;
+done_testing();
