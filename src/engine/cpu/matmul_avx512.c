@@ -455,19 +455,27 @@ act_scales2(const float *xd, int64_t b)
 								 _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *) (xd + b)))));
 }
 
+/* Two blocks (or the last single one) of Q_MR rows, unpacked as load_q_pair / load_q_single give them. */
+typedef struct QStepPack
+{
+	uint8_t		q[64];
+	float		d[16];
+} QStepPack;
+
 /*
  * Blocks [b, nb) of MR rows (w) by NT tokens (xq, xd) of a Q8_0 or Q4_0
- * weight, two blocks a step, added into acc.
+ * weight, two blocks a step, added into acc; with pk the rows' blocks come
+ * unpacked from pk (step, row) instead, giving the same bits.
  */
 KERN void
-q_steps(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_t *const *xq,
+q_steps(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepPack *pk, const int8_t *const *xq,
 		const float *const *xd, int64_t b, __m512 acc[4][6], const int MR, const int NT)
 {
 	const int64_t nb = a->k / LLM_QK;
 	const size_t bsz = q_block_bytes(type);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
 
-	for (; b + 2 <= nb; b += 2)
+	for (; b + 2 <= nb; b += 2, pk += pk != NULL ? MR : 0)
 	{
 		__m512i		wq[4];
 		__m512		wd[4];
@@ -475,6 +483,12 @@ q_steps(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 #pragma GCC unroll 4
 		for (int i = 0; i < MR; i++)
 		{
+			if (pk != NULL)
+			{
+				wq[i] = _mm512_load_si512(pk[i].q);
+				wd[i] = _mm512_load_ps(pk[i].d);
+				continue;
+			}
 			_mm_prefetch((const char *) (w[i] + pf + b * bsz), _MM_HINT_T0);
 			if (type == LLM_TYPE_Q8_0)
 				_mm_prefetch((const char *) (w[i] + pf + b * bsz + 2 * bsz - 1), _MM_HINT_T0);
@@ -503,7 +517,15 @@ q_steps(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 
 #pragma GCC unroll 4
 		for (int i = 0; i < MR; i++)
-			load_q_single(type, w[i] + b * bsz, &wq[i], &wd[i]);
+		{
+			if (pk != NULL)
+			{
+				wq[i] = _mm512_load_si512(pk[i].q);
+				wd[i] = _mm512_load_ps(pk[i].d);
+			}
+			else
+				load_q_single(type, w[i] + b * bsz, &wq[i], &wd[i]);
+		}
 #pragma GCC unroll 6
 		for (int q = 0; q < NT; q++)
 		{
@@ -667,19 +689,20 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 
 /*
  * Blocks [b, nb) (fewer than 8) of MR rows by NT tokens, added into acc:
- * Q8_0 and Q4_0 by q_steps; Q4_1 one block at a time, its integer dot
+ * Q8_0 and Q4_0 by q_steps (from pk when packed); Q4_1 one block at a time
+ * (never packed), its integer dot
  * product complete before d_w d_a and the minimum's m_w d_a sum a are
  * applied, into lane 0.
  */
 KERN void
-q_tail(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_t *const *xq,
+q_tail(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepPack *pk, const int8_t *const *xq,
 	   const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int MR, const int NT)
 {
 	const int64_t nb = a->k / LLM_QK;
 
 	if (type != LLM_TYPE_Q4_1)
 	{
-		q_steps(type, a, w, xq, xd, b, acc, MR, NT);
+		q_steps(type, a, w, pk, xq, xd, b, acc, MR, NT);
 		return;
 	}
 	for (; b < nb; b++)
@@ -764,7 +787,7 @@ tile_q(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const int MR, const
 		q_group(type, a, w, xq, xd, xs, b, acc, MR, NT, 4);
 		b += 8;
 	}
-	q_tail(type, a, w, xq, xd, xs, b, acc, MR, NT);
+	q_tail(type, a, w, NULL, xq, xd, xs, b, acc, MR, NT);
 	store_tile(a, r, t, acc, MR, NT, false);
 }
 
@@ -798,6 +821,27 @@ pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGrou
 		}
 }
 
+/* Unpack Q8_0 / Q4_0 blocks [b, nb) (the tail, fewer than 8) of Q_MR rows from w0 into buf (step, row). */
+KERN void
+pack_q_tail(LlmType type, const uint8_t *w0, size_t wstride, int64_t b, int64_t nb, QStepPack *buf)
+{
+	const size_t bsz = q_block_bytes(type);
+
+	for (; b < nb; b += 2)
+		for (int i = 0; i < Q_MR; i++, buf++)
+		{
+			__m512i		q;
+			__m512		d;
+
+			if (b + 2 <= nb)
+				load_q_pair(type, w0 + (size_t) i * wstride + b * bsz, &q, &d);
+			else
+				load_q_single(type, w0 + (size_t) i * wstride + b * bsz, &q, &d);
+			_mm512_store_si512(buf->q, q);
+			_mm512_store_ps(buf->d, d);
+		}
+}
+
 /* One group of 2G blocks from block b of Q_MR packed rows (pk) by NT tokens, added into acc. */
 KERN void
 q_group_packed(LlmType type, const QGroupPack *pk, const int8_t *const *xq, const float *const *xd,
@@ -828,9 +872,13 @@ q_group_packed(LlmType type, const QGroupPack *pk, const int8_t *const *xq, cons
 	}
 }
 
-/* Tile of Q_MR rows, their groups unpacked in pk, by NT tokens: tile_q's operations on the packed weights. */
+/*
+ * Tile of Q_MR rows, their groups unpacked in pk and (Q8_0, Q4_0) their
+ * tail in tp, by NT tokens: tile_q's operations on the packed weights.
+ */
 KERN void
-tile_q_packed(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, int64_t r, int t, const int NT)
+tile_q_packed(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack *tp, int64_t r, int t,
+			  const int NT)
 {
 	const int64_t nb = a->k / LLM_QK;
 	const int64_t ng = q_group_blocks(nb);
@@ -849,27 +897,29 @@ tile_q_packed(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, int64_t 
 		q_group_packed(type, pk, xq, xd, xs, b, acc, NT, 4);
 		b += 8;
 	}
-	q_tail(type, a, w, xq, xd, xs, b, acc, Q_MR, NT);
+	q_tail(type, a, w, tp, xq, xd, xs, b, acc, Q_MR, NT);
 	store_tile(a, r, t, acc, Q_MR, NT, false);
 }
 
 /* The tile calls of gemm_q, for TOKEN_TILES (they use its locals). */
 #define CALL_Q(T, NT) tile_q(type, a, r, T, Q_MR, NT)
 #define CALL_Q1(T, NT) tile_q(type, a, r, T, 1, NT)
-#define CALL_Q_PACKED(T, NT) tile_q_packed(type, a, pk, r, T, NT)
+#define CALL_Q_PACKED(T, NT) tile_q_packed(type, a, pk, type == LLM_TYPE_Q4_1 ? NULL : tail, r, T, NT)
 
 #define Q_PACK_STACK 16			/* groups of Q_MR rows packed on the stack (36 kB); more: the heap */
 
 /*
- * The gemm of Q8_0 or Q4_0: for one token the GEMV; for more, each tile
- * of Q_MR rows is first unpacked, all of k, into a buffer reused for
+ * The gemm of Q8_0, Q4_0 or Q4_1: for one token the GEMV; for more, each
+ * tile of Q_MR rows is first unpacked, all of k, into buffers reused for
  * every token (without one, the direct tiles: the same bits).
  */
 KERN void
 gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
 	const int64_t n_groups = (q_group_blocks(a->k / LLM_QK) + 15) / 16;
+	const int64_t nb = a->k / LLM_QK;
 	_Alignas(64) QGroupPack stack_pk[Q_PACK_STACK * Q_MR];
+	_Alignas(64) QStepPack tail[4 * Q_MR];
 	QGroupPack *pk = NULL;
 	int64_t		r = r0;
 
@@ -879,7 +929,9 @@ gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 	{
 		if (pk != NULL)
 		{
-			pack_q_groups(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, a->k / LLM_QK, pk);
+			pack_q_groups(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk);
+			if (type != LLM_TYPE_Q4_1)
+				pack_q_tail(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, q_group_blocks(nb), nb, tail);
 			TOKEN_TILES(CALL_Q_PACKED, Q_NT);
 		}
 		else
