@@ -27,6 +27,7 @@
 #include <string.h>
 
 #define ATTN_TILE 64			/* keys scored per tile at most */
+#define ATTN_TASKS_PER_THREAD 4	/* tasks per thread at least, when the tokens are few */
 
 /* s_j = q . k_j, scalar. */
 static void
@@ -59,7 +60,21 @@ ref_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, i
 			acc[d] += w[j] * llm_kv_value(v + (size_t) j * stride, d, type);
 }
 
-const LlmAttnKernels llm_attn_kernels_ref = {"scalar", ref_scores, ref_scale, ref_accum};
+/* s_j = exp(s_j - m), scalar; their sum in order. */
+float
+llm_attn_exp_sum_ref(float *s, int nt, float m)
+{
+	float		l = 0.0f;
+
+	for (int j = 0; j < nt; j++)
+	{
+		s[j] = expf(s[j] - m);
+		l += s[j];
+	}
+	return l;
+}
+
+const LlmAttnKernels llm_attn_kernels_ref = {"scalar", ref_scores, ref_scale, ref_accum, llm_attn_exp_sum_ref};
 
 typedef struct AttnTask
 {
@@ -68,6 +83,7 @@ typedef struct AttnTask
 	const LlmAttnArgs *a;
 	const LlmAttnKernels *k;
 	const int  *run_start;		/* (n_runs + 1) first token of each sequence's run (score tasks) */
+	int			head_groups;	/* a token's query heads are cut into this many tasks */
 } AttnTask;
 
 /* The slots token i sees: [*lo, return value]; *mask when positions must be checked against the window. */
@@ -89,12 +105,20 @@ visible_slots(const LlmAttnArgs *a, int i, int *lo, bool *mask)
 	return pos - seq->n_evicted;
 }
 
+/* One query head's online-softmax state: running maximum, running sum, and the weighted values (hd). */
+typedef struct HeadState
+{
+	float		m;
+	float		l;
+	float	   *acc;
+} HeadState;
+
 /*
- * Attention of query token i, query head h (its output row); with probs,
- * the softmax probability of each visible slot j goes to probs[j - lo].
+ * The tile of nt slots from p0 for query token i, query head h, into its
+ * state hs; with probs, the tile's scaled scores go to probs[p0 - lo ...].
  */
 static void
-attend(const AttnTask *t, int i, int h, float *probs)
+attend_tile(const AttnTask *t, int i, int h, int p0, int nt, bool mask, HeadState *hs, float *probs, int lo)
 {
 	const LlmAttnArgs *a = t->a;
 	const LlmKvCache *kv = t->kv;
@@ -104,91 +128,144 @@ attend(const AttnTask *t, int i, int h, float *probs)
 	int			g = h / (a->n_heads / a->n_kv_heads);
 	size_t		head_off = (size_t) g * hd * kv->elem_size;
 	size_t		stride = (size_t) kv->kv_dim * kv->elem_size;
-	int			bs = kv->block_size;
 	bool		int8 = kv->type == LLM_KV_I8;
 	const float *q = a->q + ((size_t) i * a->n_heads + h) * hd;
-	float	   *out = a->out + ((size_t) i * a->n_heads + h) * hd;
-	int			lo;
-	bool		mask;
-	int			hi = visible_slots(a, i, &lo, &mask);
+	const uint8_t *kp = (const uint8_t *) llm_kv_k_at(kv, seq, t->layer, p0) + head_off;
+	const uint8_t *vp = (const uint8_t *) llm_kv_v_at(kv, seq, t->layer, p0) + head_off;
 	int			win_lo = a->pos[i] - a->window + 1;
-	float		m = -INFINITY;
-	float		l = 0.0f;
-	float		acc[hd];
 	float		s[ATTN_TILE];
+	float		m_new = hs->m;
+	float		corr;
 
-	memset(acc, 0, sizeof(acc));
-	for (int p0 = lo; p0 <= hi;)
+	/* scores of this tile */
+	k->scores(q, kp, stride, nt, hd, kv->type, s);
+	if (int8)
 	{
-		/* the tile: from p0 to the end of its block, the last slot, or ATTN_TILE */
-		int			end = (p0 / bs + 1) * bs - 1 < hi ? (p0 / bs + 1) * bs - 1 : hi;
-		int			nt = end - p0 + 1 < ATTN_TILE ? end - p0 + 1 : ATTN_TILE;
-		const uint8_t *kp = (const uint8_t *) llm_kv_k_at(kv, seq, t->layer, p0) + head_off;
-		const uint8_t *vp = (const uint8_t *) llm_kv_v_at(kv, seq, t->layer, p0) + head_off;
-		float		m_new = m;
-		float		corr;
+		const float *ks = llm_kv_k_scale_at(kv, seq, t->layer, p0) + g;
 
-		/* scores of this tile */
-		k->scores(q, kp, stride, nt, hd, kv->type, s);
-		if (int8)
-		{
-			const float *ks = llm_kv_k_scale_at(kv, seq, t->layer, p0) + g;
-
-			for (int j = 0; j < nt; j++)
-				s[j] *= ks[(size_t) j * kv->n_kv_heads];
-		}
 		for (int j = 0; j < nt; j++)
-		{
-			s[j] *= a->scale;
-			if (a->softcap > 0.0f)
-				s[j] = a->softcap * tanhf(s[j] / a->softcap);
-			if (mask && seq->slot_pos[llm_kv_info_index(kv, p0 + j, t->layer, g)] < win_lo)
-				s[j] = -INFINITY;
-			if (s[j] > m_new)
-				m_new = s[j];
-		}
-		if (probs != NULL)
-			memcpy(probs + (p0 - lo), s, (size_t) nt * sizeof(float));
-		if (m_new == -INFINITY)
-		{
-			p0 += nt;			/* every key so far is masked */
-			continue;
-		}
-		/* rescale what was accumulated under the old maximum */
-		corr = expf(m - m_new);
-		l *= corr;
-		k->scale(acc, corr, hd);
-		m = m_new;
-		/* accumulate this tile's values */
-		for (int j = 0; j < nt; j++)
-		{
-			s[j] = expf(s[j] - m);
-			l += s[j];
-		}
-		if (int8)
-		{
-			const float *vs = llm_kv_v_scale_at(kv, seq, t->layer, p0) + g;
-
-			for (int j = 0; j < nt; j++)
-				s[j] *= vs[(size_t) j * kv->n_kv_heads];
-		}
-		k->accum(acc, s, vp, stride, nt, hd, kv->type);
-		p0 += nt;
+			s[j] *= ks[(size_t) j * kv->n_kv_heads];
 	}
-	for (int d = 0; d < hd; d++)
-		out[d] = acc[d] / l;
+	for (int j = 0; j < nt; j++)
+	{
+		s[j] *= a->scale;
+		if (a->softcap > 0.0f)
+			s[j] = a->softcap * tanhf(s[j] / a->softcap);
+		if (mask && seq->slot_pos[llm_kv_info_index(kv, p0 + j, t->layer, g)] < win_lo)
+			s[j] = -INFINITY;
+		if (s[j] > m_new)
+			m_new = s[j];
+	}
 	if (probs != NULL)
-		for (int j = 0; j <= hi - lo; j++)
-			probs[j] = expf(probs[j] - m) / l;
+		memcpy(probs + (p0 - lo), s, (size_t) nt * sizeof(float));
+	if (m_new == -INFINITY)
+		return;					/* every key so far is masked */
+	/* rescale what was accumulated under the old maximum */
+	corr = expf(hs->m - m_new);
+	hs->l *= corr;
+	k->scale(hs->acc, corr, hd);
+	hs->m = m_new;
+	/* accumulate this tile's values */
+	hs->l += k->exp_sum(s, nt, hs->m);
+	if (int8)
+	{
+		const float *vs = llm_kv_v_scale_at(kv, seq, t->layer, p0) + g;
+
+		for (int j = 0; j < nt; j++)
+			s[j] *= vs[(size_t) j * kv->n_kv_heads];
+	}
+	k->accum(hs->acc, s, vp, stride, nt, hd, kv->type);
 }
 
-/* Attention of one query token and head (task = token * n_heads + head). */
+/* The length of the tile from p0: to the end of its KV block, the last visible slot hi, or ATTN_TILE. */
+static int
+tile_length(const LlmKvCache *kv, int p0, int hi)
+{
+	int			bs = kv->block_size;
+	int			end = (p0 / bs + 1) * bs - 1 < hi ? (p0 / bs + 1) * bs - 1 : hi;
+
+	return end - p0 + 1 < ATTN_TILE ? end - p0 + 1 : ATTN_TILE;
+}
+
+/* Write query head h's output row of token i from its final state. */
+static void
+attend_finish(const AttnTask *t, int i, int h, const HeadState *hs)
+{
+	int			hd = t->a->head_dim;
+	float	   *out = t->a->out + ((size_t) i * t->a->n_heads + h) * hd;
+
+	for (int d = 0; d < hd; d++)
+		out[d] = hs->acc[d] / hs->l;
+}
+
+/*
+ * Attention of query token i, query head h (its output row); with probs,
+ * the softmax probability of each visible slot j goes to probs[j - lo].
+ */
+static void
+attend(const AttnTask *t, int i, int h, float *probs)
+{
+	int			lo;
+	bool		mask;
+	int			hi = visible_slots(t->a, i, &lo, &mask);
+	float		acc[t->a->head_dim];
+	HeadState	hs = {-INFINITY, 0.0f, acc};
+
+	memset(acc, 0, sizeof(acc));
+	for (int p0 = lo, nt; p0 <= hi; p0 += nt)
+	{
+		nt = tile_length(t->kv, p0, hi);
+		attend_tile(t, i, h, p0, nt, mask, &hs, probs, lo);
+	}
+	attend_finish(t, i, h, &hs);
+	if (probs != NULL)
+		for (int j = 0; j <= hi - lo; j++)
+			probs[j] = expf(probs[j] - hs.m) / hs.l;
+}
+
+/*
+ * Attention of query token i for query heads [h0, h1): the same tiles
+ * and, per head, the same operations as attend, but each tile is taken by
+ * the heads in turn, so the keys and values of a position (one row of
+ * kv_dim) are read together.
+ */
+static void
+attend_heads(const AttnTask *t, int i, int h0, int h1)
+{
+	int			n_heads = h1 - h0;
+	int			hd = t->a->head_dim;
+	int			lo;
+	bool		mask;
+	int			hi = visible_slots(t->a, i, &lo, &mask);
+	float		acc[n_heads * hd];
+	HeadState	hs[n_heads];
+
+	memset(acc, 0, sizeof(acc));
+	for (int h = 0; h < n_heads; h++)
+		hs[h] = (HeadState) {-INFINITY, 0.0f, acc + (size_t) h * hd};
+	for (int p0 = lo, nt; p0 <= hi; p0 += nt)
+	{
+		nt = tile_length(t->kv, p0, hi);
+		for (int h = 0; h < n_heads; h++)
+			attend_tile(t, i, h0 + h, p0, nt, mask, &hs[h], NULL, lo);
+	}
+	for (int h = 0; h < n_heads; h++)
+		attend_finish(t, i, h0 + h, &hs[h]);
+}
+
+/* Attention of one query token for one group of heads (task = token * head_groups + group). */
 static void
 attn_task(void *arg, int task)
 {
 	const AttnTask *t = arg;
+	int			i = task / t->head_groups;
+	int			grp = task % t->head_groups;
+	int			per = (t->a->n_heads + t->head_groups - 1) / t->head_groups;
+	int			h0 = grp * per;
+	int			h1 = h0 + per < t->a->n_heads ? h0 + per : t->a->n_heads;
 
-	attend(t, task / t->a->n_heads, task % t->a->n_heads, NULL);
+	if (h0 < h1)
+		attend_heads(t, i, h0, h1);
 }
 
 /* Attention of one sequence's tokens for the query heads of one KV head, adding H2O scores (task = run * n_kv_heads + head). */
@@ -225,13 +302,17 @@ void
 llm_cpu_attention(LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArgs *a,
 				  const LlmAttnKernels *k)
 {
-	AttnTask	t = {kv, layer, a, k, NULL};
+	AttnTask	t = {kv, layer, a, k, NULL, 1};
 	int			run_start[a->n + 1];
 	int			n_runs = 0;
 
 	if (a->seq[0]->score == NULL)
 	{
-		llm_pool_run(be->pool, a->n * a->n_heads, attn_task, &t);
+		/* enough tasks to keep every thread busy when the tokens are few */
+		t.head_groups = (ATTN_TASKS_PER_THREAD * llm_pool_size(be->pool) + a->n - 1) / a->n;
+		if (t.head_groups > a->n_heads)
+			t.head_groups = a->n_heads;
+		llm_pool_run(be->pool, a->n * t.head_groups, attn_task, &t);
 		return;
 	}
 	for (int i = 0; i < a->n; i++)

@@ -38,7 +38,12 @@ typedef struct LlmAttnKernels
 	/* acc (hd) += sum_j w_j * v_j */
 	void		(*accum) (float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd,
 						  LlmKvType type);
+	/* s_j = exp(s_j - m) for j < nt (s_j -infinity: exactly 0); returns their sum */
+	float		(*exp_sum) (float *s, int nt, float m);
 } LlmAttnKernels;
+
+/* The scalar exp_sum (expf, summed in order), also the AVX2 level's. */
+float		llm_attn_exp_sum_ref(float *s, int nt, float m);
 
 extern const LlmAttnKernels llm_attn_kernels_ref;
 extern const LlmAttnKernels llm_attn_kernels_avx2;	/* name NULL when not compiled in */
