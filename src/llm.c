@@ -25,6 +25,7 @@ char	   *llm_model_dir = NULL;
 int			llm_device = LLM_DEVICE_AUTO;
 int			llm_threads = 0;
 int			llm_max_batch_tokens = 512;
+int			llm_step_time_ms = 100;
 int			llm_max_sequences = 64;
 int			llm_kv_cache_mb = 0;
 int			llm_kv_block_size = 16;
@@ -152,6 +153,17 @@ LlmDefineSettings(void)
 							512, 1, 65536,
 							PGC_SIGHUP,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.step_time_ms",
+							"Target compute time of one engine step, in milliseconds.",
+							"Prompt chunks are sized so that a step takes about this long on top of the decoding "
+							"sequences' tokens, which bounds how long a long prompt can delay the others and a cancel; "
+							"0 leaves only llm.max_batch_tokens.  Takes effect when the worker next loads a model.",
+							&llm_step_time_ms,
+							100, 0, 60000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("llm.max_sequences",

@@ -28,6 +28,7 @@ extern char *llm_model_dir;
 extern int	llm_device;
 extern int	llm_threads;
 extern int	llm_max_batch_tokens;
+extern int	llm_step_time_ms;
 extern int	llm_max_sequences;
 extern int	llm_kv_cache_mb;
 extern int	llm_kv_block_size;

@@ -72,6 +72,7 @@ typedef struct LlmModelSettings
 	char		model_dir[MAXPGPATH];
 	int			threads;
 	int			max_batch_tokens;
+	int			step_time_ms;
 	int			max_sequences;
 	int			kv_cache_mb;
 	int			kv_block_size;
@@ -186,6 +187,7 @@ LlmWorkerReadSettings(LlmModelSettings *s)
 	strlcpy(s->model_dir, llm_model_dir ? llm_model_dir : "", sizeof(s->model_dir));
 	s->threads = llm_threads;
 	s->max_batch_tokens = llm_max_batch_tokens;
+	s->step_time_ms = llm_step_time_ms;
 	s->max_sequences = llm_max_sequences;
 	s->kv_cache_mb = llm_kv_cache_mb;
 	s->kv_block_size = llm_kv_block_size;
@@ -358,6 +360,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	llm_engine_config_default(&config);
 	config.n_threads = n_threads;
 	config.max_batch_tokens = s->max_batch_tokens;
+	config.step_time_ms = s->step_time_ms;
 	config.max_seqs = s->max_sequences;
 	config.kv_type = (LlmKvType) s->kv_type;
 	config.kv_block_size = s->kv_block_size;
