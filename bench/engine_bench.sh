@@ -10,7 +10,10 @@
 # (Gemma 3 270M Q4_K_M) or "smollm2" (SmolLM2-135M-Instruct Q4_1), both
 # fetched by tools/fetch-model.sh; or a path to a GGUF file.  Defaults:
 # "q8_0 gemma smollm2", batches 1,4,16,64, 2 threads, prompt 128, 64 new
-# tokens (PROMPT=, NEW= override).
+# tokens (PROMPT=, NEW= override).  llm runs with --step-ms 0 here, so that
+# as in llama-batched-bench every prompt is prefilled in full chunks before
+# decode dominates (paced steps overlap the two phases and blur both
+# figures); the latency table shows what pacing does.
 #
 # llama.cpp: LLAMA_CPP_BIN names the folder of llama-batched-bench (built
 # once from the llama-cpp-python sdist's vendor/llama.cpp with CMake; never in
@@ -57,7 +60,7 @@ rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 for name in $MODEL_NAMES; do
     m=$(model_path "$name")
-    bin/llm-cli bench -m "$m" -p "$PROMPT" -n "$NEW" -b "$BATCHES" --threads "$THREADS" 2>/dev/null |
+    bin/llm-cli bench -m "$m" -p "$PROMPT" -n "$NEW" -b "$BATCHES" --threads "$THREADS" --step-ms 0 2>/dev/null |
         awk -v n="$name" -F'|' 'NR > 2 { gsub(/ /, ""); print "llm," n "," $2 "," $5 "," $6 }' >> "$rows"
     if [ -n "${LLAMA_CPP_BIN:-}" ] && [ -x "$LLAMA_CPP_BIN/llama-batched-bench" ]; then
         max_b=$(echo "$BATCHES" | tr ',' '\n' | sort -n | tail -n 1)

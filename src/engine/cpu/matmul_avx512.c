@@ -651,9 +651,11 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 	__m512		sv[4];
 	__m512		mv[4];
 
+	/* with several tokens the rows' scales once; with one (the GEMV), after each row's quants are in L1 */
+	if (NT > 1)
 #pragma GCC unroll 4
-	for (int i = 0; i < MR; i++)
-		sv[i] = q_group_scales(type, w[i], b, m, &mv[i]);
+		for (int i = 0; i < MR; i++)
+			sv[i] = q_group_scales(type, w[i], b, m, &mv[i]);
 #pragma GCC unroll 6
 	for (int q = 0; q < NT; q++)
 	{
@@ -677,6 +679,8 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 				}
 				wq[s] = load_q_pair_gemv(type, wb + 2 * s * bsz);
 			}
+			if (NT == 1)
+				sv[i] = q_group_scales(type, w[i], b, m, &mv[i]);
 			/* G = 4: lanes 8-15 have zero scales (and finite sums) */
 			acc[i][q] = q_group_dot(type, wq, xq[q] + b * LLM_QK, off,
 									_mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(sv[i], dav)), acc[i][q], G);
