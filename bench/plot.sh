@@ -18,25 +18,24 @@ trap 'rm -rf "$tmp"' EXIT
 for s in $series; do
     awk -F, -v s="$s" 'NR > 1 && $1 "," $2 == s { print $3, $6, $7 }' "$CSV" > "$tmp/$s.dat"
 done
+# One plot command: column COL of every series (2 prefill, 3 decode), llama.cpp dashed.
+plot_series() {
+    printf "plot "
+    for s in $series; do
+        dt=1; case "$s" in llama.cpp,*) dt=2 ;; esac
+        printf "'%s' using 1:%d with linespoints dt %d title '%s', " "$tmp/$s.dat" "$1" "$dt" "${s/,/ }"
+    done
+    echo
+}
 {
     echo "set terminal pngcairo size 1100,450 font ',10' noenhanced"
     echo "set output '$PNG'"
     echo "set multiplot layout 1,2 title 'llm-cli bench against llama-batched-bench, same GGUF files, 2 threads'"
     echo "set logscale x 2; set xlabel 'concurrent sequences'; set ylabel 'tok/s'; set key top left; set grid"
     echo "set title 'decode (aggregate)'"
-    printf "plot "
-    for s in $series; do
-        dt=1; case "$s" in llama.cpp,*) dt=2 ;; esac
-        printf "'%s' using 1:3 with linespoints dt %d title '%s', " "$tmp/$s.dat" "$dt" "${s/,/ }"
-    done
-    echo
+    plot_series 3
     echo "set title 'prefill'"
-    printf "plot "
-    for s in $series; do
-        dt=1; case "$s" in llama.cpp,*) dt=2 ;; esac
-        printf "'%s' using 1:2 with linespoints dt %d title '%s', " "$tmp/$s.dat" "$dt" "${s/,/ }"
-    done
-    echo
+    plot_series 2
     echo "unset multiplot"
 } > "$tmp/plot.gp"
 gnuplot "$tmp/plot.gp"

@@ -83,8 +83,15 @@ llm_pace_chunk(const LlmPace *p, int pos, int want, bool first)
 	if (p->target_s <= 0.0 || p->rate <= 0.0)
 		return want;
 	budget = p->rate * p->target_s;
-	while (n < want && (n < min_take || cost + token_cost(p, pos + n) <= budget))
-		cost += token_cost(p, pos + n++);
+	while (n < want)
+	{
+		double		c = token_cost(p, pos + n);
+
+		if (n >= min_take && cost + c > budget)
+			break;
+		cost += c;
+		n++;
+	}
 	return n;
 }
 

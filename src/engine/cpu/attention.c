@@ -199,38 +199,15 @@ attend_finish(const AttnTask *t, int i, int h, const HeadState *hs)
 }
 
 /*
- * Attention of query token i, query head h (its output row); with probs,
- * the softmax probability of each visible slot j goes to probs[j - lo].
+ * Attention of query token i for query heads [h0, h1): the tiles of its
+ * visible slots in order, each taken by the heads in turn, so the keys and
+ * values of a position (one row of kv_dim) are read together; every head
+ * sees the same operations however the heads are grouped.  With probs (one
+ * head only), the softmax probability of each visible slot j goes to
+ * probs[j - lo].
  */
 static void
-attend(const AttnTask *t, int i, int h, float *probs)
-{
-	int			lo;
-	bool		mask;
-	int			hi = visible_slots(t->a, i, &lo, &mask);
-	float		acc[t->a->head_dim];
-	HeadState	hs = {-INFINITY, 0.0f, acc};
-
-	memset(acc, 0, sizeof(acc));
-	for (int p0 = lo, nt; p0 <= hi; p0 += nt)
-	{
-		nt = tile_length(t->kv, p0, hi);
-		attend_tile(t, i, h, p0, nt, mask, &hs, probs, lo);
-	}
-	attend_finish(t, i, h, &hs);
-	if (probs != NULL)
-		for (int j = 0; j <= hi - lo; j++)
-			probs[j] = expf(probs[j] - hs.m) / hs.l;
-}
-
-/*
- * Attention of query token i for query heads [h0, h1): the same tiles
- * and, per head, the same operations as attend, but each tile is taken by
- * the heads in turn, so the keys and values of a position (one row of
- * kv_dim) are read together.
- */
-static void
-attend_heads(const AttnTask *t, int i, int h0, int h1)
+attend_heads(const AttnTask *t, int i, int h0, int h1, float *probs)
 {
 	int			n_heads = h1 - h0;
 	int			hd = t->a->head_dim;
@@ -247,10 +224,13 @@ attend_heads(const AttnTask *t, int i, int h0, int h1)
 	{
 		nt = tile_length(t->kv, p0, hi);
 		for (int h = 0; h < n_heads; h++)
-			attend_tile(t, i, h0 + h, p0, nt, mask, &hs[h], NULL, lo);
+			attend_tile(t, i, h0 + h, p0, nt, mask, &hs[h], probs, lo);
 	}
 	for (int h = 0; h < n_heads; h++)
 		attend_finish(t, i, h0 + h, &hs[h]);
+	if (probs != NULL)
+		for (int j = 0; j <= hi - lo; j++)
+			probs[j] = expf(probs[j] - hs[0].m) / hs[0].l;
 }
 
 /* Attention of one query token for one group of heads (task = token * head_groups + group). */
@@ -265,7 +245,7 @@ attn_task(void *arg, int task)
 	int			h1 = h0 + per < t->a->n_heads ? h0 + per : t->a->n_heads;
 
 	if (h0 < h1)
-		attend_heads(t, i, h0, h1);
+		attend_heads(t, i, h0, h1, NULL);
 }
 
 /* Attention of one sequence's tokens for the query heads of one KV head, adding H2O scores (task = run * n_kv_heads + head). */
@@ -290,7 +270,7 @@ attn_score_task(void *arg, int task)
 
 		for (int h = g * group; h < (g + 1) * group; h++)
 		{
-			attend(t, i, h, probs);
+			attend_heads(t, i, h, h + 1, probs);
 			for (int j = lo; j <= hi; j++)
 				seq->score[llm_kv_info_index(t->kv, j, t->layer, g)] += probs[j - lo];
 		}

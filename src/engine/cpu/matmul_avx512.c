@@ -742,10 +742,14 @@ q_group_blocks(int64_t nb)
 	return nb / 16 * 16 + (nb % 16 >= 8 ? 8 : 0);
 }
 
-/* Point w, xq, xd, xs at MR rows from r and NT tokens from t, and zero acc. */
+/*
+ * Point w at MR weight rows from r, xq and xd at the quants and scales of
+ * NT tokens' activations from t (their block sums follow at the format's
+ * offset from xq), and zero acc: the start of every quantized tile.
+ */
 KERN void
-q_tile_init(const LlmGemmArgs *a, int64_t r, int t, const uint8_t **w, const int8_t **xq, const float **xd,
-			const int32_t **xs, __m512 acc[4][6], const int MR, const int NT)
+tile_init(const LlmGemmArgs *a, int64_t r, int t, const uint8_t **w, const int8_t **xq, const float **xd,
+		  __m512 acc[4][6], const int MR, const int NT)
 {
 #pragma GCC unroll 4
 	for (int i = 0; i < MR; i++)
@@ -757,7 +761,6 @@ q_tile_init(const LlmGemmArgs *a, int64_t r, int t, const uint8_t **w, const int
 
 		xq[q] = (const int8_t *) row;
 		xd[q] = (const float *) (row + llm_act_d_offset(a->k));
-		xs[q] = (const int32_t *) (row + llm_act_sums_offset(a->k));
 #pragma GCC unroll 4
 		for (int i = 0; i < MR; i++)
 			acc[i][q] = _mm512_setzero_ps();
@@ -783,7 +786,10 @@ tile_q(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const int MR, const
 	__m512		acc[4][6];
 	int64_t		b = 0;
 
-	q_tile_init(a, r, t, w, xq, xd, xs, acc, MR, NT);
+	tile_init(a, r, t, w, xq, xd, acc, MR, NT);
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+		xs[q] = (const int32_t *) ((const uint8_t *) xq[q] + llm_act_sums_offset(a->k));
 	for (; nb - b >= 16; b += 16)
 		q_group(type, a, w, xq, xd, xs, b, acc, MR, NT, 8);
 	if (nb - b >= 8)
@@ -893,7 +899,10 @@ tile_q_packed(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QS
 	__m512		acc[4][6];
 	int64_t		b = 0;
 
-	q_tile_init(a, r, t, w, xq, xd, xs, acc, Q_MR, NT);
+	tile_init(a, r, t, w, xq, xd, acc, Q_MR, NT);
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+		xs[q] = (const int32_t *) ((const uint8_t *) xq[q] + llm_act_sums_offset(a->k));
 	for (; ng - b >= 16; b += 16, pk += Q_MR)
 		q_group_packed(type, pk, xq, xd, xs, b, acc, NT, 8);
 	if (ng - b == 8)
@@ -1003,21 +1012,10 @@ tile_q4_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
 	const int16_t *xs[6];
 	__m512		acc[4][6];
 
-#pragma GCC unroll 4
-	for (int i = 0; i < MR; i++)
-		w[i] = a->w + (size_t) (r + i) * a->row_bytes;
+	tile_init(a, r, t, w, xq, xd, acc, MR, NT);
 #pragma GCC unroll 6
 	for (int q = 0; q < NT; q++)
-	{
-		const uint8_t *row = a->x + (size_t) (t + q) * a->x_stride;
-
-		xq[q] = (const int8_t *) row;
-		xd[q] = (const float *) (row + llm_act_d_offset(a->k));
-		xs[q] = (const int16_t *) (row + llm_act_bsums_offset(a->k));
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-			acc[i][q] = _mm512_setzero_ps();
-	}
+		xs[q] = (const int16_t *) ((const uint8_t *) xq[q] + llm_act_bsums_offset(a->k));
 	for (int64_t b = 0; b < nb; b++)
 	{
 		__m512i		isum[4][6];
@@ -1107,21 +1105,10 @@ tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
 	const int16_t *xs[6];
 	__m512		acc[4][6];
 
-#pragma GCC unroll 4
-	for (int i = 0; i < MR; i++)
-		w[i] = a->w + (size_t) (r + i) * a->row_bytes;
+	tile_init(a, r, t, w, xq, xd, acc, MR, NT);
 #pragma GCC unroll 6
 	for (int q = 0; q < NT; q++)
-	{
-		const uint8_t *row = a->x + (size_t) (t + q) * a->x_stride;
-
-		xq[q] = (const int8_t *) row;
-		xd[q] = (const float *) (row + llm_act_d_offset(a->k));
-		xs[q] = (const int16_t *) (row + llm_act_bsums_offset(a->k));
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-			acc[i][q] = _mm512_setzero_ps();
-	}
+		xs[q] = (const int16_t *) ((const uint8_t *) xq[q] + llm_act_bsums_offset(a->k));
 	for (int64_t b = 0; b < nb; b++)
 	{
 		__m512i		isum[4][6];
