@@ -767,40 +767,6 @@ tile_init(const LlmGemmArgs *a, int64_t r, int t, const uint8_t **w, const int8_
 	}
 }
 
-/*
- * Tile of MR rows by NT tokens of a Q8_0 or Q4_0 weight, straight from
- * the weights, in the one order of operations every output follows
- * whatever the number of tokens (the batch-invariance rule): groups of 16
- * blocks (then one of 8 if left) by q_group, the last blocks (fewer than
- * 8) by q_steps, then the 16 lanes summed (hsum4's order).  With one
- * token this is the GEMV of decode, prefetching two row tiles ahead.
- */
-KERN void
-tile_q(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
-{
-	const int64_t nb = a->k / LLM_QK;
-	const uint8_t *w[4];
-	const int8_t *xq[6];
-	const float *xd[6];
-	const int32_t *xs[6];
-	__m512		acc[4][6];
-	int64_t		b = 0;
-
-	tile_init(a, r, t, w, xq, xd, acc, MR, NT);
-#pragma GCC unroll 6
-	for (int q = 0; q < NT; q++)
-		xs[q] = (const int32_t *) ((const uint8_t *) xq[q] + llm_act_sums_offset(a->k));
-	for (; nb - b >= 16; b += 16)
-		q_group(type, a, w, xq, xd, xs, b, acc, MR, NT, 8);
-	if (nb - b >= 8)
-	{
-		q_group(type, a, w, xq, xd, xs, b, acc, MR, NT, 4);
-		b += 8;
-	}
-	q_tail(type, a, w, NULL, xq, xd, xs, b, acc, MR, NT);
-	store_tile(a, r, t, acc, MR, NT, false);
-}
-
 /* One row's group of 16 blocks, unpacked: quants as load_q_pair_gemv's, scales in BLOCK_ORDER. */
 typedef struct QGroupPack
 {
@@ -883,15 +849,20 @@ q_group_packed(LlmType type, const QGroupPack *pk, const int8_t *const *xq, cons
 }
 
 /*
- * Tile of Q_MR rows, their groups unpacked in pk and (Q8_0, Q4_0) their
- * tail in tp, by NT tokens: tile_q's operations on the packed weights.
+ * Tile of MR rows by NT tokens of a Q8_0, Q4_0 or Q4_1 weight, in the one
+ * order of operations every output follows whatever the number of tokens
+ * (the batch-invariance rule): groups of 16 blocks (then one of 8 if left)
+ * by q_group straight from the weights -- or, given pk (MR = Q_MR), by
+ * q_group_packed on the rows' unpacked groups, the same bits -- the last
+ * blocks (fewer than 8) by q_tail (from tp when packed), then the 16 lanes
+ * summed (hsum4's order).  With one token and no pk this is the GEMV of
+ * decode, prefetching two row tiles ahead.
  */
 KERN void
-tile_q_packed(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack *tp, int64_t r, int t,
-			  const int NT)
+tile_q(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack *tp, int64_t r, int t,
+	   const int MR, const int NT)
 {
-	const int64_t nb = a->k / LLM_QK;
-	const int64_t ng = q_group_blocks(nb);
+	const int64_t ng = q_group_blocks(a->k / LLM_QK);
 	const uint8_t *w[4];
 	const int8_t *xq[6];
 	const float *xd[6];
@@ -899,25 +870,35 @@ tile_q_packed(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QS
 	__m512		acc[4][6];
 	int64_t		b = 0;
 
-	tile_init(a, r, t, w, xq, xd, acc, Q_MR, NT);
+	tile_init(a, r, t, w, xq, xd, acc, MR, NT);
 #pragma GCC unroll 6
 	for (int q = 0; q < NT; q++)
 		xs[q] = (const int32_t *) ((const uint8_t *) xq[q] + llm_act_sums_offset(a->k));
-	for (; ng - b >= 16; b += 16, pk += Q_MR)
-		q_group_packed(type, pk, xq, xd, xs, b, acc, NT, 8);
-	if (ng - b == 8)
+	for (; b < ng; b += 16)
 	{
-		q_group_packed(type, pk, xq, xd, xs, b, acc, NT, 4);
-		b += 8;
+		const int	G = ng - b >= 16 ? 8 : 4;
+
+		if (pk != NULL)
+		{
+			if (G == 8)
+				q_group_packed(type, pk, xq, xd, xs, b, acc, NT, 8);
+			else
+				q_group_packed(type, pk, xq, xd, xs, b, acc, NT, 4);
+			pk += Q_MR;
+		}
+		else if (G == 8)
+			q_group(type, a, w, xq, xd, xs, b, acc, MR, NT, 8);
+		else
+			q_group(type, a, w, xq, xd, xs, b, acc, MR, NT, 4);
 	}
-	q_tail(type, a, w, tp, xq, xd, xs, b, acc, Q_MR, NT);
-	store_tile(a, r, t, acc, Q_MR, NT, false);
+	q_tail(type, a, w, tp, xq, xd, xs, ng, acc, MR, NT);
+	store_tile(a, r, t, acc, MR, NT, false);
 }
 
 /* The tile calls of gemm_q, for TOKEN_TILES (they use its locals). */
-#define CALL_Q(T, NT) tile_q(type, a, r, T, Q_MR, NT)
-#define CALL_Q1(T, NT) tile_q(type, a, r, T, 1, NT)
-#define CALL_Q_PACKED(T, NT) tile_q_packed(type, a, pk, type == LLM_TYPE_Q4_1 ? NULL : tail, r, T, NT)
+#define CALL_Q(T, NT) tile_q(type, a, NULL, NULL, r, T, Q_MR, NT)
+#define CALL_Q1(T, NT) tile_q(type, a, NULL, NULL, r, T, 1, NT)
+#define CALL_Q_PACKED(T, NT) tile_q(type, a, pk, type == LLM_TYPE_Q4_1 ? NULL : tail, r, T, Q_MR, NT)
 
 #define Q_PACK_STACK 16			/* groups of Q_MR rows packed on the stack (36 kB); more: the heap */
 
