@@ -5,13 +5,16 @@
  *
  * For each batch size b, b sequences with random prompts of -p tokens are
  * added at once and generate -n tokens each (EOS ignored).  Prefill time
- * runs until every sequence has its first token; decode time is the rest.
+ * runs until the last step that computed prompt tokens (early sequences
+ * decode alongside, as continuous batching does); decode tok/s counts the
+ * tokens of the steps that computed no prompt token, over their time, so
+ * neither phase's figure carries the other's work.
  * With --shared-prefix N the first N prompt tokens are the same for every
  * sequence (the prefix cache's case; --no-prefix-cache turns it off).  KV
  * utilization is positions stored over the capacity of the blocks held,
- * averaged over the decode steps.  With --kv-mb the KV pool has a fixed
+ * averaged over the decode-only steps.  With --kv-mb the KV pool has a fixed
  * size, and with --kv-budget sequences evict; the table then shows how many
- * sequences ran at once (mean over the steps after the first token) and how
+ * sequences ran at once (mean over the decode-only steps) and how
  * often one had to be preempted.  With --long N: the inter-token latency
  * table instead (cli_bench_latency.c).
  */
@@ -48,9 +51,12 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 	LlmRng		rng;
 	int32_t    *prompt = malloc((size_t) o->n_prompt * sizeof(int32_t));
 	int			n_vocab = llm_model_info(m)->n_vocab;
+	LlmEngineStats prev;
 	double		t0,
-				t_first = 0.0,
+				t_prefilled,
 				t1;
+	double		decode_time = 0.0;
+	int64_t		decode_tokens = 0;
 	double		util_sum = 0.0;
 	double		running_sum = 0.0;
 	int			util_steps = 0;
@@ -90,22 +96,31 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 		}
 	}
 	t0 = cli_now();
+	t_prefilled = t0;
+	llm_engine_stats(e, &prev);
 	while (llm_engine_busy(e))
 	{
+		double		ts = cli_now();
+
 		if (llm_engine_step(e, &err) != LLM_OK)
 		{
 			fprintf(stderr, "llm-cli bench: %s\n", err.msg);
 			goto done;
 		}
 		llm_engine_stats(e, &st);
-		if (t_first == 0.0 && st.tokens_generated >= batch)
-			t_first = cli_now();
-		else if (t_first != 0.0 && st.kv_capacity > 0)
+		if (st.tokens_prefilled != prev.tokens_prefilled)
+			t_prefilled = cli_now();
+		else
 		{
-			util_sum += 100.0 * (double) st.kv_tokens / (double) st.kv_capacity;
+			/* a step of decode only */
+			decode_time += cli_now() - ts;
+			decode_tokens += st.tokens_generated - prev.tokens_generated;
+			if (st.kv_capacity > 0)
+				util_sum += 100.0 * (double) st.kv_tokens / (double) st.kv_capacity;
 			running_sum += st.n_running;
 			util_steps++;
 		}
+		prev = st;
 	}
 	t1 = cli_now();
 	llm_engine_stats(e, &st);
@@ -114,8 +129,8 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 	row->prefix_hits = st.prefix_hit_tokens;
 	row->preemptions = st.preemptions;
 	row->batch = batch;
-	row->prefill_tps = (double) batch * o->n_prompt / (t_first - t0);
-	row->decode_tps = o->n_predict > 1 ? (double) batch * (o->n_predict - 1) / (t1 - t_first) : 0.0;
+	row->prefill_tps = (double) batch * o->n_prompt / (t_prefilled - t0);
+	row->decode_tps = decode_time > 0.0 ? (double) decode_tokens / decode_time : 0.0;
 	row->seconds = t1 - t0;
 	ok = true;
 
