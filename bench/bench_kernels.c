@@ -80,12 +80,26 @@ read_bandwidth(const uint8_t *p, size_t n)
 	return 5.0 * n / (now() - t0) / 1e9;
 }
 
-/* Benchmark every fast type at one level. */
+/* Whether name is in the comma-separated list (NULL: every name). */
+static bool
+listed(const char *list, const char *name)
+{
+	size_t		n = strlen(name);
+
+	for (const char *p = list; p != NULL; p = strchr(p, ','), p = p != NULL ? p + 1 : NULL)
+		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return list == NULL;
+}
+
+/* Benchmark every fast type (or those listed in only) at one level. */
 static void
-bench_level(LlmBackend *be, LlmCpuIsa isa, int64_t rows, int64_t cols, int n_tok, size_t set_bytes)
+bench_level(LlmBackend *be, LlmCpuIsa isa, int64_t rows, int64_t cols, int n_tok, size_t set_bytes,
+			const char *only)
 {
 	static const LlmType types[] = {
-		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_K, LLM_TYPE_Q6_K
+		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_1, LLM_TYPE_Q4_K,
+		LLM_TYPE_Q6_K
 	};
 	const LlmBackendOps *ops = llm_cpu_ops_for_isa(isa);
 	float	   *x = malloc((size_t) n_tok * cols * sizeof(float));
@@ -108,7 +122,7 @@ bench_level(LlmBackend *be, LlmCpuIsa isa, int64_t rows, int64_t cols, int n_tok
 					t_gemm;
 		int			reps;
 
-		if (cols % llm_type_traits(type)->block_size != 0)
+		if (cols % llm_type_traits(type)->block_size != 0 || !listed(only, llm_type_traits(type)->name))
 			continue;
 		data = malloc(mat * (size_t) n_mats);
 		if (data == NULL)
@@ -154,7 +168,7 @@ bench_level(LlmBackend *be, LlmCpuIsa isa, int64_t rows, int64_t cols, int n_tok
 	free(y);
 }
 
-/* bench_kernels [threads] [rows] [cols] [tokens] [GEMV set MB] */
+/* bench_kernels [threads] [rows] [cols] [tokens] [GEMV set MB] [types, e.g. Q8_0,Q4_K] [level, e.g. avx512] */
 int
 main(int argc, char **argv)
 {
@@ -163,6 +177,8 @@ main(int argc, char **argv)
 	int64_t		cols = argc > 3 ? atoll(argv[3]) : 768;
 	int			n_tok = argc > 4 ? atoi(argv[4]) : 128;
 	size_t		set_bytes = (size_t) (argc > 5 ? atoi(argv[5]) : 64) << 20;
+	const char *only_types = argc > 6 ? argv[6] : NULL;
+	const char *only_level = argc > 7 ? argv[7] : NULL;
 	LlmBackend *be;
 	LlmError	err;
 	size_t		nbytes = (size_t) 256 << 20;
@@ -179,7 +195,8 @@ main(int argc, char **argv)
 	free(buf);
 	printf("%d threads, weight %lld x %lld\n", threads, (long long) rows, (long long) cols);
 	for (int isa = LLM_CPU_ISA_AVX2; isa <= (int) llm_cpu_isa_detect(); isa++)
-		bench_level(be, (LlmCpuIsa) isa, rows, cols, n_tok, set_bytes);
+		if (listed(only_level, llm_cpu_isa_name((LlmCpuIsa) isa)))
+			bench_level(be, (LlmCpuIsa) isa, rows, cols, n_tok, set_bytes, only_types);
 	llm_backend_free(be);
 	return 0;
 }
