@@ -18,7 +18,7 @@
 #include <immintrin.h>
 
 /* 16 stored values from p + d (f32, f16 or int8), masked to the first n. */
-static inline __m512
+static inline __attribute__((always_inline)) __m512
 load16(const void *p, int d, int n, LlmKvType type)
 {
 	__mmask16	m = n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1);
@@ -32,13 +32,16 @@ load16(const void *p, int d, int n, LlmKvType type)
 
 #define SLICES 8				/* 16-float slices of a head kept in registers at once (128 floats) */
 
+#define KERN static inline __attribute__((always_inline))
+
 /*
  * s_j = q . k_j: per key, 16 lanes of FMAs over the head in order, then
  * _mm512_reduce_add_ps.  Four keys at a time, so four independent chains
  * hide the FMA latency; each key's operations are those of one key alone.
+ * Inlined for each storage type, so the chains stay in registers.
  */
-static void
-avx512_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, LlmKvType type, float *s)
+KERN void
+scores_typed(const float *q, const uint8_t *k, size_t stride, int nt, int hd, const LlmKvType type, float *s)
 {
 	int			j = 0;
 
@@ -50,9 +53,11 @@ avx512_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, L
 		{
 			__m512		qv = load16(q, d, hd - d, LLM_KV_F32);
 
+#pragma GCC unroll 4
 			for (int u = 0; u < 4; u++)
 				sum[u] = _mm512_fmadd_ps(qv, load16(k + (size_t) (j + u) * stride, d, hd - d, type), sum[u]);
 		}
+#pragma GCC unroll 4
 		for (int u = 0; u < 4; u++)
 			s[j + u] = _mm512_reduce_add_ps(sum[u]);
 	}
@@ -64,6 +69,18 @@ avx512_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, L
 			sum = _mm512_fmadd_ps(load16(q, d, hd - d, LLM_KV_F32), load16(k + (size_t) j * stride, d, hd - d, type), sum);
 		s[j] = _mm512_reduce_add_ps(sum);
 	}
+}
+
+/* scores_typed for the cache's storage type. */
+static void
+avx512_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, LlmKvType type, float *s)
+{
+	if (type == LLM_KV_F32)
+		scores_typed(q, k, stride, nt, hd, LLM_KV_F32, s);
+	else if (type == LLM_KV_F16)
+		scores_typed(q, k, stride, nt, hd, LLM_KV_F16, s);
+	else
+		scores_typed(q, k, stride, nt, hd, LLM_KV_I8, s);
 }
 
 /* acc *= c. */
@@ -84,33 +101,65 @@ avx512_scale(float *acc, float c, int hd)
 /*
  * acc += sum_j w_j v_j: up to SLICES 16-float slices of acc in registers,
  * the keys in order for each (so each element adds w_j v_j[d] in order of
- * j, whatever the head's width), the slices' chains independent.
+ * j, whatever the head's width), the slices' chains independent.  Inlined
+ * for each storage type and slice count, so the slices stay in registers.
  */
-static void
-avx512_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, LlmKvType type)
+KERN void
+accum_slices(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, int d0,
+			 const LlmKvType type, const int ns)
+{
+	__m512		a[SLICES];
+
+#pragma GCC unroll 8
+	for (int u = 0; u < ns; u++)
+		a[u] = load16(acc, d0 + 16 * u, hd - d0 - 16 * u, LLM_KV_F32);
+	for (int j = 0; j < nt; j++)
+	{
+		__m512		wj = _mm512_set1_ps(w[j]);
+		const uint8_t *vj = v + (size_t) j * stride;
+
+#pragma GCC unroll 8
+		for (int u = 0; u < ns; u++)
+			a[u] = _mm512_fmadd_ps(wj, load16(vj, d0 + 16 * u, hd - d0 - 16 * u, type), a[u]);
+	}
+#pragma GCC unroll 8
+	for (int u = 0; u < ns; u++)
+	{
+		int			n = hd - d0 - 16 * u;
+
+		_mm512_mask_storeu_ps(acc + d0 + 16 * u, n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1), a[u]);
+	}
+}
+
+/* accum_slices over the head, SLICES at a time, for one storage type. */
+KERN void
+accum_typed(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, const LlmKvType type)
 {
 	for (int d0 = 0; d0 < hd; d0 += 16 * SLICES)
 	{
 		int			ns = (hd - d0 + 15) / 16 < SLICES ? (hd - d0 + 15) / 16 : SLICES;
-		__m512		a[SLICES];
 
-		for (int u = 0; u < ns; u++)
-			a[u] = load16(acc, d0 + 16 * u, hd - d0 - 16 * u, LLM_KV_F32);
-		for (int j = 0; j < nt; j++)
-		{
-			__m512		wj = _mm512_set1_ps(w[j]);
-			const uint8_t *vj = v + (size_t) j * stride;
-
+		/* the usual heads: 64 (4 slices), 128 and more (8); other widths by the general count */
+		if (ns == 4)
+			accum_slices(acc, w, v, stride, nt, hd, d0, type, 4);
+		else if (ns == SLICES)
+			accum_slices(acc, w, v, stride, nt, hd, d0, type, SLICES);
+		else
 			for (int u = 0; u < ns; u++)
-				a[u] = _mm512_fmadd_ps(wj, load16(vj, d0 + 16 * u, hd - d0 - 16 * u, type), a[u]);
-		}
-		for (int u = 0; u < ns; u++)
-		{
-			int			n = hd - d0 - 16 * u;
-
-			_mm512_mask_storeu_ps(acc + d0 + 16 * u, n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1), a[u]);
-		}
+				accum_slices(acc, w, v, stride, nt, hd, d0 + 16 * u, type, 1);
 	}
+}
+
+/* accum_typed for the cache's storage type. */
+static void
+avx512_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, LlmKvType type)
+{
+	if (type == LLM_KV_F32)
+		accum_typed(acc, w, v, stride, nt, hd, LLM_KV_F32);
+	else if (type == LLM_KV_F16)
+		accum_typed(acc, w, v, stride, nt, hd, LLM_KV_F16);
+	else
+		accum_typed(acc, w, v, stride, nt, hd, LLM_KV_I8);
 }
 
 /*
