@@ -38,6 +38,10 @@
  * then takes the offset off with the activations' block sums and applies
  * the 16 scales with one convert and one FMA: a third fewer instructions,
  * which matters because decode of Q4_0 is bound by instructions, not bytes.
+ * Every tile of several tokens gives those bits with less work: the rows'
+ * groups and the tokens' are first interleaved by block (lane e of step s
+ * holds quants 4s .. 4s + 3 of block BLOCK_ORDER[e]), so 8 vpdpbusd leave
+ * each block's whole dot product in its own lane with no reduction.
  *
  * Q4_K and Q6_K against Q8K activations, 64 values a step: vpmaddubsw
  * multiplies the unsigned quants (nibbles; Q6_K's six bits) by the
@@ -73,6 +77,9 @@
 #define F_NT 6
 #define Q_MR 4
 #define Q_NT 3
+#ifndef QP_NT
+#define QP_NT 6
+#endif
 #define K_MR 2
 #define K_NT 4
 
@@ -767,7 +774,13 @@ tile_init(const LlmGemmArgs *a, int64_t r, int t, const uint8_t **w, const int8_
 	}
 }
 
-/* One row's group of 16 blocks, unpacked: quants as load_q_pair_gemv's, scales in BLOCK_ORDER. */
+/*
+ * One row's group of 16 blocks, unpacked and interleaved by block: vector s
+ * holds in lane e the quants 4s .. 4s + 3 of block BLOCK_ORDER[e], as
+ * unsigned bytes (Q8_0 w + 128, Q4_0/Q4_1 the nibble), so 8 vpdpbusd on
+ * equally interleaved activations leave each block's whole integer dot
+ * product in its own lane, with no reduction; the scales in BLOCK_ORDER.
+ */
 typedef struct QGroupPack
 {
 	uint8_t		q[8][64];
@@ -775,7 +788,69 @@ typedef struct QGroupPack
 	float		m[16];			/* Q4_1's minimums, BLOCK_ORDER */
 } QGroupPack;
 
-/* Unpack the groups of Q_MR rows from w0 (stride wstride) into buf (group, row). */
+/*
+ * The 16 blocks of 32 bytes in v (v[m]: block 2m in lanes 0-7, 2m + 1 in
+ * lanes 8-15; an 8-block group with v[4..7] zero) interleaved by block:
+ * lane e of out[s] gets dword s of block BLOCK_ORDER[e].  The same three
+ * unpack rounds as reduce_blocks', which is why that order comes out.
+ */
+KERN void
+interleave_blocks(const __m512i *v, __m512i *out)
+{
+	__m512i		t[8];
+
+#pragma GCC unroll 4
+	for (int m = 0; m < 4; m++)	/* per 128-bit lane: dwords 0, 1 (lo) or 2, 3 (hi) of v[2m], v[2m + 1] */
+	{
+		t[2 * m] = _mm512_unpacklo_epi32(v[2 * m], v[2 * m + 1]);
+		t[2 * m + 1] = _mm512_unpackhi_epi32(v[2 * m], v[2 * m + 1]);
+	}
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++)	/* blocks 0-7 (h = 0) or 8-15 */
+#pragma GCC unroll 2
+		for (int j = 0; j < 2; j++)	/* dwords 0, 1 (j = 0) or 2, 3 of each 128-bit lane */
+		{
+			__m512i		lo = _mm512_unpacklo_epi64(t[4 * h + j], t[4 * h + 2 + j]);
+			__m512i		hi = _mm512_unpackhi_epi64(t[4 * h + j], t[4 * h + 2 + j]);
+
+			/* per 128-bit lane, dword 2j (lo) or 2j + 1 (hi) of four blocks */
+			t[4 * h + j] = lo;
+			t[4 * h + 2 + j] = hi;
+		}
+	/* t[4h + d'] with d' = 0, 2, 1, 3 for dwords 0-3: lanes 0 and 2 those dwords, lanes 1 and 3 dwords + 4 */
+#pragma GCC unroll 4
+	for (int d = 0; d < 4; d++)
+	{
+		const int	i = d == 0 ? 0 : d == 1 ? 2 : d == 2 ? 1 : 3;
+
+		out[d] = _mm512_shuffle_i32x4(t[i], t[4 + i], _MM_SHUFFLE(2, 0, 2, 0));
+		out[d + 4] = _mm512_shuffle_i32x4(t[i], t[4 + i], _MM_SHUFFLE(3, 1, 3, 1));
+	}
+}
+
+/*
+ * The quants of one token's activation groups (all of k that q_group
+ * covers) from xq, interleaved as QGroupPack's (lanes past an 8-block
+ * group zero), 512 bytes a group, into dst.
+ */
+KERN void
+interleave_act_groups(const int8_t *xq, int64_t ng, uint8_t *dst)
+{
+	for (int64_t b = 0; b < ng; b += 16, dst += 512)
+	{
+		const int	G = ng - b >= 16 ? 8 : 4;
+		__m512i		v[8];
+		__m512i		out[8];
+
+		for (int m = 0; m < 8; m++)
+			v[m] = m < G ? _mm512_loadu_si512(xq + (b + 2 * m) * LLM_QK) : _mm512_setzero_si512();
+		interleave_blocks(v, out);
+		for (int s = 0; s < 8; s++)
+			_mm512_store_si512(dst + 64 * s, out[s]);
+	}
+}
+
+/* Unpack the groups of Q_MR rows from w0 (stride wstride) into buf (group, row), interleaved. */
 KERN void
 pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf)
 {
@@ -787,11 +862,26 @@ pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGrou
 		{
 			const uint8_t *w = w0 + (size_t) i * wstride;
 			const int	G = ng - b >= 16 ? 8 : 4;
-
-			for (int s = 0; s < 8; s++)
-				_mm512_store_si512(buf->q[s], s < G ? load_q_pair_gemv(type, w + (b + 2 * s) * bsz) : _mm512_setzero_si512());
 			__m512		mins = _mm512_setzero_ps();
+			__m512i		v[8];
+			__m512i		out[8];
 
+			for (int m = 0; m < 8; m++)
+			{
+				/* the next tile's rows, from memory while this tile's tokens run */
+				if (m < G)
+				{
+					_mm_prefetch((const char *) (w + Q_MR * wstride + (b + 2 * m) * bsz), _MM_HINT_T0);
+					_mm_prefetch((const char *) (w + Q_MR * wstride + (b + 2 * m + 2) * bsz - 1), _MM_HINT_T0);
+				}
+				v[m] = m < G ? load_q_pair_gemv(type, w + (b + 2 * m) * bsz) : _mm512_setzero_si512();
+				/* Q4: the high nibbles (128-bit lanes 1 and 3) down to their values */
+				if (type != LLM_TYPE_Q8_0)
+					v[m] = _mm512_srlv_epi64(v[m], _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
+			}
+			interleave_blocks(v, out);
+			for (int s = 0; s < 8; s++)
+				_mm512_store_si512(buf->q[s], out[s]);
 			_mm512_store_ps(buf->d, _mm512_permutexvar_ps(BLOCK_ORDER, q_group_scales(type, w, b, G == 8 ? 0xFFFF : 0x00FF, &mins)));
 			_mm512_store_ps(buf->m, _mm512_permutexvar_ps(BLOCK_ORDER, mins));
 		}
@@ -818,13 +908,47 @@ pack_q_tail(LlmType type, const uint8_t *w0, size_t wstride, int64_t b, int64_t 
 		}
 }
 
-/* One group of 2G blocks from block b of Q_MR packed rows (pk) by NT tokens, added into acc. */
+/*
+ * One group of 16 blocks (or 8: lanes 8-15 zero) from block b of Q_MR
+ * packed rows (pk) by NT tokens (xi: their interleaved quants of the
+ * group), added into acc: each block's integer dot product whole in its
+ * lane after 8 steps, then q_group_dot's subtraction, convert and FMA, so
+ * the bits are q_group's.
+ */
 KERN void
-q_group_packed(LlmType type, const QGroupPack *pk, const int8_t *const *xq, const float *const *xd,
-			   const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int NT, const int G)
+q_group_packed(LlmType type, const QGroupPack *pk, const uint8_t *const *xi, const float *const *xd,
+			   const int32_t *const *xs, int64_t b, float facc[4][6][16], const int NT, const bool half)
 {
-	const __mmask16 m = G == 8 ? 0xFFFF : 0x00FF;
+	const __mmask16 m = half ? 0x00FF : 0xFFFF;
+	__m512i		p[4][6];
 
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+#pragma GCC unroll 4
+		for (int i = 0; i < Q_MR; i++)
+			p[i][q] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+	for (int s = 0; s < 8; s++)
+	{
+		__m512i		wq[4];
+
+#pragma GCC unroll 4
+		for (int i = 0; i < Q_MR; i++)
+		{
+			wq[i] = _mm512_load_si512(pk[i].q[s]);
+			/* in a register, used NT times: GCC would reload it for every token */
+			__asm__("" : "+v"(wq[i]));
+		}
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+		{
+			__m512i		av = _mm512_load_si512(xi[q] + 64 * s);
+
+#pragma GCC unroll 4
+			for (int i = 0; i < Q_MR; i++)
+				p[i][q] = _mm512_dpbusd_epi32(p[i][q], wq[i], av);
+		}
+	}
 #pragma GCC unroll 6
 	for (int q = 0; q < NT; q++)
 	{
@@ -834,16 +958,14 @@ q_group_packed(LlmType type, const QGroupPack *pk, const int8_t *const *xq, cons
 #pragma GCC unroll 4
 		for (int i = 0; i < Q_MR; i++)
 		{
-			__m512i		wq[8];
-
-#pragma GCC unroll 8
-			for (int s = 0; s < G; s++)
-				wq[s] = _mm512_load_si512(pk[i].q[s]);
 			/* (permuted scales times permuted scales: the bits of q_group's permuted product) */
-			acc[i][q] = q_group_dot(type, wq, xq[q] + b * LLM_QK, off, _mm512_mul_ps(_mm512_load_ps(pk[i].d), dav),
-									acc[i][q], G);
+			__m512		acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(p[i][q], off)),
+											  _mm512_mul_ps(_mm512_load_ps(pk[i].d), dav),
+											  _mm512_load_ps(facc[i][q]));
+
 			if (type == LLM_TYPE_Q4_1)
-				acc[i][q] = q_group_mins(xs[q], b, m, _mm512_mul_ps(_mm512_load_ps(pk[i].m), dav), acc[i][q]);
+				acc = q_group_mins(xs[q], b, m, _mm512_mul_ps(_mm512_load_ps(pk[i].m), dav), acc);
+			_mm512_store_ps(facc[i][q], acc);
 		}
 	}
 }
@@ -853,40 +975,58 @@ q_group_packed(LlmType type, const QGroupPack *pk, const int8_t *const *xq, cons
  * order of operations every output follows whatever the number of tokens
  * (the batch-invariance rule): groups of 16 blocks (then one of 8 if left)
  * by q_group straight from the weights -- or, given pk (MR = Q_MR), by
- * q_group_packed on the rows' unpacked groups, the same bits -- the last
- * blocks (fewer than 8) by q_tail (from tp when packed), then the 16 lanes
- * summed (hsum4's order).  With one token and no pk this is the GEMV of
- * decode, prefetching two row tiles ahead.
+ * q_group_packed on the rows' interleaved groups and the tokens' (xi, one
+ * token every xi_stride bytes), the same bits -- the last blocks (fewer
+ * than 8) by q_tail (from tp when packed), then the 16 lanes summed
+ * (hsum4's order).  With one token and no pk this is the GEMV of decode,
+ * prefetching two row tiles ahead.
  */
 KERN void
-tile_q(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack *tp, int64_t r, int t,
-	   const int MR, const int NT)
+tile_q(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack *tp, const uint8_t *xi0,
+	   size_t xi_stride, int64_t r, int t, const int MR, const int NT)
 {
 	const int64_t ng = q_group_blocks(a->k / LLM_QK);
 	const uint8_t *w[4];
 	const int8_t *xq[6];
 	const float *xd[6];
 	const int32_t *xs[6];
+	const uint8_t *xi[6];
 	__m512		acc[4][6];
 	int64_t		b = 0;
 
 	tile_init(a, r, t, w, xq, xd, acc, MR, NT);
 #pragma GCC unroll 6
 	for (int q = 0; q < NT; q++)
+	{
 		xs[q] = (const int32_t *) ((const uint8_t *) xq[q] + llm_act_sums_offset(a->k));
+		xi[q] = xi0 + (size_t) q * xi_stride;
+	}
+	if (pk != NULL && ng > 0)
+	{
+		/* the float sums in memory, touched once a group: the registers are the integer sums' */
+		_Alignas(64) float facc[4][6][16];
+
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+#pragma GCC unroll 4
+			for (int i = 0; i < Q_MR; i++)
+				_mm512_store_ps(facc[i][q], _mm512_setzero_ps());
+		for (; b < ng; b += 16, pk += Q_MR)
+		{
+			q_group_packed(type, pk, xi, xd, xs, b, facc, NT, ng - b < 16);
+#pragma GCC unroll 6
+			for (int q = 0; q < NT; q++)
+				xi[q] += 512;
+		}
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+#pragma GCC unroll 4
+			for (int i = 0; i < Q_MR; i++)
+				acc[i][q] = _mm512_load_ps(facc[i][q]);
+	}
 	for (; b < ng; b += 16)
 	{
-		const int	G = ng - b >= 16 ? 8 : 4;
-
-		if (pk != NULL)
-		{
-			if (G == 8)
-				q_group_packed(type, pk, xq, xd, xs, b, acc, NT, 8);
-			else
-				q_group_packed(type, pk, xq, xd, xs, b, acc, NT, 4);
-			pk += Q_MR;
-		}
-		else if (G == 8)
+		if (ng - b >= 16)
 			q_group(type, a, w, xq, xd, xs, b, acc, MR, NT, 8);
 		else
 			q_group(type, a, w, xq, xd, xs, b, acc, MR, NT, 4);
@@ -896,29 +1036,48 @@ tile_q(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack
 }
 
 /* The tile calls of gemm_q, for TOKEN_TILES (they use its locals). */
-#define CALL_Q(T, NT) tile_q(type, a, NULL, NULL, r, T, Q_MR, NT)
-#define CALL_Q1(T, NT) tile_q(type, a, NULL, NULL, r, T, 1, NT)
-#define CALL_Q_PACKED(T, NT) tile_q(type, a, pk, type == LLM_TYPE_Q4_1 ? NULL : tail, r, T, Q_MR, NT)
+#define CALL_Q(T, NT) tile_q(type, a, NULL, NULL, NULL, 0, r, T, Q_MR, NT)
+#define CALL_Q1(T, NT) tile_q(type, a, NULL, NULL, NULL, 0, r, T, 1, NT)
+#define CALL_Q_PACKED(T, NT) tile_q(type, a, pk, type == LLM_TYPE_Q4_1 ? NULL : tail, \
+									xil + (size_t) ((T) - t0) * xil_stride, xil_stride, r, T, Q_MR, NT)
 
-#define Q_PACK_STACK 16			/* groups of Q_MR rows packed on the stack (36 kB); more: the heap */
+#define Q_PACK_STACK 16			/* groups of Q_MR rows packed on the stack (40 kB); more: the heap */
 
 /*
- * The gemm of Q8_0, Q4_0 or Q4_1: for one token the GEMV; for more, each
- * tile of Q_MR rows is first unpacked, all of k, into buffers reused for
- * every token (without one, the direct tiles: the same bits).
+ * The gemm of Q8_0, Q4_0 or Q4_1: for one token the GEMV; for more, the
+ * tokens' activations are interleaved by block once, and each tile of
+ * Q_MR rows is unpacked, all of k, into buffers reused for every token
+ * (without the memory for either, the direct tiles: the same bits).
  */
 KERN void
 gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
 	const int64_t n_groups = (q_group_blocks(a->k / LLM_QK) + 15) / 16;
 	const int64_t nb = a->k / LLM_QK;
+	const size_t xil_stride = 512 * (size_t) n_groups;
 	_Alignas(64) QGroupPack stack_pk[Q_PACK_STACK * Q_MR];
 	_Alignas(64) QStepPack tail[4 * Q_MR];
 	QGroupPack *pk = NULL;
+	uint8_t    *xil = NULL;
 	int64_t		r = r0;
 
-	if (t1 - t0 > 1)
+	if (t1 - t0 > 1 && n_groups > 0)
+	{
 		pk = n_groups <= Q_PACK_STACK ? stack_pk : aligned_alloc(64, sizeof(QGroupPack) * Q_MR * (size_t) n_groups);
+		xil = aligned_alloc(64, xil_stride * (size_t) (t1 - t0));
+		if (pk == NULL || xil == NULL)
+		{
+			if (pk != stack_pk)
+				free(pk);
+			free(xil);
+			pk = NULL;
+			xil = NULL;
+		}
+		else
+			for (int t = t0; t < t1; t++)
+				interleave_act_groups((const int8_t *) (a->x + (size_t) t * a->x_stride), q_group_blocks(nb),
+									  xil + (size_t) (t - t0) * xil_stride);
+	}
 	for (; r + Q_MR <= r1; r += Q_MR)
 	{
 		if (pk != NULL)
@@ -926,7 +1085,7 @@ gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 			pack_q_groups(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk);
 			if (type != LLM_TYPE_Q4_1)
 				pack_q_tail(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, q_group_blocks(nb), nb, tail);
-			TOKEN_TILES(CALL_Q_PACKED, Q_NT);
+			TOKEN_TILES(CALL_Q_PACKED, QP_NT);
 		}
 		else
 			TOKEN_TILES(CALL_Q, Q_NT);
@@ -935,6 +1094,7 @@ gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 		TOKEN_TILES(CALL_Q1, Q_NT);
 	if (pk != stack_pk)
 		free(pk);
+	free(xil);
 }
 
 /* The gemm of Q8_0 weights. */
