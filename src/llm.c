@@ -35,7 +35,7 @@ int			llm_kv_evict = LLM_EVICT_H2O;
 int			llm_max_queued_requests = 1024;
 int			llm_debug_step_delay = 0;
 bool		llm_chat = false;
-int			llm_kv_type = LLM_KV_F32;
+int			llm_kv_type = LLM_KV_F16;
 int			llm_quantize = LLM_QUANT_NONE;
 char	   *llm_quantize_calib = NULL;
 
@@ -195,11 +195,11 @@ LlmDefineSettings(void)
 
 	DefineCustomEnumVariable("llm.kv_type",
 							 "Type of the keys and values in the KV cache.",
-							 "f16 halves the cache's memory and the bandwidth attention needs, int8 (a scale "
-							 "per position and head) quarters it; greedy text can differ slightly from f32.  "
-							 "Takes effect when the worker next loads a model.",
+							 "f16 (the default, as llama.cpp's) halves f32's memory and the bandwidth attention "
+							 "needs, int8 (a scale per position and head) quarters it; greedy text can differ "
+							 "slightly between them.  Takes effect when the worker next loads a model.",
 							 &llm_kv_type,
-							 LLM_KV_F32,
+							 LLM_KV_F16,
 							 llm_kv_type_options,
 							 PGC_SIGHUP,
 							 0,

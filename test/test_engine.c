@@ -34,6 +34,7 @@ make_engine_prefix(int max_seqs, int max_batch_tokens, size_t kv_bytes, int bloc
 	LlmError	err;
 
 	llm_engine_config_default(&c);
+	c.kv_type = LLM_KV_F32;		/* the tests size their pools in f32 blocks */
 	c.max_seqs = max_seqs;
 	c.max_batch_tokens = max_batch_tokens;
 	c.kv_cache_bytes = kv_bytes;

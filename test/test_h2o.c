@@ -398,9 +398,6 @@ serve(LlmEngine *e, int n, int max_tokens, char **texts)
 static void
 test_engine(void)
 {
-	/* 5 layers * 4 heads * 8 * 2 floats: the KV bytes of one position in the pool */
-	size_t		per_pos = llm_kv_block_bytes(model->config.n_layers, model->config.n_kv_heads,
-											 model->config.head_dim, 8, LLM_KV_F32) / 8;
 	char	   *plain[8];
 	char	   *budgeted[8];
 	LlmEngine  *e;
@@ -409,6 +406,12 @@ test_engine(void)
 	LlmEngineStats st;
 	int64_t		preempted_plain;
 	int			most_budget;
+	size_t		per_pos;
+
+	/* the KV bytes of one position in the pool, of the default type */
+	llm_engine_config_default(&c);
+	per_pos = llm_kv_block_bytes(model->config.n_layers, model->config.n_kv_heads, model->config.head_dim, 8,
+								 c.kv_type) / 8;
 
 	e = make_engine(8, per_pos * 8 * 300, 0, LLM_EVICT_H2O);
 	serve(e, 8, 200, plain);

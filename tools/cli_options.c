@@ -66,7 +66,7 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 	o->top_p = 1.0;
 	o->repeat_penalty = 1.0;
 	o->threads = 1;
-	o->kv = LLM_KV_F32;
+	o->kv = LLM_KV_F16;
 	o->sinks = 4;
 	o->step_ms = -1;
 	o->evict = LLM_EVICT_H2O;
@@ -176,7 +176,7 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 		else if (strcmp(opt, "--kv") == 0)
 		{
 			if (strcmp(val, "f32") == 0)
-				o->kv = LLM_KV_F32;
+				o->kv = LLM_KV_F16;
 			else if (strcmp(val, "f16") == 0)
 				o->kv = LLM_KV_F16;
 			else if (strcmp(val, "int8") == 0)

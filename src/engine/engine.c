@@ -104,7 +104,7 @@ llm_engine_config_default(LlmEngineConfig *c)
 	c->max_seqs = 16;
 	c->kv_block_size = 16;
 	c->kv_cache_bytes = 0;
-	c->kv_type = LLM_KV_F32;
+	c->kv_type = LLM_KV_F16;
 	c->prefix_cache = true;
 	c->kv_budget = 0;
 	c->kv_sink_tokens = 4;
