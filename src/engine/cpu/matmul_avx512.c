@@ -909,19 +909,14 @@ pack_q_tail(LlmType type, const uint8_t *w0, size_t wstride, int64_t b, int64_t 
 }
 
 /*
- * One group of 16 blocks (or 8: lanes 8-15 zero) from block b of Q_MR
- * packed rows (pk) by NT tokens (xi: their interleaved quants of the
- * group), added into acc: each block's integer dot product whole in its
- * lane after 8 steps, then q_group_dot's subtraction, convert and FMA, so
- * the bits are q_group's.
+ * The integer dot products of one group of Q_MR packed rows (pk) by NT
+ * tokens (xi: their interleaved quants of the group) into p, 8 steps of
+ * vpdpbusd, each block's sum whole in its lane; with half (a group of 8
+ * blocks: lanes 8-15 zero) on 256-bit vectors, half the work.
  */
 KERN void
-q_group_packed(LlmType type, const QGroupPack *pk, const uint8_t *const *xi, const float *const *xd,
-			   const int32_t *const *xs, int64_t b, float facc[4][6][16], const int NT, const bool half)
+q_group_packed_sums(const QGroupPack *pk, const uint8_t *const *xi, __m512i p[4][6], const int NT, const bool half)
 {
-	const __mmask16 m = half ? 0x00FF : 0xFFFF;
-	__m512i		p[4][6];
-
 #pragma GCC unroll 6
 	for (int q = 0; q < NT; q++)
 #pragma GCC unroll 4
@@ -935,20 +930,40 @@ q_group_packed(LlmType type, const QGroupPack *pk, const uint8_t *const *xi, con
 #pragma GCC unroll 4
 		for (int i = 0; i < Q_MR; i++)
 		{
-			wq[i] = _mm512_load_si512(pk[i].q[s]);
+			wq[i] = half ? _mm512_zextsi256_si512(_mm256_load_si256((const __m256i *) pk[i].q[s])) : _mm512_load_si512(pk[i].q[s]);
 			/* in a register, used NT times: GCC would reload it for every token */
 			__asm__("" : "+v"(wq[i]));
 		}
 #pragma GCC unroll 6
 		for (int q = 0; q < NT; q++)
 		{
-			__m512i		av = _mm512_load_si512(xi[q] + 64 * s);
-
 #pragma GCC unroll 4
 			for (int i = 0; i < Q_MR; i++)
-				p[i][q] = _mm512_dpbusd_epi32(p[i][q], wq[i], av);
+				p[i][q] = half ? _mm512_zextsi256_si512(_mm256_dpbusd_epi32(_mm512_castsi512_si256(p[i][q]), _mm512_castsi512_si256(wq[i]),
+																			_mm256_load_si256((const __m256i *) (xi[q] + 64 * s))))
+					: _mm512_dpbusd_epi32(p[i][q], wq[i], _mm512_load_si512(xi[q] + 64 * s));
 		}
 	}
+}
+
+/*
+ * One group of 16 blocks (or 8: lanes 8-15 zero) from block b of Q_MR
+ * packed rows (pk) by NT tokens (xi: their interleaved quants of the
+ * group), added into acc: each block's integer dot product whole in its
+ * lane after 8 steps, then q_group_dot's subtraction, convert and FMA, so
+ * the bits are q_group's.
+ */
+KERN void
+q_group_packed(LlmType type, const QGroupPack *pk, const uint8_t *const *xi, const float *const *xd,
+			   const int32_t *const *xs, int64_t b, float facc[4][6][16], const int NT, const bool half)
+{
+	const __mmask16 m = half ? 0x00FF : 0xFFFF;
+	__m512i		p[4][6];
+
+	if (half)
+		q_group_packed_sums(pk, xi, p, NT, true);
+	else
+		q_group_packed_sums(pk, xi, p, NT, false);
 #pragma GCC unroll 6
 	for (int q = 0; q < NT; q++)
 	{
