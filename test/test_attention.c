@@ -14,6 +14,7 @@
 
 #include "cpu/attention.h"
 #include "cpu/cpu_features.h"
+#include "cpu/matmul.h"
 #include "test.h"
 
 /* A uniform float in [-1, 1). */
@@ -243,6 +244,70 @@ check_case(LlmBackend *be, int hd, int n_heads, int n_kv_heads, int n_pos, int w
 	free(ref_score);
 }
 
+/*
+ * Every level's kv_store into an f16 cache against llm_fp32_to_fp16, bit
+ * for bit: zeros, the largest half and the first value rounding to
+ * infinity, infinities, NaNs with payloads, halfway cases, subnormals,
+ * and random values over the whole exponent range; 67 values a head (an
+ * F16C tail of 3).
+ */
+static void
+check_f16_store(LlmBackend *be)
+{
+	enum
+	{
+		HD = 67
+	};
+	static const uint32_t special[] = {
+		0x00000000, 0x80000000, 0x477fe000, 0x477ff000, 0x477fefff, 0x7f800000, 0xff800000, 0x7fc00000,
+		0xffc00001, 0x7f800001, 0x3f801000, 0x3f803000, 0x33800000, 0x33000000, 0x33000001, 0x387fc000,
+		0x38800000, 0xb87fe000, 0x3f800000, 0x00000001,
+	};
+	LlmKvParams kp = {.n_layers = 1,.n_kv_heads = 1,.head_dim = HD,.block_size = 4,.n_blocks = 2,.type = LLM_KV_F16};
+	uint64_t	seed = 99;
+
+	for (int isa = 0; isa < LLM_CPU_ISA_COUNT; isa++)
+	{
+		const LlmBackendOps *ops = llm_cpu_ops_for_isa((LlmCpuIsa) isa);
+		LlmKvCache	kv;
+		LlmKvSeq	seq = {0};
+		LlmKvSeq   *one = &seq;
+		LlmError	err;
+		int			bad = 0;
+
+		if (ops == NULL)
+			continue;
+		TEST_CHECK(llm_kv_init(&kv, &kp, &err) == LLM_OK, "kv: %s", err.msg);
+		llm_kv_seq_reserve(&kv, &seq, 4, &err);
+		for (int32_t p = 0; p < 4; p++)
+		{
+			float		k[HD];
+			float		v[HD];
+			const uint16_t *kh;
+			const uint16_t *vh;
+
+			for (int d = 0; d < HD; d++)
+			{
+				uint32_t	bits;
+
+				seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+				bits = p == 0 && d < (int) (sizeof(special) / sizeof(special[0])) ? special[d] : (uint32_t) seed;
+				memcpy(&k[d], &bits, sizeof(float));
+				v[d] = frand(&seed) * (float) (1 << (d % 20)) / 65536.0f;
+			}
+			ops->kv_store(be, &kv, 0, &one, &p, k, v, 1);
+			kh = llm_kv_k_at(&kv, &seq, 0, p);
+			vh = llm_kv_v_at(&kv, &seq, 0, p);
+			for (int d = 0; d < HD; d++)
+				bad += kh[d] != llm_fp32_to_fp16(k[d]) || vh[d] != llm_fp32_to_fp16(v[d]);
+		}
+		TEST_CHECK(bad == 0, "%s: %d f16 values stored with other bits than llm_fp32_to_fp16's", ops->name, bad);
+		llm_kv_seq_release(&kv, &seq);
+		llm_kv_seq_free(&seq);
+		llm_kv_free(&kv);
+	}
+}
+
 int
 main(void)
 {
@@ -270,6 +335,7 @@ main(void)
 			check_case(be, hds[h], 4, 2, 90, 20, 0.0f, type, true, true, seed++);
 			check_case(be, hds[h], 4, 2, 60, 12, 50.0f, type, false, true, seed++);
 		}
+	check_f16_store(be);
 	llm_backend_free(be);
 	return test_summary("attention");
 }

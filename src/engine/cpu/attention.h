@@ -62,5 +62,10 @@ void		llm_cpu_kv_store(LlmBackend *be, LlmKvCache *kv, int layer, LlmKvSeq *cons
 							 const int32_t *pos, const float *k, const float *v, int n);
 void		llm_cpu_kv_move(LlmBackend *be, LlmKvCache *kv, const LlmKvSeq *seq, const LlmKvMove *moves,
 							int n);
+#if defined(__x86_64__) && defined(__GNUC__)
+/* llm_cpu_kv_store converting f16 by F16C (same bits), for the AVX2 and AVX-512 levels. */
+void		llm_cpu_kv_store_f16c(LlmBackend *be, LlmKvCache *kv, int layer, LlmKvSeq *const *seq,
+								  const int32_t *pos, const float *k, const float *v, int n);
+#endif
 
 #endif							/* LLM_CPU_ATTENTION_H */

@@ -203,6 +203,10 @@ build_isa_ops(void)
 	isa_ops[LLM_CPU_ISA_AVX512].matmul = matmul_avx512;
 	if (llm_attn_kernels_avx512.name != NULL)
 		isa_ops[LLM_CPU_ISA_AVX512].attention = attention_avx512;
+#if defined(__x86_64__) && defined(__GNUC__)
+	isa_ops[LLM_CPU_ISA_AVX2].kv_store = llm_cpu_kv_store_f16c;
+	isa_ops[LLM_CPU_ISA_AVX512].kv_store = llm_cpu_kv_store_f16c;
+#endif
 }
 
 /* The kernels of level isa; NULL for scalar or a level this processor lacks. */
