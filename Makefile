@@ -24,7 +24,12 @@ ENGINE_LIBS := -lpcre2-8 -lm -lpthread
 TEST_SRCS := $(wildcard test/test_*.c)
 TEST_BINS := $(patsubst test/%.c,$(BUILD)/test/%,$(TEST_SRCS))
 
-ECFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -march=native -fPIC -pthread \
+# Portable by default: the SIMD kernels carry their own target attributes
+# and run only where cpu_features.c finds their level, so llm.so built on
+# one x86-64 runs on any other.  OPTFLAGS=-march=native opts in to tuning
+# the generic code (and the scalar reference) for the building machine.
+OPTFLAGS ?=
+ECFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(OPTFLAGS) -fPIC -pthread \
 	-Wall -Wextra -Werror -Wno-unused-parameter -Wmissing-prototypes -Isrc/engine
 ifeq ($(SANITIZE),1)
 ECFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all

@@ -29,6 +29,7 @@ gemma=$(tools/fetch-model.sh gemma | tail -n 1) || gemma=""
 smollm2=$(tools/fetch-model.sh smollm2 | tail -n 1) || smollm2=""
 [ -n "$gemma" ] && [ -n "$smollm2" ] || { echo "FAILED: fetching the real models" >&2; failed=$((failed + 1)); }
 
+run "test/check_portable.sh" test/check_portable.sh
 export LLM_TEST_MODELS="$random_models $gemma $smollm2"
 for t in build/test/test_*; do
     [ -x "$t" ] && run "$t" "$t"
