@@ -1037,6 +1037,32 @@ test_own_quantizers(void)
 	}
 }
 
+/* llm_k4_scales_mins (the SIMD kernels' unpacking) gives llm_k4_scale_min's scales and mins, on random bytes. */
+static void
+test_k4_scales_mins(void)
+{
+	int			bad = 0;
+
+	for (int trial = 0; trial < 4096; trial++)
+	{
+		uint8_t		q[12];
+		uint8_t		all[16];
+
+		for (int i = 0; i < 12; i++)
+			q[i] = (uint8_t) (test_rng_next() >> 56);
+		llm_k4_scales_mins(q, all);
+		for (int j = 0; j < 8; j++)
+		{
+			uint8_t		sc,
+						m;
+
+			llm_k4_scale_min(j, q, &sc, &m);
+			bad += all[j] != sc || all[8 + j] != m;
+		}
+	}
+	TEST_CHECK(bad == 0, "llm_k4_scales_mins differs from llm_k4_scale_min %d times", bad);
+}
+
 int
 main(void)
 {
@@ -1046,6 +1072,7 @@ main(void)
 	test_own_quantizers();
 	test_golden();
 	test_hand_q4_k();
+	test_k4_scales_mins();
 	test_hand_q6_k();
 	test_hand_q8_0_q4_0();
 	test_half();

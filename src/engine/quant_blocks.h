@@ -17,6 +17,7 @@
 #define LLM_QUANT_BLOCKS_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "quant.h"
 
@@ -161,6 +162,29 @@ llm_k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
 		*sc = (uint8_t) ((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
 		*m = (uint8_t) ((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
 	}
+}
+
+/*
+ * All eight 6-bit scales (out[0 .. 7]) and mins (out[8 .. 15]) of a Q4_K or
+ * Q5_K block's 12 bytes q at once, as llm_k4_scale_min gives them one by
+ * one (ggml's unpacking by 32-bit masks), for the SIMD kernels to load.
+ */
+static inline void
+llm_k4_scales_mins(const uint8_t *q, uint8_t *out)
+{
+	const uint32_t kmask1 = 0x3f3f3f3f;
+	const uint32_t kmask2 = 0x0f0f0f0f;
+	const uint32_t kmask3 = 0x03030303;
+	uint32_t	u[4];
+	uint32_t	m03;
+
+	memcpy(u, q, 12);
+	u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+	m03 = u[1] & kmask1;
+	u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+	u[2] = m03;
+	u[0] &= kmask1;
+	memcpy(out, u, 16);
 }
 
 /*

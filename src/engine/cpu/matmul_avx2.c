@@ -333,25 +333,14 @@ DEFINE_GEMM(gemm_q4_0, Q_MR, Q_NT)
 
 /* ---- Q4_K, Q6_K ---- */
 
-/* The eight 6-bit scales (bytes 0-7) and minimums (bytes 8-15) of a Q4_K super-block (ggml's unpacking). */
+/* The eight 6-bit scales (bytes 0-7) and minimums (bytes 8-15) of a Q4_K super-block. */
 KERN __m128i
 q4k_scales_mins(const uint8_t *scales)
 {
-	const uint32_t kmask1 = 0x3f3f3f3f;
-	const uint32_t kmask2 = 0x0f0f0f0f;
-	const uint32_t kmask3 = 0x03030303;
-	uint32_t	u[4];
+	uint8_t		sm[16];
 
-	memcpy(u, scales, 12);
-	u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
-	{
-		uint32_t	m03 = u[1] & kmask1;
-
-		u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
-		u[2] = m03;
-	}
-	u[0] &= kmask1;
-	return _mm_loadu_si128((const __m128i *) u);
+	llm_k4_scales_mins(scales, sm);
+	return _mm_loadu_si128((const __m128i *) sm);
 }
 
 /* Tile of MR rows by NT tokens of a Q4_K weight against Q8K activations. */
