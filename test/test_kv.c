@@ -67,6 +67,7 @@ main(void)
 	bool		started[N_SEQS] = {0};
 	LlmError	err;
 	uint64_t	x = 42;
+	int64_t		reused = 0;		/* positions attach found cached */
 
 	memset(seqs, 0, sizeof(seqs));
 	LlmKvParams kp = {
@@ -90,6 +91,7 @@ main(void)
 			/* start: attach the cached prefix, like the engine's admission */
 			make_tokens(&x, tokens[s], 64);
 			filled[s] = llm_kv_prefix_attach(&kv, &seqs[s], tokens[s], 40);
+			reused += filled[s];
 			TEST_CHECK(filled[s] % BLOCK == 0 && filled[s] <= 40, "attach gave %d", filled[s]);
 		}
 		else if (op <= 2 && started[s] && filled[s] < 64)
@@ -115,7 +117,7 @@ main(void)
 		}
 		check_invariants(&kv, seqs, N_SEQS, step);
 	}
-	TEST_CHECK(kv.prefix_hit_tokens > 0, "no prefix was ever reused");
+	TEST_CHECK(reused > 0, "no prefix was ever reused");
 	TEST_CHECK(kv.prefix_evictions > 0, "no cached block was ever evicted");
 
 	for (int s = 0; s < N_SEQS; s++)

@@ -422,7 +422,6 @@ llm_kv_prefix_attach(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens, int m
 		seq->n_registered++;
 		seq->last_hash = h;
 	}
-	kv->prefix_hit_tokens += (int64_t) seq->n_blocks * bs;
 	return seq->n_blocks * bs;
 }
 

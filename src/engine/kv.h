@@ -101,7 +101,6 @@ typedef struct LlmKvCache
 	int32_t    *table;			/* (table_cap) open addressing: block ids, -1 empty, -2 deleted */
 	uint32_t	table_cap;		/* a power of two >= 2 * n_blocks */
 	uint32_t	table_deleted;	/* tombstones in table */
-	int64_t		prefix_hit_tokens;	/* tokens served from cached blocks */
 	int64_t		prefix_evictions;	/* cached blocks reused for other data */
 	int64_t		evicted_keys;	/* (position, layer, head) keys dropped by eviction */
 } LlmKvCache;
