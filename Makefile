@@ -20,6 +20,11 @@ ENGINE_SRCS := $(wildcard src/engine/*.c src/engine/cpu/*.c)
 ENGINE_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ENGINE_SRCS))
 ENGINE_LIB := $(BUILD)/libllmengine.a
 ENGINE_LIBS := -lpcre2-8 -lm -lpthread
+# what a program links for the engine: the CUDA backend's objects first when
+# built (whole, so that backend.c's weak references to it resolve), then
+# the engine; each library once
+CUDA_LINK :=
+LINK_ENGINE = $(CUDA_LINK) $(ENGINE_LIB) $(ENGINE_LIBS)
 
 TEST_SRCS := $(wildcard test/test_*.c)
 TEST_BINS := $(patsubst test/%.c,$(BUILD)/test/%,$(TEST_SRCS))
@@ -50,17 +55,17 @@ $(ENGINE_LIB): $(ENGINE_OBJS)
 CLI_OBJS := $(patsubst %.c,$(BUILD)/%.o,tools/llm-cli.c $(wildcard tools/cli_*.c))
 
 $(BIN)/llm-cli: $(CLI_OBJS) $(ENGINE_LIB) | build-dirs
-	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $(CLI_OBJS) $(ENGINE_LIB) $(ENGINE_LIBS)
+	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $(CLI_OBJS) $(LINK_ENGINE)
 
 $(BIN)/llm-random-model: $(BUILD)/tools/llm-random-model.o $(ENGINE_LIB) | build-dirs
-	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
+	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
 
 $(BUILD)/test/%: test/%.c $(wildcard test/*.h) $(ENGINE_LIB) | build-dirs
-	$(CC) $(ECFLAGS) $(ELDFLAGS) -Itest -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
+	$(CC) $(ECFLAGS) $(ELDFLAGS) -Itest -o $@ $< $(LINK_ENGINE)
 
 # kernel micro-benchmarks (bench/bench_kernels.c)
 $(BUILD)/bench_kernels: bench/bench_kernels.c $(ENGINE_LIB) | build-dirs
-	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
+	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
 
 build-dirs:
 	@mkdir -p $(BIN) $(BUILD)/src/engine/cpu $(BUILD)/tools $(BUILD)/test
@@ -88,19 +93,12 @@ CUDA_GENCODE := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,cod
 	-gencode arch=compute_75,code=sm_75 -gencode arch=compute_90,code=compute_90
 NVCCFLAGS := -std=c++17 -O3 $(CUDA_GENCODE) -Werror all-warnings \
 	-Xcompiler -Wall,-Wextra,-Werror,-Wno-unused-parameter,-fPIC -Icuda -Isrc/engine
-CUDA_CFLAGS := $(ECFLAGS) -DLLM_WITH_CUDA -I$(CUDA_HOME)/include -Icuda
+CUDA_CFLAGS := $(ECFLAGS) -I$(CUDA_HOME)/include -Icuda
 CUDA_KERNELS := $(wildcard cuda/*.cu)
 CUDA_HOST_SRCS := $(filter-out cuda/test_cuda.c cuda/bench_cuda.c,$(wildcard cuda/*.c))
 CUDA_HEADERS := $(wildcard cuda/*.h cuda/*.cuh src/engine/*.h)
 CUDA_KERNEL_HEADERS := $(wildcard cuda/*.cuh) cuda/kernels.h
 CUDA_LIB := $(BUILD)/libllmcuda.a
-CUDA_MARK := $(BUILD)/with-cuda
-
-# backend.c chooses CUDA only in a CUDA build: rebuild it when WITH_CUDA changes
-$(CUDA_MARK): cuda-force | build-dirs
-	@echo $(WITH_CUDA) | cmp -s - $@ || echo $(WITH_CUDA) > $@
-$(BUILD)/src/engine/backend.o: $(CUDA_MARK)
-cuda-force:
 
 ifeq ($(WITH_CUDA),1)
 ifeq ($(NVCC),)
@@ -108,9 +106,9 @@ $(error WITH_CUDA=1 but nvcc is not on PATH nor in $(CUDA_HOME)/bin)
 endif
 CUDA_OBJS := $(patsubst cuda/%.cu,$(BUILD)/cuda/%.cu.o,$(CUDA_KERNELS)) \
 	$(patsubst cuda/%.c,$(BUILD)/cuda/%.o,$(CUDA_HOST_SRCS))
-ENGINE_LIBS := $(CUDA_LIB) $(ENGINE_LIB) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
+CUDA_LINK := -Wl,--whole-archive $(CUDA_LIB) -Wl,--no-whole-archive
+ENGINE_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
 	-lcublas -lcudart_static -ldl -lrt -lstdc++ $(ENGINE_LIBS)
-$(BUILD)/src/engine/backend.o: ECFLAGS += -DLLM_WITH_CUDA
 
 $(BUILD)/cuda/%.cu.o: cuda/%.cu $(CUDA_KERNEL_HEADERS) | build-dirs
 	@mkdir -p $(BUILD)/cuda
@@ -127,10 +125,10 @@ $(CUDA_LIB): $(CUDA_OBJS)
 $(BIN)/llm-cli $(BIN)/llm-random-model $(TEST_BINS) $(BUILD)/bench_kernels: $(CUDA_LIB)
 
 $(BUILD)/cuda/test_cuda: $(BUILD)/cuda/test_cuda.o $(ENGINE_LIB) $(CUDA_LIB)
-	$(CC) $(ECFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
+	$(CC) $(ECFLAGS) -o $@ $< $(LINK_ENGINE)
 
 $(BIN)/llm-gpu-bench: $(BUILD)/cuda/bench_cuda.o $(ENGINE_LIB) $(CUDA_LIB)
-	$(CC) $(ECFLAGS) -o $@ $< $(ENGINE_LIB) $(ENGINE_LIBS)
+	$(CC) $(ECFLAGS) -o $@ $< $(LINK_ENGINE)
 
 $(BUILD)/cuda/test_cuda.o $(BUILD)/cuda/bench_cuda.o: CUDA_CFLAGS += -Itest
 
@@ -144,7 +142,7 @@ EMU_BUILD := build/cuda-emu
 EMU_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer
 EMU_CXXFLAGS := -std=c++17 -O1 -g -DLLM_CUDA_EMU -I$(CUDA_HOME)/include -Icuda -Isrc/engine \
 	-Wall -Wextra -Werror -Wno-unused-parameter -Wno-unknown-pragmas $(EMU_SAN)
-EMU_CFLAGS := $(filter-out -O2,$(ECFLAGS)) -O1 -DLLM_WITH_CUDA -I$(CUDA_HOME)/include -Icuda -Itest $(EMU_SAN)
+EMU_CFLAGS := $(filter-out -O2,$(ECFLAGS)) -O1 -I$(CUDA_HOME)/include -Icuda -Itest $(EMU_SAN)
 EMU_OBJS := $(patsubst cuda/%.cu,$(EMU_BUILD)/%.cu.o,$(CUDA_KERNELS)) \
 	$(patsubst cuda/%.c,$(EMU_BUILD)/%.o,$(CUDA_HOST_SRCS)) $(EMU_BUILD)/emu.o $(EMU_BUILD)/backend.o
 HAVE_CUDA_HEADERS := $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h)
@@ -181,7 +179,7 @@ endif
 gpu-check:
 	bash tools/gpu-check.sh
 
-.PHONY: cuda-all cuda-emu gpu-check cuda-force
+.PHONY: cuda-all cuda-emu gpu-check
 # ---- end of the CUDA backend -------------------------------------------------
 
 check-engine: engine-all
@@ -203,7 +201,7 @@ DATA = llm--1.0.sql
 OBJS = $(PG_SRCS:.c=.o)
 PG_CPPFLAGS = -Isrc/engine
 PG_CFLAGS = -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers -Werror
-SHLIB_LINK = $(ENGINE_LIB) $(ENGINE_LIBS)
+SHLIB_LINK = $(LINK_ENGINE)
 
 # Tests: `make installcheck` after `make install` runs pg_regress on a
 # temporary instance with the library preloaded, then the TAP tests (t/).

@@ -137,12 +137,15 @@ void		llm_cpu_argmax(LlmBackend *be, const float *x, int n, int width, int32_t *
 void		llm_cpu_softmax(LlmBackend *be, float *x, int n, int width);
 LlmStatus	llm_cpu_sync(LlmBackend *be, LlmError *err);
 
-#ifdef LLM_WITH_CUDA
+/*
+ * The CUDA backend (cuda/), in the programs that link it: backend.c holds
+ * weak references to these two, NULL in a program without it, so the
+ * engine library never depends on the CUDA one.
+ */
 /* The number of CUDA devices this process sees; 0 when none or no driver (cuda/). */
 int			llm_cuda_device_count(void);
 
 /* Create the CUDA backend on device 0 (cuda/backend_cuda.c). */
 LlmStatus	llm_backend_cuda_new(LlmBackend **out, LlmError *err);
-#endif
 
 #endif							/* LLM_BACKEND_H */
