@@ -15,6 +15,7 @@
 
 #include "backend.h"
 #include "engine.h"
+#include "evict.h"
 #include "forward.h"
 #include "kv.h"
 #include "model.h"
@@ -463,6 +464,44 @@ test_engine(void)
 			   "a budget of 6 with 4 sinks was accepted");
 }
 
+/* Each way eviction can refuse gets its own status and message, and changes nothing. */
+static void
+test_evict_refusals(void)
+{
+	LlmKvParams kp = {.n_layers = 1,.n_kv_heads = 1,.head_dim = 4,.block_size = 4,.n_blocks = 4,.type = LLM_KV_F32};
+	LlmEvictRule h2o = {.budget = 4,.sinks = 1,.recent = 2,.by_score = true};
+	LlmEvictRule greedy = {.budget = 4,.sinks = 3,.recent = 2,.by_score = false};
+	LlmKvMove	moves[8];
+	LlmKvCache	kv;
+	LlmKvSeq	seq = {0};
+	LlmError	err;
+	int			n_moves;
+
+	/* no slot positions kept */
+	TEST_CHECK(llm_kv_init(&kv, &kp, &err) == LLM_OK, "kv: %s", err.msg);
+	llm_kv_seq_reserve(&kv, &seq, 8, &err);
+	TEST_CHECK(llm_kv_seq_evict(&kv, &seq, 8, 7, &h2o, moves, &n_moves, &err) == LLM_ERR_INVALID &&
+			   strstr(err.msg, "slot positions") != NULL && seq.n_evicted == 0,
+			   "eviction without slot positions: %s", err.msg);
+	llm_kv_seq_release(&kv, &seq);
+	llm_kv_seq_free(&seq);
+	llm_kv_free(&kv);
+
+	/* positions but no scores, for H2O; a rule protecting more than its budget */
+	kp.slot_info = true;
+	TEST_CHECK(llm_kv_init(&kv, &kp, &err) == LLM_OK, "kv: %s", err.msg);
+	llm_kv_seq_reserve(&kv, &seq, 8, &err);
+	TEST_CHECK(llm_kv_seq_evict(&kv, &seq, 8, 7, &h2o, moves, &n_moves, &err) == LLM_ERR_INVALID &&
+			   strstr(err.msg, "attention scores") != NULL && seq.n_evicted == 0,
+			   "H2O eviction without scores: %s", err.msg);
+	TEST_CHECK(llm_kv_seq_evict(&kv, &seq, 8, 7, &greedy, moves, &n_moves, &err) == LLM_ERR_INVALID &&
+			   strstr(err.msg, "protects 5 keys") != NULL && seq.n_evicted == 0,
+			   "a rule protecting 5 keys of 4: %s", err.msg);
+	llm_kv_seq_release(&kv, &seq);
+	llm_kv_seq_free(&seq);
+	llm_kv_free(&kv);
+}
+
 int
 main(void)
 {
@@ -475,6 +514,7 @@ main(void)
 	int			n_tokens;
 
 	test_select();
+	test_evict_refusals();
 	snprintf(path, sizeof(path), "%s/models/stories260K.gguf", test_shared_dir());
 	if (llm_model_load(path, &model, &err) != LLM_OK)
 	{

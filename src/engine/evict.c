@@ -15,11 +15,10 @@
  * and a position can only leave once it is out of the window), so the slot
  * count and block table stay shared.
  */
-#include "kv.h"
+#include "evict.h"
 
 #include <stdlib.h>
 
-#include "backend.h"
 #include <string.h>
 
 /* The rule of a policy for budget keys with sinks attention sinks (see kv.h); budget 0 = no eviction. */
@@ -105,7 +104,7 @@ select_victims(const int32_t *pos, const float *score, size_t stride, int n, int
 	return drop;
 }
 
-/* Mark the keys of one (layer, KV head) to drop (see kv.h); -1 when out of memory. */
+/* Mark the keys of one (layer, KV head) to drop (see evict.h); -1 when out of memory. */
 int
 llm_kv_evict_select(const int32_t *pos, const float *score, size_t stride, int n,
 					int newest_pos, const LlmEvictRule *rule, bool *victim)
@@ -121,9 +120,9 @@ llm_kv_evict_select(const int32_t *pos, const float *score, size_t stride, int n
 }
 
 /* Evict seq down to rule->budget slots per (layer, KV head) and list the moves that compact it. */
-int
+LlmStatus
 llm_kv_seq_evict(LlmKvCache *kv, LlmKvSeq *seq, int n_slots, int newest_pos,
-				 const LlmEvictRule *rule, LlmKvMove *moves, int *n_moves)
+				 const LlmEvictRule *rule, LlmKvMove *moves, int *n_moves, LlmError *err)
 {
 	size_t		stride = (size_t) kv->n_layers * kv->n_kv_heads;
 	int			drop = n_slots - rule->budget;
@@ -132,17 +131,22 @@ llm_kv_seq_evict(LlmKvCache *kv, LlmKvSeq *seq, int n_slots, int newest_pos,
 
 	*n_moves = 0;
 	if (drop <= 0)
-		return 0;
+		return LLM_OK;
 	/* with at most budget keys protected every (layer, head) has drop candidates: nothing fails midway */
-	if (!kv->slot_info || (rule->by_score && !kv->scores) || rule->sinks + rule->recent > rule->budget)
-		return -1;
+	if (!kv->slot_info)
+		return llm_error_set(err, LLM_ERR_INVALID, "the KV pool keeps no slot positions, which eviction needs");
+	if (rule->by_score && !kv->scores)
+		return llm_error_set(err, LLM_ERR_INVALID, "the KV pool keeps no attention scores, which H2O eviction needs");
+	if (rule->sinks + rule->recent > rule->budget)
+		return llm_error_set(err, LLM_ERR_INVALID, "the eviction rule protects %d keys, more than its budget of %d",
+							 rule->sinks + rule->recent, rule->budget);
 	victim = malloc((size_t) n_slots * sizeof(bool));
 	cand = malloc((size_t) n_slots * sizeof(EvictCandidate));
 	if (victim == NULL || cand == NULL)
 	{
 		free(victim);
 		free(cand);
-		return -1;
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory evicting KV entries down to %d", rule->budget);
 	}
 	for (int l = 0; l < kv->n_layers; l++)
 		for (int h = 0; h < kv->n_kv_heads; h++)
@@ -175,7 +179,7 @@ llm_kv_seq_evict(LlmKvCache *kv, LlmKvSeq *seq, int n_slots, int newest_pos,
 	free(cand);
 	seq->n_evicted += drop;
 	kv->evicted_keys += (int64_t) drop * kv->n_layers * kv->n_kv_heads;
-	return drop;
+	return LLM_OK;
 }
 
 /* Evict seq down to the rule's budget, apply the moves with be's kv_move and give back the freed blocks. */
@@ -184,12 +188,12 @@ llm_kv_evict_apply(LlmBackend *be, LlmKvCache *kv, LlmKvSeq *seq, int n_slots, i
 				   const LlmEvictRule *rule, LlmKvMove *moves, LlmError *err)
 {
 	int			n_moves;
+	LlmStatus	st;
 
 	if (n_slots <= rule->budget)
 		return LLM_OK;
-	if (llm_kv_seq_evict(kv, seq, n_slots, newest_pos, rule, moves, &n_moves) < 0)
-		return llm_error_set(err, LLM_ERR_NOMEM, "could not evict KV entries down to %d (out of memory)",
-							 rule->budget);
+	if ((st = llm_kv_seq_evict(kv, seq, n_slots, newest_pos, rule, moves, &n_moves, err)) != LLM_OK)
+		return st;
 	be->ops->kv_move(be, kv, seq, moves, n_moves);
 	llm_kv_seq_shrink(kv, seq, rule->budget);
 	return LLM_OK;

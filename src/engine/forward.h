@@ -7,6 +7,7 @@
 #define LLM_FORWARD_H
 
 #include "backend.h"
+#include "evict.h"
 #include "kv.h"
 #include "model.h"
 

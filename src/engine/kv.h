@@ -121,26 +121,6 @@ typedef struct LlmKvSeq
 	float	   *score;			/* (info_cap, n_layers, n_kv_heads) summed attention; scores */
 } LlmKvSeq;
 
-/* Which keys a sequence keeps when it holds more than budget slots (see llm_kv_evict_select). */
-typedef struct LlmEvictRule
-{
-	int			budget;			/* slots kept per (layer, KV head) */
-	int			sinks;			/* positions 0 .. sinks-1 are never dropped */
-	int			recent;			/* nor the newest recent positions */
-	bool		by_score;		/* drop the lowest score first (H2O), else the oldest */
-	bool		mean_score;		/* by_score: the score over the queries that saw the key, not the sum */
-} LlmEvictRule;
-
-/*
- * The rule of policy for a budget of budget keys with sinks attention sinks:
- * H2O keeps the sinks, the newest budget / 2 positions and the heavy
- * hitters (H2O_MEAN ranks them by mean instead of summed attention);
- * StreamingLLM the sinks and the newest budget - sinks; a window the newest
- * budget.  budget 0 gives the empty rule (no eviction).
- * LLM_ERR_INVALID when the budget cannot hold what the policy protects.
- */
-LlmStatus	llm_evict_rule_make(int budget, int sinks, LlmEvictPolicy policy, LlmEvictRule *r, LlmError *err);
-
 /* One key and value of (layer, KV head) moving from slot from to slot to of a sequence. */
 typedef struct LlmKvMove
 {
@@ -175,34 +155,6 @@ void		llm_kv_seq_free(LlmKvSeq *seq);
 /* Give back seq's blocks past those n_slots slots need (after an eviction). */
 void		llm_kv_seq_shrink(LlmKvCache *kv, LlmKvSeq *seq, int n_slots);
 
-/*
- * Choose the keys one (layer, KV head) drops: of its n slots, whose
- * positions are pos[j * stride] and scores score[j * stride] (NULL: all
- * equal), mark in victim (n) the n - rule->budget that are neither sinks nor
- * among the rule->recent newest positions (newest = the highest position
- * the sequence holds, newest_pos), lowest score first (with mean_score,
- * score / (newest_pos - position + 1), the queries that saw the key), older
- * first among equals.  Returns how many were marked (0 when n <= budget; fewer than
- * n - budget when the rule protects too many), -1 when out of memory.
- */
-int			llm_kv_evict_select(const int32_t *pos, const float *score, size_t stride, int n,
-								int newest_pos, const LlmEvictRule *rule, bool *victim);
-
-/*
- * Evict seq (holding n_slots slots; its newest position is newest_pos) down
- * to rule->budget slots in every (layer, KV head): choose victims, update
- * slot_pos and score, and write to *moves (*n_moves) the key/value moves
- * that compact the kept keys into the first budget slots.  The caller
- * applies the moves to the stored keys and values (the backend's kv_move),
- * then calls llm_kv_seq_shrink.  moves must hold n_layers * n_kv_heads *
- * (n_slots - budget) entries.  Returns the slots dropped per (layer, head),
- * -1 (nothing changed) when out of memory, when the pool keeps no slot
- * positions or scores the rule needs, or when the rule protects more keys
- * than the budget.
- */
-int			llm_kv_seq_evict(LlmKvCache *kv, LlmKvSeq *seq, int n_slots, int newest_pos,
-							 const LlmEvictRule *rule, LlmKvMove *moves, int *n_moves);
-
 /* Blocks that can be had right now: free ones plus unused cached ones. */
 int			llm_kv_available(const LlmKvCache *kv);
 
@@ -215,16 +167,6 @@ int			llm_kv_prefix_attach(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens,
 
 /* Register seq's full blocks among its first n_filled positions (tokens are their ids). */
 void		llm_kv_prefix_register(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens, int n_filled);
-
-typedef struct LlmBackend LlmBackend;
-
-/*
- * The whole eviction of seq (holding n_slots slots, newest position
- * newest_pos) down to rule->budget: llm_kv_seq_evict, the moves applied by
- * be's kv_move, llm_kv_seq_shrink.  moves as for llm_kv_seq_evict.
- */
-LlmStatus	llm_kv_evict_apply(LlmBackend *be, LlmKvCache *kv, LlmKvSeq *seq, int n_slots, int newest_pos,
-							   const LlmEvictRule *rule, LlmKvMove *moves, LlmError *err);
 
 /* Index of slot of seq in layer among the pool's (layer, block, slot) rows. */
 static inline size_t
