@@ -361,9 +361,9 @@ cuda_prepare(LlmBackend *be, const LlmModel *m, LlmError *err)
 	{
 		const LlmLayerWeights *lw = &w->layers[l];
 
-		ok = cuda_mat(cb, &lw->wq) && cuda_mat(cb, &lw->wk) && cuda_mat(cb, &lw->wv) && cuda_mat(cb, &lw->wo) &&
-			cuda_mat(cb, &lw->w_gate) && cuda_mat(cb, &lw->w_up) && cuda_mat(cb, &lw->w_down) &&
-			prepare_vec(cb, lw->attn_norm, c->dim) && prepare_vec(cb, lw->ffn_norm, c->dim) &&
+		for (int i = 0; ok && i < LLM_LAYER_MATRICES; i++)
+			ok = cuda_mat(cb, llm_layer_matrix_const(lw, i));
+		ok = ok && prepare_vec(cb, lw->attn_norm, c->dim) && prepare_vec(cb, lw->ffn_norm, c->dim) &&
 			prepare_vec(cb, lw->q_norm, c->head_dim) && prepare_vec(cb, lw->k_norm, c->head_dim) &&
 			prepare_vec(cb, lw->post_attn_norm, c->dim) && prepare_vec(cb, lw->post_ffn_norm, c->dim);
 	}

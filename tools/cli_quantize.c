@@ -67,12 +67,9 @@ model_matrix(const LlmModel *m, const LlmGgufTensor *t)
 		return &w->output;
 	for (int l = 0; l < m->config.n_layers; l++)
 	{
-		const LlmLayerWeights *lw = &w->layers[l];
-		const LlmWeight *mats[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
-
-		for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
-			if (strcmp(t->name, mats[i]->name) == 0)
-				return mats[i];
+		for (int i = 0; i < LLM_LAYER_MATRICES; i++)
+			if (strcmp(t->name, llm_layer_matrix_const(&w->layers[l], i)->name) == 0)
+				return llm_layer_matrix_const(&w->layers[l], i);
 	}
 	return NULL;
 }

@@ -237,8 +237,7 @@ llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, 
 	int			n_x = c->n_tokens < LLM_CALIB_SAMPLES ? (int) c->n_tokens : LLM_CALIB_SAMPLES;
 	const float *attn_x = c->attn_x + (size_t) l * LLM_CALIB_SAMPLES * dim;
 	const float *ffn_x = c->ffn_x + (size_t) l * LLM_CALIB_SAMPLES * dim;
-	AwqMat		mats[7] = {{&lw->wq, NULL}, {&lw->wk, NULL}, {&lw->wv, NULL}, {&lw->wo, NULL},
-		{&lw->w_gate, NULL}, {&lw->w_up, NULL}, {&lw->w_down, NULL}};
+	AwqMat		mats[LLM_LAYER_MATRICES];
 	double	   *a_attn = malloc((size_t) dim * sizeof(double));
 	double	   *a_ffn = malloc((size_t) dim * sizeof(double));
 	double	   *a_wo = malloc((size_t) qd * sizeof(double));
@@ -250,13 +249,16 @@ llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, 
 	float	   *s_down = malloc((size_t) ffn * sizeof(float));
 	LlmStatus	st = LLM_OK;
 	bool		ok = a_attn && a_ffn && a_wo && a_down && s_attn && s_ffn && s_wo && s_kv && s_down;
-	bool		qz[7];
 
+	bool		qz[LLM_LAYER_MATRICES];
+
+	for (int i = 0; i < LLM_LAYER_MATRICES; i++)
+		mats[i] = (AwqMat) {llm_layer_matrix(lw, i), NULL};
 	/* a matrix whose rows do not divide into the scheme's groups stays float, its group unscaled */
-	for (int k = 0; k < 7; k++)
+	for (int k = 0; k < LLM_LAYER_MATRICES; k++)
 		qz[k] = llm_quant_scheme_fits(q, mats[k].w->cols);
 
-	for (int k = 0; ok && k < 7; k++)
+	for (int k = 0; ok && k < LLM_LAYER_MATRICES; k++)
 		ok = (mats[k].f = weight_to_float(mats[k].w)) != NULL;
 	if (!ok)
 	{
@@ -306,7 +308,7 @@ llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, 
 	scale_cols(mats[6].f, dim, ffn, s_down);
 	unscale_norm(lw->attn_norm, dim, s_attn, cfg->norm_add_one);
 	unscale_norm(lw->ffn_norm, dim, s_ffn, cfg->norm_add_one);
-	for (int k = 0; k < 7 && st == LLM_OK; k++)
+	for (int k = 0; k < LLM_LAYER_MATRICES && st == LLM_OK; k++)
 	{
 		if (qz[k])
 			st = llm_weight_quantize_from(mats[k].w, LLM_TYPE_F32, mats[k].f, q, err);
@@ -321,7 +323,7 @@ llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, 
 oom:
 	st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for AWQ of layer %d", l);
 done:
-	for (int k = 0; k < 7; k++)
+	for (int k = 0; k < LLM_LAYER_MATRICES; k++)
 		free(mats[k].f);
 	free(a_attn);
 	free(a_ffn);
@@ -333,18 +335,6 @@ done:
 	free(s_kv);
 	free(s_down);
 	return st;
-}
-
-/* Whether every weight matrix of a layer is stored as floats, as AWQ needs. */
-static bool
-layer_is_float(const LlmLayerWeights *lw)
-{
-	const LlmWeight *mats[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
-
-	for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
-		if (mats[i]->type != LLM_TYPE_F32 && mats[i]->type != LLM_TYPE_F16 && mats[i]->type != LLM_TYPE_BF16)
-			return false;
-	return true;
 }
 
 /* Calibrate the float model m on text and quantize it with scheme and AWQ scales. */
@@ -360,7 +350,7 @@ awq_quantize_model(LlmModel *m, LlmQuantScheme scheme, const char *text, size_t 
 
 	memset(&calib, 0, sizeof(calib));
 	for (int l = 0; l < m->config.n_layers; l++)
-		any_float |= layer_is_float(&m->weights.layers[l]);
+		any_float |= llm_layer_is_float(&m->weights.layers[l]);
 	if (!any_float)
 		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
 							 "AWQ needs float weight matrices (F32, F16 or BF16), but the model's are %s",

@@ -311,11 +311,8 @@ describe_weight_types(const LlmModel *m, char *buf, size_t len)
 		count_served_type(g, &w->output, counts);
 	for (int l = 0; l < m->config.n_layers; l++)
 	{
-		const LlmLayerWeights *lw = &w->layers[l];
-		const LlmWeight *mats[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
-
-		for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
-			count_served_type(g, mats[i], counts);
+		for (int i = 0; i < LLM_LAYER_MATRICES; i++)
+			count_served_type(g, llm_layer_matrix_const(&w->layers[l], i), counts);
 	}
 	for (int t = 0; t < LLM_TYPE_COUNT && used < len; t++)
 	{
@@ -425,6 +422,20 @@ quantize_weight(LlmWeight *w, LlmQuantScheme scheme, LlmError *err)
 	return llm_weight_quantize_from(w, w->type, w->data, scheme, err);
 }
 
+/* Whether every matrix of layer lw is stored as floats (see model.h). */
+bool
+llm_layer_is_float(const LlmLayerWeights *lw)
+{
+	for (int i = 0; i < LLM_LAYER_MATRICES; i++)
+	{
+		LlmType		t = llm_layer_matrix_const(lw, i)->type;
+
+		if (t != LLM_TYPE_F32 && t != LLM_TYPE_F16 && t != LLM_TYPE_BF16)
+			return false;
+	}
+	return true;
+}
+
 /*
  * Quantize every float weight matrix of m with the scheme (own INT8 / INT4).
  * With calibration statistics, layers whose seven matrices are all float
@@ -448,20 +459,15 @@ llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, const LlmCalib *calib, Ll
 	for (int l = 0; l < m->config.n_layers; l++)
 	{
 		LlmLayerWeights *lw = &w->layers[l];
-		LlmWeight  *mats[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
-		int			n_mats = (int) (sizeof(mats) / sizeof(mats[0]));
-		bool		awq = calib != NULL;
 
-		for (int i = 0; i < n_mats; i++)
-			awq &= mats[i]->type == LLM_TYPE_F32 || mats[i]->type == LLM_TYPE_F16 || mats[i]->type == LLM_TYPE_BF16;
-		if (awq)
+		if (calib != NULL && llm_layer_is_float(lw))
 		{
 			if ((st = llm_awq_quantize_layer(m, l, scheme, calib, err)))
 				return st;
 			continue;
 		}
-		for (int i = 0; i < n_mats; i++)
-			if ((st = quantize_weight(mats[i], scheme, err)))
+		for (int i = 0; i < LLM_LAYER_MATRICES; i++)
+			if ((st = quantize_weight(llm_layer_matrix(lw, i), scheme, err)))
 				return st;
 	}
 	describe_weight_types(m, m->info.weight_types, sizeof(m->info.weight_types));
@@ -529,13 +535,8 @@ llm_model_free(LlmModel *m)
 		{
 			LlmLayerWeights *lw = &m->weights.layers[l];
 
-			free(lw->wq.owned);
-			free(lw->wk.owned);
-			free(lw->wv.owned);
-			free(lw->wo.owned);
-			free(lw->w_gate.owned);
-			free(lw->w_up.owned);
-			free(lw->w_down.owned);
+			for (int i = 0; i < LLM_LAYER_MATRICES; i++)
+				free(llm_layer_matrix(lw, i)->owned);
 			free(lw->attn_norm);
 			free(lw->ffn_norm);
 			free(lw->q_norm);

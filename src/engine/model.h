@@ -89,6 +89,28 @@ typedef struct LlmLayerWeights
 	bool		is_local;		/* sliding-window layer */
 } LlmLayerWeights;
 
+/* How many matrices a layer has (llm_layer_matrix's order: q, k, v, o, gate, up, down). */
+#define LLM_LAYER_MATRICES 7
+
+/* Matrix i (< LLM_LAYER_MATRICES) of layer lw: the one list every loop over a layer's matrices walks. */
+static inline LlmWeight *
+llm_layer_matrix(LlmLayerWeights *lw, int i)
+{
+	LlmWeight  *m[LLM_LAYER_MATRICES] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
+
+	return m[i];
+}
+
+/* llm_layer_matrix of a layer read only. */
+static inline const LlmWeight *
+llm_layer_matrix_const(const LlmLayerWeights *lw, int i)
+{
+	return llm_layer_matrix((LlmLayerWeights *) lw, i);
+}
+
+/* Whether every matrix of layer lw is stored as floats (F32, F16, BF16), as AWQ needs. */
+bool		llm_layer_is_float(const LlmLayerWeights *lw);
+
 typedef struct LlmWeights
 {
 	LlmWeight	tok_embd;		/* (n_vocab, dim) */
