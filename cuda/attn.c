@@ -230,7 +230,8 @@ step_plan(CudaBackend *cb, const LlmAttnArgs *a)
 {
 	CudaStep   *st = &cb->step;
 	int			group = a->n_heads / a->n_kv_heads;
-	int			tile = llm_cuda_attn_tile_tokens(group, a->head_dim);
+	/* deterministic: every token by the decode kernel over one key range, as it would run alone */
+	int			tile = cb->base.deterministic ? 0 : llm_cuda_attn_tile_tokens(group, a->head_dim);
 	int			n = a->n;
 	int32_t    *h;
 	int32_t    *dec;
@@ -305,7 +306,7 @@ step_plan(CudaBackend *cb, const LlmAttnArgs *a)
 	st->delta_floats = off;
 	/* key ranges: enough blocks to fill the GPU twice, none shorter than SPLIT_MIN_KEYS */
 	st->n_splits = 1;
-	if (st->n_dec > 0)
+	if (st->n_dec > 0 && !cb->base.deterministic)
 	{
 		int			blocks = st->n_dec * a->n_kv_heads;
 		int			want = (2 * cb->sm_count + blocks - 1) / blocks;

@@ -7,6 +7,10 @@
  * its stored layout (gemv.cu); for the split Q8_0 / Q4_0 layouts the
  * activations are first quantized to int8 blocks.
  *
+ * (Deterministic backends, llm.deterministic, run any number of tokens
+ * through the GEMV kernels 8 at a time instead: a token's bits from them
+ * do not depend on the other tokens of the launch, cuBLAS's do.)
+ *
  * More tokens (prefill, large batches) go to cuBLAS: cublasGemmEx with
  * BF16 operands and FP32 accumulation and output (F32 weights: an FP32
  * GEMM; GPUs before sm_80, which have no BF16 GEMM: weights decoded to
@@ -138,6 +142,14 @@ cuda_matmul(LlmBackend *be, const LlmWeight *w, const float *x, float *y, int n)
 
 	if (cb->err_status != LLM_OK || n < 1 || (m = cuda_mat(cb, w)) == NULL)
 		return;
+	if (n > CUDA_GEMV_MAX_TOKENS && cb->base.deterministic)
+	{
+		/* a token's GEMV bits do not depend on the others of its launch (test_cuda): 8 at a time */
+		for (int t = 0; t < n; t += CUDA_GEMV_MAX_TOKENS)
+			cuda_gemv_submit(cb, m, x + (size_t) t * m->cols, y + (size_t) t * m->rows,
+							 n - t < CUDA_GEMV_MAX_TOKENS ? n - t : CUDA_GEMV_MAX_TOKENS);
+		return;
+	}
 	if (n > CUDA_GEMV_MAX_TOKENS)
 	{
 		cuda_flush(cb);

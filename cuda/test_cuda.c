@@ -36,6 +36,7 @@
 #include "cuda_api.h"
 #include "engine.h"
 #include "forward.h"
+#include "kernels.h"
 #include "kv.h"
 #include "model.h"
 #include "quant.h"
@@ -328,6 +329,82 @@ get_rows_case(const char *family, const LlmWeight *w, float scale)
 	free(got);
 }
 
+/*
+ * Batch invariance of one weight's matmul on the GPU: token 0 of batches
+ * of 1 .. 8 tokens (the GEMV kernels) must give the bits it gives alone;
+ * at 9 and 16 tokens (cuBLAS on BF16-rounded activations) it does not, and
+ * the table says by how much; a deterministic backend (llm.deterministic)
+ * gives them, and 33, the bits of token 0 alone.
+ */
+static void
+invariance_case(const char *name, const LlmWeight *w)
+{
+	static const int ns[] = {1, 2, 3, 5, 8, 9, 16};
+	float	   *x = rand_floats((size_t) 16 * w->cols, 1.0f);
+	float	   *alone = NULL;
+	int			gemv_diff = 0;
+	int			det_diff = 0;
+	double		gemm_worst = 0.0;
+
+	for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++)
+	{
+		int			n = ns[k];
+		float	   *xd;
+		float	   *yd;
+		float	   *got;
+
+		/* the other tokens change with n; token 0 stays */
+		for (size_t j = (size_t) w->cols; j < (size_t) n * w->cols; j++)
+			x[j] = test_rng_uniform(-1.0f, 1.0f);
+		xd = dev_from(x, (size_t) n * w->cols);
+		yd = dev_new((size_t) n * w->rows);
+		gpu->ops->matmul(gpu, w, xd, yd, n);
+		got = dev_read(yd, (size_t) n * w->rows);
+		if (alone == NULL)
+			alone = got;
+		else
+		{
+			for (int64_t r = 0; r < w->rows; r++)
+				if (n <= CUDA_GEMV_MAX_TOKENS)
+					gemv_diff += memcmp(&got[r], &alone[r], sizeof(float)) != 0;
+				else if (fabs((double) got[r] - alone[r]) > gemm_worst)
+					gemm_worst = fabs((double) got[r] - alone[r]);
+			free(got);
+		}
+		dev_free(xd, yd, NULL);
+	}
+	TEST_CHECK(gemv_diff == 0, "matmul %s: token 0 changed in %d outputs between GEMV batches of 1 .. 8", name, gemv_diff);
+
+	/* a deterministic backend: 9, 16 and 33 tokens too give token 0 its bits alone */
+	gpu->deterministic = true;
+	for (int k = 0; k < 3; k++)
+	{
+		int			n = k == 0 ? 9 : k == 1 ? 16 : 33;
+		float	   *xn = rand_floats((size_t) n * w->cols, 1.0f);
+		float	   *xd;
+		float	   *yd;
+		float	   *got;
+
+		memcpy(xn, x, (size_t) w->cols * sizeof(float));
+		xd = dev_from(xn, (size_t) n * w->cols);
+		yd = dev_new((size_t) n * w->rows);
+		gpu->ops->matmul(gpu, w, xd, yd, n);
+		got = dev_read(yd, (size_t) n * w->rows);
+		for (int64_t r = 0; r < w->rows; r++)
+			det_diff += memcmp(&got[r], &alone[r], sizeof(float)) != 0;
+		dev_free(xd, yd, NULL);
+		free(got);
+		free(xn);
+	}
+	gpu->deterministic = false;
+	TEST_CHECK(det_diff == 0, "matmul %s, deterministic: token 0 changed in %d outputs at 9 .. 33 tokens", name, det_diff);
+	printf("  invariance %-9s GEMV 1..8 tokens: %s; cuBLAS 9, 16 tokens: max |diff| %.3g from alone; "
+		   "deterministic 9..33: %s\n", name, gemv_diff == 0 ? "same bits" : "DIFFER", gemm_worst,
+		   det_diff == 0 ? "same bits" : "DIFFER");
+	free(alone);
+	free(x);
+}
+
 /* Every weight type through the GEMV (1 .. 8 tokens) and cuBLAS (more), and get_rows. */
 static void
 test_matmul(void)
@@ -367,6 +444,7 @@ test_matmul(void)
 			types[t].type == LLM_TYPE_BF16;
 
 		make_weight(&w, types[t].type, types[t].scheme, 67, 512);
+		invariance_case(types[t].name, &w);
 		for (int k = 0; k < n_tokens; k++)
 		{
 			bool		gemm = tokens[k] > 8;
@@ -981,6 +1059,110 @@ test_forward(void)
 		printf("cuda: no Gemma model at %s, its forward check skipped\n", gemma);
 }
 
+/* ---- batch invariance with llm.deterministic ---- */
+
+#define DET_PROMPTS 5
+#define DET_NEW 24
+
+/*
+ * Greedy generations of the prompts with logprobs on a deterministic CUDA
+ * engine, max_seqs at once and steps of max_batch_tokens: tokens and
+ * logprobs into tok and lp (DET_PROMPTS, DET_NEW), their counts into n.
+ */
+static void
+det_run(LlmModel *m, const char *const *prompts, int max_seqs, int max_batch_tokens, int32_t *tok, float *lp, int *n)
+{
+	LlmEngineConfig ec;
+	LlmEngine  *e = NULL;
+	LlmError	err;
+	int64_t		ids[DET_PROMPTS];
+	LlmResult	res;
+
+	llm_engine_config_default(&ec);
+	ec.device = LLM_DEVICE_CUDA;
+	ec.deterministic = true;
+	ec.max_seqs = max_seqs;
+	ec.max_batch_tokens = max_batch_tokens;
+	ec.step_time_ms = 0;
+	if (llm_engine_new(m, &ec, &e, &err) != LLM_OK)
+	{
+		TEST_CHECK(false, "engine: %s", err.msg);
+		return;
+	}
+	for (int i = 0; i < DET_PROMPTS; i++)
+	{
+		LlmRequest	r;
+		int32_t    *p = NULL;
+		int			np = 0;
+
+		TEST_CHECK(llm_chat_tokenize(m, prompts[i], strlen(prompts[i]), false, &p, &np, &err) == LLM_OK, "%s", err.msg);
+		llm_request_default(&r);
+		r.prompt = p;
+		r.n_prompt = np;
+		r.max_tokens = DET_NEW;
+		r.ignore_eos = true;
+		r.logprobs = true;
+		TEST_CHECK(llm_engine_add(e, &r, &ids[i], &err) == LLM_OK, "add: %s", err.msg);
+		free(p);
+	}
+	while (llm_engine_busy(e))
+		if (llm_engine_step(e, &err) != LLM_OK)
+		{
+			TEST_CHECK(false, "step: %s", err.msg);
+			break;
+		}
+	while (llm_engine_poll(e, &res))
+		for (int i = 0; i < DET_PROMPTS; i++)
+			if (res.id == ids[i] && res.logprobs != NULL)
+			{
+				n[i] = res.n_generated < DET_NEW ? res.n_generated : DET_NEW;
+				memcpy(tok + i * DET_NEW, res.tokens, (size_t) n[i] * sizeof(int32_t));
+				memcpy(lp + i * DET_NEW, res.logprobs, (size_t) n[i] * sizeof(float));
+			}
+	llm_engine_free(e);
+}
+
+/*
+ * llm.deterministic on CUDA: prompts run one at a time, and all together
+ * in steps of 7 tokens (prefill chunks beside decodes), give the same
+ * tokens and logprobs bit for bit (stories260K).
+ */
+static void
+test_deterministic(void)
+{
+	static const char *const prompts[DET_PROMPTS] = {
+		"Once upon a time", "The little dog ran", "Lily and Tom went to the park to play with a ball",
+		"One day, a big", "She was happy because her mom gave her a",
+	};
+	char		path[1024];
+	LlmModel   *m;
+	LlmError	err;
+	int32_t		tok[2][DET_PROMPTS * DET_NEW];
+	float		lp[2][DET_PROMPTS * DET_NEW];
+	int			n[2][DET_PROMPTS] = {{0}};
+	int			diff = 0;
+
+	snprintf(path, sizeof(path), "%s/models/stories260K.gguf", test_shared_dir());
+	if (llm_model_load(path, &m, &err) != LLM_OK)
+	{
+		TEST_CHECK(false, "load %s: %s", path, err.msg);
+		return;
+	}
+	det_run(m, prompts, 1, 512, tok[0], lp[0], n[0]);
+	det_run(m, prompts, DET_PROMPTS, 7, tok[1], lp[1], n[1]);
+	for (int i = 0; i < DET_PROMPTS; i++)
+	{
+		TEST_CHECK(n[0][i] == DET_NEW && n[1][i] == DET_NEW, "prompt %d: %d and %d tokens", i, n[0][i], n[1][i]);
+		diff += memcmp(tok[0] + i * DET_NEW, tok[1] + i * DET_NEW, (size_t) n[0][i] * sizeof(int32_t)) != 0 ||
+			memcmp(lp[0] + i * DET_NEW, lp[1] + i * DET_NEW, (size_t) n[0][i] * sizeof(float)) != 0;
+	}
+	TEST_CHECK(diff == 0, "deterministic: %d of %d prompts differ between alone and batched in chunks of 7", diff,
+			   DET_PROMPTS);
+	printf("cuda: deterministic, %d prompts alone vs together in steps of 7 tokens: %s\n", DET_PROMPTS,
+		   diff == 0 ? "same tokens and logprobs" : "DIFFER");
+	llm_model_free(m);
+}
+
 /* ---- the golden text ---- */
 
 /* Generate greedily from prompt with an engine on device; the continuation's text, malloc'd. */
@@ -1186,6 +1368,8 @@ main(int argc, char **argv)
 		test_forward();
 	if (only == NULL || strcmp(only, "golden") == 0)
 		test_golden();
+	if (only == NULL || strcmp(only, "deterministic") == 0)
+		test_deterministic();
 	print_table();
 	llm_backend_free(gpu);
 	llm_backend_free(cpu);

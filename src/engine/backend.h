@@ -113,6 +113,14 @@ struct LlmBackend
 	LlmPool    *pool;			/* compute threads (CPU backends) */
 	bool		device_storage; /* the KV pool's keys and values live in the backend (LlmKvParams) */
 	bool		device_memory;	/* activations live in memory only the backend reads (alloc, to_host) */
+	/*
+	 * Set by the engine before any op runs: give every token the bits it
+	 * gets alone, whatever else is in the call (the CPU kernels always do;
+	 * the CUDA backend then routes every matmul through its GEMV kernels,
+	 * 8 tokens at a time, and every token's attention through the decode
+	 * kernel in one key range).
+	 */
+	bool		deterministic;
 };
 
 /* The CPU backend with the scalar reference kernels. */

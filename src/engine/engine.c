@@ -205,8 +205,9 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	};
 
 	e->max_out = cfg->max_seqs < cfg->max_batch_tokens ? cfg->max_seqs : cfg->max_batch_tokens;
-	if ((st = llm_backend_new(cfg->device, cfg->n_threads, &e->backend, err)) ||
-		(e->backend->ops->prepare != NULL && (st = e->backend->ops->prepare(e->backend, m, err))))
+	if ((st = llm_backend_new(cfg->device, cfg->n_threads, &e->backend, err)) == LLM_OK)
+		e->backend->deterministic = cfg->deterministic;	/* before any op runs */
+	if (st || (e->backend->ops->prepare != NULL && (st = e->backend->ops->prepare(e->backend, m, err))))
 	{
 		llm_engine_free(e);
 		return st;

@@ -94,6 +94,7 @@ typedef struct LlmEngineConfig
 	LlmEvictPolicy evict_policy;
 	LlmDevice	device;
 	int			step_time_ms;	/* size prompt chunks so a step takes about this long (pace.h); 0: off */
+	bool		deterministic;	/* GPU: batch-invariant kernels, slower (the CPU always is; backend.h) */
 } LlmEngineConfig;
 
 /*
