@@ -6,7 +6,8 @@
  * The PostgreSQL side never touches the model.  A backend writes a request
  * into a slot of shared memory (queue.c), the background worker "llm worker"
  * (worker.c) feeds it to the engine (src/engine) and writes the result back;
- * shmem.c owns the slots and states who may change what.
+ * shmem.c owns the slots and states who may change what.  Of the engine,
+ * the PostgreSQL side includes only its public header, engine.h.
  */
 #ifndef LLM_H
 #define LLM_H

@@ -54,8 +54,6 @@
 #include "utils/memutils.h"
 
 #include "llm.h"
-#include "awq.h"
-#include "chat.h"
 
 /* The worker's view of a slot it has put into the engine. */
 typedef struct LlmWorkerSeq
@@ -327,6 +325,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	char	   *path;
 	LlmModel   *model = NULL;
 	LlmEngine  *engine = NULL;
+	LlmModelLoadOptions opts;
 	LlmEngineConfig config;
 	LlmError	err;
 	LlmStatus	status;
@@ -342,12 +341,15 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	if (s->quantize_calib[0] != '\0')
 		calib = LlmWorkerReadCalib(s->quantize_calib, &calib_len);
 
+	llm_model_load_options_default(&opts);
+	opts.quantize = (LlmQuantScheme) s->quantize;
+	opts.calib_text = calib;
+	opts.calib_len = calib_len;
+	opts.n_threads = n_threads;
+
 	llm_error_clear(&err);
 	mask = LlmBlockSignals();
-	if (calib != NULL)
-		status = llm_model_load_awq(path, (LlmQuantScheme) s->quantize, calib, calib_len, n_threads, &model, &err);
-	else
-		status = llm_model_load_quantized(path, (LlmQuantScheme) s->quantize, &model, &err);
+	status = llm_model_load_with(path, &opts, &model, &err);
 	LlmRestoreSignals(&mask);
 	if (status != LLM_OK)
 		ereport(ERROR,
