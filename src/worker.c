@@ -17,7 +17,8 @@
  *      batches them (continuous batching);
  *   2. run one llm_engine_step() when the engine has work, then hand every
  *      finished sequence back to its slot (DONE or ERROR) and wake the
- *      waiting backend;
+ *      waiting backend; a step that fails fails only the sequences of its
+ *      batch (the engine finishes them with an error), not the others;
  *   3. wait on the latch (not at all while the engine has work), then
  *      handle SIGHUP and SIGTERM.
  * New requests, cancellations and signals are thus seen between any two
@@ -352,8 +353,12 @@ LlmWorkerFindSeq(int64 engine_id)
 }
 
 /*
- * Step 2 of the loop: one engine step.  A failed step fails every sequence
- * in the engine.
+ * Step 2 of the loop: one engine step.  A failed step is logged here; the
+ * engine has finished the sequences of that step's batch with an error,
+ * which LlmWorkerCollect() hands to their slots, and stays usable, so the
+ * other sequences (waiting ones included) go on.  The engine has no state
+ * in which it must be reset: if its device stays broken, every later step
+ * fails its own batch the same way, so every request still gets an answer.
  */
 static void
 LlmWorkerStep(void)
@@ -374,18 +379,9 @@ LlmWorkerStep(void)
 	LWLockRelease(LlmState->lock);
 
 	if (status != LLM_OK)
-	{
 		ereport(WARNING,
 				(errcode(LlmStatusErrcode(status)),
 				 errmsg("llm engine step failed: %s", err.msg)));
-		for (int i = 0; i < LlmState->n_slots; i++)
-		{
-			if (!WorkerSeqs[i].active)
-				continue;
-			LlmWorkerRelease(i);
-			LlmWorkerAnswer(i, NULL, LlmStatusErrcode(status), err.msg, NULL, NULL);
-		}
-	}
 }
 
 /*
@@ -408,7 +404,7 @@ LlmWorkerCollect(void)
 			continue;
 		}
 		if (result.reason == LLM_FINISH_ERROR)
-			LlmWorkerAnswer(slotno, NULL, ERRCODE_INTERNAL_ERROR,
+			LlmWorkerAnswer(slotno, NULL, LlmStatusErrcode(result.status),
 							result.error ? result.error : "generation failed", NULL, NULL);
 		else
 			LlmWorkerAnswer(slotno, &result, 0, NULL, NULL, NULL);

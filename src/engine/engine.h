@@ -159,6 +159,7 @@ typedef struct LlmResult
 	const char *text;			/* generated text, cut before a stop string; NUL-terminated */
 	size_t		text_len;
 	const char *error;			/* message when reason is LLM_FINISH_ERROR */
+	LlmStatus	status;			/* why, when reason is LLM_FINISH_ERROR; else LLM_OK */
 	/*
 	 * (n_generated) with LlmRequest.logprobs, else NULL: the natural log of
 	 * each token's probability under the logits the sampler saw (after the
