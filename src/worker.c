@@ -169,38 +169,56 @@ LlmWorkerRelease(int slotno)
 	seq->active = false;
 }
 
-/*
- * Put a claimed request into the engine: tokenize the prompt, check it
- * fits, add it.  Answers the slot with an error when any of that fails.
- */
-static void
-LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
-			   Size prompt_len, int n_stop)
+/* Why a claimed request could not start: what its slot is answered with. */
+typedef struct LlmStartError
 {
-	dsa_area   *area = LlmShmemDsa();
-	const char *bytes = dsa_get_address(area, input);
+	int			sqlerrcode;
+	const char *msg;
+	const char *detail;
+	const char *hint;
+} LlmStartError;
+
+/* Fill in why a request could not start; returns false, for LlmWorkerAdd(). */
+static bool
+LlmStartFailed(LlmStartError *why, int sqlerrcode, const char *msg, const char *detail,
+			   const char *hint)
+{
+	why->sqlerrcode = sqlerrcode;
+	why->msg = msg;
+	why->detail = detail;
+	why->hint = hint;
+	return false;
+}
+
+/*
+ * Tokenize a claimed request's prompt (bytes: prompt_len bytes of prompt,
+ * then n_stop NUL-terminated stop strings), check that it fits and add it
+ * to the engine as sequence *id.  *tokens gets the tokenized prompt (NULL
+ * when tokenizing failed), for the caller to keep or free.  Returns false,
+ * with *why filled in, when the request cannot start.
+ */
+static bool
+LlmWorkerAdd(const LlmParams *params, const char *bytes, Size prompt_len, int n_stop,
+			 int32 **tokens, int64 *id, LlmStartError *why)
+{
 	const char **stop = NULL;
 	LlmRequest	req;
 	LlmError	err;
 	LlmStatus	status;
-	int32	   *tokens = NULL;
 	int			n_tokens = 0;
 	int			n_ctx;
-	int64		id;
 	sigset_t	mask;
 
 	if (LlmWorkerEngine == NULL)
 	{
-		const char *why;
+		const char *reason;
 
 		LWLockAcquire(LlmState->lock, LW_SHARED);
-		why = pstrdup(LlmState->worker.error);
+		reason = pstrdup(LlmState->worker.error);
 		LWLockRelease(LlmState->lock);
-		dsa_free(area, input);
-		LlmWorkerAnswer(slotno, NULL, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-						"no model is loaded", why,
-						"Set llm.model to a GGUF file in llm.model_dir and reload the configuration.");
-		return;
+		return LlmStartFailed(why, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+							  "no model is loaded", reason,
+							  "Set llm.model to a GGUF file in llm.model_dir and reload the configuration.");
 	}
 
 	llm_error_clear(&err);
@@ -208,36 +226,26 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 	 * BOS as the model wants it; with chat, the prompt wrapped as a user
 	 * turn.  Control tokens in the user's text stay text.
 	 */
-	status = llm_chat_tokenize(LlmWorkerModel, bytes, prompt_len, params->chat, &tokens, &n_tokens, &err);
+	status = llm_chat_tokenize(LlmWorkerModel, bytes, prompt_len, params->chat, tokens, &n_tokens, &err);
 	if (status == LLM_ERR_UNSUPPORTED)
-	{
-		dsa_free(area, input);
-		LlmWorkerAnswer(slotno, NULL, ERRCODE_FEATURE_NOT_SUPPORTED,
-						"the model has no chat template", LlmMessageAsSentence(err.msg),
-						"Call llm_generate with chat => false, or set llm.chat to off.");
-		return;
-	}
+		return LlmStartFailed(why, ERRCODE_FEATURE_NOT_SUPPORTED,
+							  "the model has no chat template", LlmMessageAsSentence(err.msg),
+							  "Call llm_generate with chat => false, or set llm.chat to off.");
 	if (status != LLM_OK)
-	{
-		dsa_free(area, input);
-		LlmWorkerAnswer(slotno, NULL, LlmStatusErrcode(status),
-						"could not tokenize the prompt", LlmMessageAsSentence(err.msg), NULL);
-		return;
-	}
+		return LlmStartFailed(why, LlmStatusErrcode(status),
+							  "could not tokenize the prompt", LlmMessageAsSentence(err.msg), NULL);
 
-	/* The same limit as the engine's, with both counts for the user. */
+	/*
+	 * The engine's own limit, checked here to tell the user both counts
+	 * (llm_engine_add would fail with a terser message).
+	 */
 	n_ctx = llm_engine_n_ctx(LlmWorkerEngine);
-	if (n_tokens > n_ctx || (n_tokens == n_ctx && params->max_tokens > 0))
-	{
-		free(tokens);
-		dsa_free(area, input);
-		LlmWorkerAnswer(slotno, NULL, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-						"prompt is too long",
-						psprintf("The prompt has %d tokens; the model's context length is %d.",
-								 n_tokens, n_ctx),
-						NULL);
-		return;
-	}
+	if (!llm_engine_prompt_fits(LlmWorkerEngine, n_tokens, params->max_tokens))
+		return LlmStartFailed(why, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+							  "prompt is too long",
+							  psprintf("The prompt has %d tokens; the model's context length is %d.",
+									   n_tokens, n_ctx),
+							  NULL);
 
 	/* The stop strings follow the prompt, each NUL-terminated. */
 	if (n_stop > 0)
@@ -253,7 +261,7 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 	}
 
 	llm_request_default(&req);
-	req.prompt = tokens;
+	req.prompt = *tokens;
 	req.n_prompt = n_tokens;
 	req.max_tokens = params->max_tokens;
 	req.temperature = (float) params->temperature;
@@ -264,14 +272,36 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 	req.n_stop = n_stop;
 
 	mask = LlmBlockSignals();
-	status = llm_engine_add(LlmWorkerEngine, &req, &id, &err);
+	status = llm_engine_add(LlmWorkerEngine, &req, id, &err);
 	LlmRestoreSignals(&mask);
-	dsa_free(area, input);		/* add copied the stop strings */
-
 	if (status != LLM_OK)
+		return LlmStartFailed(why, LlmStatusErrcode(status), pstrdup(err.msg), NULL, NULL);
+	return true;
+}
+
+/*
+ * Put a claimed request into the engine (LlmWorkerAdd), then free its input
+ * chunk, whatever happened; answer the slot with the error when it could
+ * not start.
+ */
+static void
+LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
+			   Size prompt_len, int n_stop)
+{
+	dsa_area   *area = LlmShmemDsa();
+	int32	   *tokens = NULL;
+	int64		id = 0;
+	LlmStartError why;
+	bool		started;
+
+	started = LlmWorkerAdd(params, dsa_get_address(area, input), prompt_len, n_stop,
+						   &tokens, &id, &why);
+	dsa_free(area, input);		/* the engine copied the stop strings */
+
+	if (!started)
 	{
 		free(tokens);
-		LlmWorkerAnswer(slotno, NULL, LlmStatusErrcode(status), err.msg, NULL, NULL);
+		LlmWorkerAnswer(slotno, NULL, why.sqlerrcode, why.msg, why.detail, why.hint);
 		return;
 	}
 

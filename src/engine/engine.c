@@ -284,6 +284,13 @@ llm_engine_n_ctx(const LlmEngine *e)
 	return e->config.n_ctx;
 }
 
+/* Whether a prompt of n_prompt tokens fits the context with max_tokens wanted. */
+bool
+llm_engine_prompt_fits(const LlmEngine *e, int n_prompt, int max_tokens)
+{
+	return n_prompt < e->config.n_ctx || (n_prompt == e->config.n_ctx && max_tokens <= 0);
+}
+
 /* Append bytes to a sequence's text. */
 static bool
 seq_append_text(Seq *s, const char *p, size_t len)
@@ -359,7 +366,7 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 	if (r->max_tokens < 0)
 		return llm_error_set(err, LLM_ERR_INVALID, "max_tokens must not be negative, got %d", r->max_tokens);
 	/* the prompt must fit, with room for one new token unless none is wanted */
-	if (r->n_prompt > n_ctx || (r->n_prompt == n_ctx && r->max_tokens > 0))
+	if (!llm_engine_prompt_fits(e, r->n_prompt, r->max_tokens))
 		return llm_error_set(err, LLM_ERR_LIMIT, "the prompt has %d tokens; the context length is %d",
 							 r->n_prompt, n_ctx);
 	for (int i = 0; i < r->n_prompt; i++)

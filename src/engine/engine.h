@@ -102,6 +102,12 @@ void		llm_engine_free(LlmEngine *e);
 /* The engine's per-sequence context limit (tokens of prompt + generation). */
 int			llm_engine_n_ctx(const LlmEngine *e);
 
+/*
+ * Whether a prompt of n_prompt tokens fits the context with room for one
+ * new token (none needed when max_tokens is 0): llm_engine_add() fails with
+ * LLM_ERR_LIMIT otherwise.  Callers may check first, for their own message.
+ */
+bool		llm_engine_prompt_fits(const LlmEngine *e, int n_prompt, int max_tokens);
 
 typedef struct LlmRequest
 {
