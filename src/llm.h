@@ -6,12 +6,16 @@
  * The PostgreSQL side never touches the model.  A backend writes a request
  * into a slot of shared memory (queue.c), the background worker "llm worker"
  * (worker.c) feeds it to the engine (src/engine) and writes the result back;
- * shmem.c owns the slots and states who may change what.
+ * shmem.c owns the slots and states who may change what.  worker_model.c
+ * loads the model and its engine for the worker.  Of the engine, the
+ * PostgreSQL side includes only its public header, engine.h.
  */
 #ifndef LLM_H
 #define LLM_H
 
 #include "postgres.h"
+
+#include <signal.h>
 
 #include "fmgr.h"
 #include "storage/condition_variable.h"
@@ -196,9 +200,21 @@ typedef struct LlmJob
 extern void LlmQueueRun(LlmJob *jobs, int n_jobs, const LlmParams *params,
 						const char *const *stop, int n_stop);
 
-/* worker.c */
+/* worker.c: the background worker's registration and serving loop */
 extern void LlmWorkerRegister(void);
 extern PGDLLEXPORT void LlmWorkerMain(Datum main_arg);
+
+/* worker_model.c: the worker's model, from the settings to a running engine */
+extern LlmModel *LlmWorkerModel;	/* NULL when no model is loaded */
+extern LlmEngine *LlmWorkerEngine;	/* NULL when no model is loaded */
+extern void LlmWorkerLoad(void);
+extern void LlmWorkerUnload(void);
+extern void LlmWorkerFreeEngine(void);
+extern bool LlmWorkerModelStale(void);
+extern sigset_t LlmBlockSignals(void);
+extern void LlmRestoreSignals(sigset_t *old);
+extern int	LlmStatusErrcode(LlmStatus status);
+extern char *LlmMessageAsSentence(const char *msg);
 
 /* stats.c */
 extern const char *LlmWorkerStateName(LlmWorkerState state);

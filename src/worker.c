@@ -1,14 +1,14 @@
 /*
  * worker.c
- *		The background worker "llm worker": loads the model and serves the
- *		request queue through the engine.
+ *		The background worker "llm worker": serves the request queue
+ *		through the engine.
  *
  * One worker per server.  At start (and when the model settings change on
- * SIGHUP) it loads llm.model, a GGUF file that must lie inside
- * llm.model_dir, and creates an engine for it.  A model that is missing,
- * outside the directory or invalid is logged as an error and the worker
- * keeps running without one, answering every request with "no model is
- * loaded": a bad setting must not become a crash loop.
+ * SIGHUP, once the engine has drained) it loads llm.model and creates an
+ * engine for it through worker_model.c.  Without a model (none set, or
+ * missing, outside llm.model_dir or invalid) it keeps running and answers
+ * every request with "no model is loaded": a bad setting must not become a
+ * crash loop.
  *
  * The main loop, once per engine step:
  *   1. drop CANCELLED slots (releasing their engine sequences) and claim
@@ -17,7 +17,8 @@
  *      batches them (continuous batching);
  *   2. run one llm_engine_step() when the engine has work, then hand every
  *      finished sequence back to its slot (DONE or ERROR) and wake the
- *      waiting backend;
+ *      waiting backend; a step that fails fails only the sequences of its
+ *      batch (the engine finishes them with an error), not the others;
  *   3. wait on the latch (not at all while the engine has work), then
  *      handle SIGHUP and SIGTERM.
  * New requests, cancellations and signals are thus seen between any two
@@ -25,22 +26,17 @@
  *
  * Only this process touches the engine.  The engine's compute threads must
  * never run PostgreSQL code, including its signal handlers, so every engine
- * call that may start threads runs with all signals blocked; threads
- * inherit that mask.  On exit (ERROR, FATAL, SIGTERM) a before_shmem_exit
- * callback fails every request the worker has not answered, so waiting
- * backends get an error rather than wait forever; a crash (SIGKILL) makes
- * the postmaster reset shared memory, which ends every session anyway.  The
- * postmaster restarts the worker after a second in both cases.
+ * call that may start threads runs with all signals blocked
+ * (LlmBlockSignals); threads inherit that mask.  On exit (ERROR, FATAL,
+ * SIGTERM) a before_shmem_exit callback fails every request the worker has
+ * not answered, so waiting backends get an error rather than wait forever;
+ * a crash (SIGKILL) makes the postmaster reset shared memory, which ends
+ * every session anyway.  The postmaster restarts the worker after a second
+ * in both cases.
  */
 #include "postgres.h"
 
-#include <fcntl.h>
-#include <math.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -54,8 +50,6 @@
 #include "utils/memutils.h"
 
 #include "llm.h"
-#include "awq.h"
-#include "chat.h"
 
 /* The worker's view of a slot it has put into the engine. */
 typedef struct LlmWorkerSeq
@@ -65,30 +59,7 @@ typedef struct LlmWorkerSeq
 	int32	   *tokens;			/* (n_prompt) the prompt, malloc'd by llm_tokenize */
 } LlmWorkerSeq;
 
-/* The settings a model was loaded with; a change on SIGHUP reloads it. */
-typedef struct LlmModelSettings
-{
-	char		model[MAXPGPATH];
-	char		model_dir[MAXPGPATH];
-	int			threads;
-	int			max_batch_tokens;
-	int			step_time_ms;
-	int			max_sequences;
-	int			kv_cache_mb;
-	int			kv_block_size;
-	double		kv_budget;
-	int			kv_sink_tokens;
-	int			kv_evict;
-	int			kv_type;
-	int			device;
-	int			quantize;
-	char		quantize_calib[MAXPGPATH];	/* AWQ calibration text; "" = none or quantize none */
-} LlmModelSettings;
-
-static LlmModel *WorkerModel = NULL;
-static LlmEngine *WorkerEngine = NULL;
 static LlmWorkerSeq *WorkerSeqs = NULL;	/* (n_slots) */
-static LlmModelSettings WorkerApplied;
 static bool WorkerReloadPending = false;
 static LlmEngineStats WorkerLast;	/* the engine's counters at the last publish */
 
@@ -107,377 +78,6 @@ LlmWorkerRegister(void)
 	snprintf(worker.bgw_name, BGW_MAXLEN, "llm worker");
 	snprintf(worker.bgw_type, BGW_MAXLEN, "llm worker");
 	RegisterBackgroundWorker(&worker);
-}
-
-/* Block every signal, returning the old mask (see the header comment). */
-static sigset_t
-LlmBlockSignals(void)
-{
-	sigset_t	all;
-	sigset_t	old;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	return old;
-}
-
-/* Restore the mask LlmBlockSignals() returned. */
-static void
-LlmRestoreSignals(sigset_t *old)
-{
-	pthread_sigmask(SIG_SETMASK, old, NULL);
-}
-
-/* The SQLSTATE for an engine status. */
-static int
-LlmStatusErrcode(LlmStatus status)
-{
-	switch (status)
-	{
-		case LLM_ERR_INVALID:
-			return ERRCODE_INVALID_PARAMETER_VALUE;
-		case LLM_ERR_LIMIT:
-			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
-		case LLM_ERR_NOMEM:
-			return ERRCODE_OUT_OF_MEMORY;
-		case LLM_ERR_IO:
-			return ERRCODE_IO_ERROR;
-		case LLM_ERR_FORMAT:
-			return ERRCODE_DATA_CORRUPTED;
-		case LLM_ERR_UNSUPPORTED:
-			return ERRCODE_FEATURE_NOT_SUPPORTED;
-		case LLM_ERR_NOT_FOUND:
-			return ERRCODE_UNDEFINED_OBJECT;
-		default:
-			return ERRCODE_INTERNAL_ERROR;
-	}
-}
-
-/* An engine message (lower case, no period) as a detail sentence. */
-static char *
-LlmMessageAsSentence(const char *msg)
-{
-	char	   *s = psprintf("%s.", msg);
-
-	if (s[0] >= 'a' && s[0] <= 'z')
-		s[0] += 'A' - 'a';
-	return s;
-}
-
-/* Record the worker's state (and why there is no model) for llm_worker_status(). */
-static void
-LlmWorkerSetState(LlmWorkerState state, const char *path, const char *error)
-{
-	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
-	LlmState->worker.state = state;
-	if (path)
-		strlcpy(LlmState->worker.model_path, path, sizeof(LlmState->worker.model_path));
-	strlcpy(LlmState->worker.error, error ? error : "", sizeof(LlmState->worker.error));
-	if (state != LLM_WORKER_READY)
-		LlmState->worker.has_model = false;
-	LWLockRelease(LlmState->lock);
-}
-
-/* Remember the settings the current model was loaded with. */
-static void
-LlmWorkerReadSettings(LlmModelSettings *s)
-{
-	memset(s, 0, sizeof(*s));
-	strlcpy(s->model, llm_model ? llm_model : "", sizeof(s->model));
-	strlcpy(s->model_dir, llm_model_dir ? llm_model_dir : "", sizeof(s->model_dir));
-	s->threads = llm_threads;
-	s->max_batch_tokens = llm_max_batch_tokens;
-	s->step_time_ms = llm_step_time_ms;
-	s->max_sequences = llm_max_sequences;
-	s->kv_cache_mb = llm_kv_cache_mb;
-	s->kv_block_size = llm_kv_block_size;
-	s->kv_budget = llm_kv_budget;
-	s->kv_sink_tokens = llm_kv_sink_tokens;
-	s->kv_evict = llm_kv_evict;
-	s->kv_type = llm_kv_type;
-	s->device = llm_device;
-	s->quantize = llm_quantize;
-	if (llm_quantize != LLM_QUANT_NONE)
-		strlcpy(s->quantize_calib, llm_quantize_calib ? llm_quantize_calib : "", sizeof(s->quantize_calib));
-}
-
-/*
- * The calibration text file at path (llm.quantize_calib) in a palloc'd
- * buffer of *len bytes; errors out when it cannot be read.
- */
-static char *
-LlmWorkerReadCalib(const char *path, size_t *len)
-{
-	struct stat st;
-	char	   *buf;
-	Size		got = 0;
-	bool		failed = false;
-	int			fd;
-	int			save_errno;
-
-	if (stat(path, &st) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read calibration text file \"%s\": %m", path),
-				 errhint("Set llm.quantize_calib to a readable text file, or to an empty string for quantization without AWQ.")));
-	if (!S_ISREG(st.st_mode))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("calibration text file \"%s\" is not a regular file", path)));
-	if ((Size) st.st_size >= MaxAllocSize)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("calibration text file \"%s\" is too large", path),
-				 errdetail("The file has %lld bytes; AWQ uses only the first 4096 tokens of it.",
-						   (long long) st.st_size)));
-
-	buf = palloc((Size) st.st_size + 1);
-	fd = open(path, O_RDONLY | PG_BINARY, 0);
-	failed = fd < 0;
-	while (!failed && got < (Size) st.st_size)
-	{
-		ssize_t		n = read(fd, buf + got, (Size) st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-		{
-			failed = n < 0;
-			break;				/* an error, or the file got shorter */
-		}
-		got += (Size) n;
-	}
-	if (fd >= 0)
-	{
-		save_errno = errno;
-		close(fd);
-		errno = save_errno;
-	}
-	if (failed)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read calibration text file \"%s\": %m", path)));
-	buf[got] = '\0';
-	*len = (size_t) got;
-	return buf;
-}
-
-/*
- * The real path of the model file named by the settings; errors out when
- * it does not exist or lies outside llm.model_dir.
- */
-static char *
-LlmWorkerModelPath(const LlmModelSettings *s)
-{
-	char	   *dir;
-	char	   *path;
-	char	   *joined;
-	size_t		dirlen;
-
-	if (s->model_dir[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("llm.model_dir is not set"),
-				 errhint("Set llm.model_dir to the directory that holds the model files.")));
-
-	dir = realpath(s->model_dir, NULL);
-	if (dir == NULL)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not access model directory \"%s\": %m", s->model_dir)));
-
-	if (is_absolute_path(s->model))
-		joined = pstrdup(s->model);
-	else
-		joined = psprintf("%s/%s", s->model_dir, s->model);
-
-	path = realpath(joined, NULL);
-	if (path == NULL)
-	{
-		free(dir);
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not access model file \"%s\": %m", joined)));
-	}
-
-	dirlen = strlen(dir);
-	if (strncmp(path, dir, dirlen) != 0 || path[dirlen] != '/')
-	{
-		char	   *p = pstrdup(path);
-		char	   *d = pstrdup(dir);
-
-		free(path);
-		free(dir);
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("model file \"%s\" is outside llm.model_dir", p),
-				 errdetail("llm.model_dir is \"%s\".", d)));
-	}
-
-	joined = pstrdup(path);
-	free(path);
-	free(dir);
-	return joined;
-}
-
-/* Load the model and start an engine for it; errors out on failure. */
-static void
-LlmWorkerOpenModel(const LlmModelSettings *s)
-{
-	char	   *path;
-	LlmModel   *model = NULL;
-	LlmEngine  *engine = NULL;
-	LlmEngineConfig config;
-	LlmError	err;
-	LlmStatus	status;
-	sigset_t	mask;
-	const LlmModelInfo *info;
-	char	   *calib = NULL;
-	size_t		calib_len = 0;
-	int			n_threads;
-
-	path = LlmWorkerModelPath(s);
-
-	n_threads = s->threads > 0 ? s->threads : Min(Max(1, (int) sysconf(_SC_NPROCESSORS_ONLN)), 1024);
-	if (s->quantize_calib[0] != '\0')
-		calib = LlmWorkerReadCalib(s->quantize_calib, &calib_len);
-
-	llm_error_clear(&err);
-	mask = LlmBlockSignals();
-	if (calib != NULL)
-		status = llm_model_load_awq(path, (LlmQuantScheme) s->quantize, calib, calib_len, n_threads, &model, &err);
-	else
-		status = llm_model_load_quantized(path, (LlmQuantScheme) s->quantize, &model, &err);
-	LlmRestoreSignals(&mask);
-	if (status != LLM_OK)
-		ereport(ERROR,
-				(errcode(LlmStatusErrcode(status)),
-				 calib != NULL ?
-				 errmsg("could not load model file \"%s\" with AWQ calibration text \"%s\"", path, s->quantize_calib) :
-				 errmsg("could not load model file \"%s\"", path),
-				 errdetail_internal("%s", LlmMessageAsSentence(err.msg))));
-
-	llm_engine_config_default(&config);
-	config.n_threads = n_threads;
-	config.max_batch_tokens = s->max_batch_tokens;
-	config.step_time_ms = s->step_time_ms;
-	config.max_seqs = s->max_sequences;
-	config.kv_type = (LlmKvType) s->kv_type;
-	config.kv_block_size = s->kv_block_size;
-	config.kv_cache_bytes = (size_t) s->kv_cache_mb * 1024 * 1024;
-	config.device = (LlmDevice) s->device;
-	config.kv_sink_tokens = s->kv_sink_tokens;
-	config.evict_policy = (LlmEvictPolicy) s->kv_evict;
-	/* below 1: a fraction of the context (the model's, as the engine limits it) */
-	config.kv_budget = s->kv_budget >= 1.0 ? (int) Min(s->kv_budget, INT_MAX) :
-		(int) ceil(s->kv_budget * llm_model_info(model)->n_ctx);
-
-	mask = LlmBlockSignals();
-	status = llm_engine_new(model, &config, &engine, &err);
-	LlmRestoreSignals(&mask);
-	if (status != LLM_OK)
-	{
-		llm_model_free(model);
-		ereport(ERROR,
-				(errcode(LlmStatusErrcode(status)),
-				 errmsg("could not start the inference engine for model \"%s\"", path),
-				 errdetail_internal("%s", LlmMessageAsSentence(err.msg))));
-	}
-
-	WorkerModel = model;
-	WorkerEngine = engine;
-	info = llm_model_info(model);
-
-	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
-	LlmState->worker.state = LLM_WORKER_READY;
-	strlcpy(LlmState->worker.model_path, path, sizeof(LlmState->worker.model_path));
-	LlmState->worker.has_model = true;
-	LlmState->worker.model = *info;
-	LlmState->worker.n_ctx = llm_engine_n_ctx(engine);
-	LlmState->worker.n_threads = config.n_threads;
-	LlmState->worker.loaded_at = GetCurrentTimestamp();
-	LlmState->worker.error[0] = '\0';
-	LWLockRelease(LlmState->lock);
-
-	ereport(LOG,
-			(errmsg("llm worker loaded model \"%s\"", path),
-			 errdetail("Architecture %s, %lld parameters, %d layers, dimension %d, %d heads (%d KV heads), "
-					   "vocabulary %d, context length %d; weights %s%s; %d threads.",
-					   info->arch, (long long) info->n_params, info->n_layers, info->dim,
-					   info->n_heads, info->n_kv_heads, info->n_vocab, info->n_ctx,
-					   info->weight_types,
-					   calib != NULL ? psprintf(" with AWQ scales from \"%s\"", s->quantize_calib) : "",
-					   config.n_threads)));
-	if (calib != NULL)
-		pfree(calib);
-}
-
-/*
- * Load the model the settings name.  Failure is logged as an error and
- * leaves the worker without a model; it never ends the worker.
- */
-static void
-LlmWorkerLoad(void)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-
-	LlmWorkerReadSettings(&WorkerApplied);
-	if (WorkerApplied.model[0] == '\0')
-	{
-		ereport(LOG,
-				(errmsg("llm worker has no model to load"),
-				 errhint("Set llm.model to a GGUF file in llm.model_dir and reload the configuration.")));
-		LlmWorkerSetState(LLM_WORKER_NO_MODEL, "", "llm.model is not set.");
-		return;
-	}
-
-	LlmWorkerSetState(LLM_WORKER_LOADING,
-					  is_absolute_path(WorkerApplied.model) ? WorkerApplied.model
-					  : psprintf("%s/%s", WorkerApplied.model_dir, WorkerApplied.model),
-					  NULL);
-	PG_TRY();
-	{
-		LlmWorkerOpenModel(&WorkerApplied);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-		char	   *why;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		EmitErrorReport();
-		FlushErrorState();
-
-		/* As a detail: the message as a sentence, then the detail. */
-		why = psprintf("%s.%s%s", edata->message,
-					   edata->detail ? " " : "", edata->detail ? edata->detail : "");
-		why[0] = pg_toupper((unsigned char) why[0]);
-		LlmWorkerSetState(LLM_WORKER_NO_MODEL, NULL, why);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-}
-
-/* Free the engine and the model, if loaded. */
-static void
-LlmWorkerFreeEngine(void)
-{
-	if (WorkerEngine)
-		llm_engine_free(WorkerEngine);
-	if (WorkerModel)
-		llm_model_free(WorkerModel);
-	WorkerEngine = NULL;
-	WorkerModel = NULL;
-}
-
-/* Free the engine and the model (the engine must be idle). */
-static void
-LlmWorkerUnload(void)
-{
-	LlmWorkerFreeEngine();
-	memset(&WorkerLast, 0, sizeof(WorkerLast));
-	LlmWorkerSetState(LLM_WORKER_LOADING, NULL, NULL);
 }
 
 /*
@@ -563,44 +163,62 @@ LlmWorkerRelease(int slotno)
 
 	if (!seq->active)
 		return;
-	llm_engine_release(WorkerEngine, seq->engine_id);
+	llm_engine_release(LlmWorkerEngine, seq->engine_id);
 	free(seq->tokens);
 	seq->tokens = NULL;
 	seq->active = false;
 }
 
-/*
- * Put a claimed request into the engine: tokenize the prompt, check it
- * fits, add it.  Answers the slot with an error when any of that fails.
- */
-static void
-LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
-			   Size prompt_len, int n_stop)
+/* Why a claimed request could not start: what its slot is answered with. */
+typedef struct LlmStartError
 {
-	dsa_area   *area = LlmShmemDsa();
-	const char *bytes = dsa_get_address(area, input);
+	int			sqlerrcode;
+	const char *msg;
+	const char *detail;
+	const char *hint;
+} LlmStartError;
+
+/* Fill in why a request could not start; returns false, for LlmWorkerAdd(). */
+static bool
+LlmStartFailed(LlmStartError *why, int sqlerrcode, const char *msg, const char *detail,
+			   const char *hint)
+{
+	why->sqlerrcode = sqlerrcode;
+	why->msg = msg;
+	why->detail = detail;
+	why->hint = hint;
+	return false;
+}
+
+/*
+ * Tokenize a claimed request's prompt (bytes: prompt_len bytes of prompt,
+ * then n_stop NUL-terminated stop strings), check that it fits and add it
+ * to the engine as sequence *id.  *tokens gets the tokenized prompt (NULL
+ * when tokenizing failed), for the caller to keep or free.  Returns false,
+ * with *why filled in, when the request cannot start.
+ */
+static bool
+LlmWorkerAdd(const LlmParams *params, const char *bytes, Size prompt_len, int n_stop,
+			 int32 **tokens, int64 *id, LlmStartError *why)
+{
 	const char **stop = NULL;
 	LlmRequest	req;
 	LlmError	err;
 	LlmStatus	status;
-	int32	   *tokens = NULL;
 	int			n_tokens = 0;
 	int			n_ctx;
-	int64		id;
 	sigset_t	mask;
 
-	if (WorkerEngine == NULL)
+	if (LlmWorkerEngine == NULL)
 	{
-		const char *why;
+		const char *reason;
 
 		LWLockAcquire(LlmState->lock, LW_SHARED);
-		why = pstrdup(LlmState->worker.error);
+		reason = pstrdup(LlmState->worker.error);
 		LWLockRelease(LlmState->lock);
-		dsa_free(area, input);
-		LlmWorkerAnswer(slotno, NULL, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-						"no model is loaded", why,
-						"Set llm.model to a GGUF file in llm.model_dir and reload the configuration.");
-		return;
+		return LlmStartFailed(why, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+							  "no model is loaded", reason,
+							  "Set llm.model to a GGUF file in llm.model_dir and reload the configuration.");
 	}
 
 	llm_error_clear(&err);
@@ -608,36 +226,26 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 	 * BOS as the model wants it; with chat, the prompt wrapped as a user
 	 * turn.  Control tokens in the user's text stay text.
 	 */
-	status = llm_chat_tokenize(WorkerModel, bytes, prompt_len, params->chat, &tokens, &n_tokens, &err);
+	status = llm_chat_tokenize(LlmWorkerModel, bytes, prompt_len, params->chat, tokens, &n_tokens, &err);
 	if (status == LLM_ERR_UNSUPPORTED)
-	{
-		dsa_free(area, input);
-		LlmWorkerAnswer(slotno, NULL, ERRCODE_FEATURE_NOT_SUPPORTED,
-						"the model has no chat template", LlmMessageAsSentence(err.msg),
-						"Call llm_generate with chat => false, or set llm.chat to off.");
-		return;
-	}
+		return LlmStartFailed(why, ERRCODE_FEATURE_NOT_SUPPORTED,
+							  "the model has no chat template", LlmMessageAsSentence(err.msg),
+							  "Call llm_generate with chat => false, or set llm.chat to off.");
 	if (status != LLM_OK)
-	{
-		dsa_free(area, input);
-		LlmWorkerAnswer(slotno, NULL, LlmStatusErrcode(status),
-						"could not tokenize the prompt", LlmMessageAsSentence(err.msg), NULL);
-		return;
-	}
+		return LlmStartFailed(why, LlmStatusErrcode(status),
+							  "could not tokenize the prompt", LlmMessageAsSentence(err.msg), NULL);
 
-	/* The same limit as the engine's, with both counts for the user. */
-	n_ctx = llm_engine_n_ctx(WorkerEngine);
-	if (n_tokens > n_ctx || (n_tokens == n_ctx && params->max_tokens > 0))
-	{
-		free(tokens);
-		dsa_free(area, input);
-		LlmWorkerAnswer(slotno, NULL, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-						"prompt is too long",
-						psprintf("The prompt has %d tokens; the model's context length is %d.",
-								 n_tokens, n_ctx),
-						NULL);
-		return;
-	}
+	/*
+	 * The engine's own limit, checked here to tell the user both counts
+	 * (llm_engine_add would fail with a terser message).
+	 */
+	n_ctx = llm_engine_n_ctx(LlmWorkerEngine);
+	if (!llm_engine_prompt_fits(LlmWorkerEngine, n_tokens, params->max_tokens))
+		return LlmStartFailed(why, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+							  "prompt is too long",
+							  psprintf("The prompt has %d tokens; the model's context length is %d.",
+									   n_tokens, n_ctx),
+							  NULL);
 
 	/* The stop strings follow the prompt, each NUL-terminated. */
 	if (n_stop > 0)
@@ -653,7 +261,7 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 	}
 
 	llm_request_default(&req);
-	req.prompt = tokens;
+	req.prompt = *tokens;
 	req.n_prompt = n_tokens;
 	req.max_tokens = params->max_tokens;
 	req.temperature = (float) params->temperature;
@@ -664,14 +272,36 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 	req.n_stop = n_stop;
 
 	mask = LlmBlockSignals();
-	status = llm_engine_add(WorkerEngine, &req, &id, &err);
+	status = llm_engine_add(LlmWorkerEngine, &req, id, &err);
 	LlmRestoreSignals(&mask);
-	dsa_free(area, input);		/* add copied the stop strings */
-
 	if (status != LLM_OK)
+		return LlmStartFailed(why, LlmStatusErrcode(status), pstrdup(err.msg), NULL, NULL);
+	return true;
+}
+
+/*
+ * Put a claimed request into the engine (LlmWorkerAdd), then free its input
+ * chunk, whatever happened; answer the slot with the error when it could
+ * not start.
+ */
+static void
+LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
+			   Size prompt_len, int n_stop)
+{
+	dsa_area   *area = LlmShmemDsa();
+	int32	   *tokens = NULL;
+	int64		id = 0;
+	LlmStartError why;
+	bool		started;
+
+	started = LlmWorkerAdd(params, dsa_get_address(area, input), prompt_len, n_stop,
+						   &tokens, &id, &why);
+	dsa_free(area, input);		/* the engine copied the stop strings */
+
+	if (!started)
 	{
 		free(tokens);
-		LlmWorkerAnswer(slotno, NULL, LlmStatusErrcode(status), err.msg, NULL, NULL);
+		LlmWorkerAnswer(slotno, NULL, why.sqlerrcode, why.msg, why.detail, why.hint);
 		return;
 	}
 
@@ -753,8 +383,12 @@ LlmWorkerFindSeq(int64 engine_id)
 }
 
 /*
- * Step 2 of the loop: one engine step.  A failed step fails every sequence
- * in the engine.
+ * Step 2 of the loop: one engine step.  A failed step is logged here; the
+ * engine has finished the sequences of that step's batch with an error,
+ * which LlmWorkerCollect() hands to their slots, and stays usable, so the
+ * other sequences (waiting ones included) go on.  The engine has no state
+ * in which it must be reset: if its device stays broken, every later step
+ * fails its own batch the same way, so every request still gets an answer.
  */
 static void
 LlmWorkerStep(void)
@@ -766,7 +400,7 @@ LlmWorkerStep(void)
 
 	llm_error_clear(&err);
 	mask = LlmBlockSignals();
-	status = llm_engine_step(WorkerEngine, &err);
+	status = llm_engine_step(LlmWorkerEngine, &err);
 	LlmRestoreSignals(&mask);
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
@@ -775,18 +409,9 @@ LlmWorkerStep(void)
 	LWLockRelease(LlmState->lock);
 
 	if (status != LLM_OK)
-	{
 		ereport(WARNING,
 				(errcode(LlmStatusErrcode(status)),
 				 errmsg("llm engine step failed: %s", err.msg)));
-		for (int i = 0; i < LlmState->n_slots; i++)
-		{
-			if (!WorkerSeqs[i].active)
-				continue;
-			LlmWorkerRelease(i);
-			LlmWorkerAnswer(i, NULL, LlmStatusErrcode(status), err.msg, NULL, NULL);
-		}
-	}
 }
 
 /*
@@ -798,18 +423,18 @@ LlmWorkerCollect(void)
 {
 	LlmResult	result;
 
-	while (llm_engine_poll(WorkerEngine, &result))
+	while (llm_engine_poll(LlmWorkerEngine, &result))
 	{
 		int			slotno = LlmWorkerFindSeq(result.id);
 
 		if (slotno < 0)
 		{
 			elog(WARNING, "llm engine finished unknown sequence " INT64_FORMAT, result.id);
-			llm_engine_release(WorkerEngine, result.id);
+			llm_engine_release(LlmWorkerEngine, result.id);
 			continue;
 		}
 		if (result.reason == LLM_FINISH_ERROR)
-			LlmWorkerAnswer(slotno, NULL, ERRCODE_INTERNAL_ERROR,
+			LlmWorkerAnswer(slotno, NULL, LlmStatusErrcode(result.status),
 							result.error ? result.error : "generation failed", NULL, NULL);
 		else
 			LlmWorkerAnswer(slotno, &result, 0, NULL, NULL, NULL);
@@ -826,8 +451,8 @@ LlmWorkerPublish(void)
 	static int	last_running = -1;
 
 	memset(&st, 0, sizeof(st));
-	if (WorkerEngine)
-		llm_engine_stats(WorkerEngine, &st);
+	if (LlmWorkerEngine)
+		llm_engine_stats(LlmWorkerEngine, &st);
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	LlmState->counters.engine_waiting = st.n_waiting;
@@ -862,13 +487,10 @@ LlmWorkerPublish(void)
 static void
 LlmWorkerReloadConfig(void)
 {
-	LlmModelSettings now;
-
 	ConfigReloadPending = false;
 	ProcessConfigFile(PGC_SIGHUP);
 
-	LlmWorkerReadSettings(&now);
-	if (WorkerEngine == NULL || memcmp(&now, &WorkerApplied, sizeof(now)) != 0)
+	if (LlmWorkerModelStale())
 		WorkerReloadPending = true;
 }
 
@@ -969,19 +591,20 @@ LlmWorkerMain(Datum main_arg)
 			LlmWorkerReloadConfig();
 
 		/* A reload waits until the sequences in the engine have finished. */
-		if (WorkerReloadPending && (WorkerEngine == NULL || !llm_engine_busy(WorkerEngine)))
+		if (WorkerReloadPending && (LlmWorkerEngine == NULL || !llm_engine_busy(LlmWorkerEngine)))
 		{
 			WorkerReloadPending = false;
 			LlmWorkerUnload();
+			memset(&WorkerLast, 0, sizeof(WorkerLast));	/* a new engine counts from 0 */
 			LlmWorkerLoad();
 		}
 
 		LlmWorkerScanSlots();
 
-		busy = WorkerEngine != NULL && llm_engine_busy(WorkerEngine);
+		busy = LlmWorkerEngine != NULL && llm_engine_busy(LlmWorkerEngine);
 		if (busy)
 			LlmWorkerStep();
-		if (WorkerEngine != NULL)
+		if (LlmWorkerEngine != NULL)
 			LlmWorkerCollect();
 		LlmWorkerPublish();
 

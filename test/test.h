@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "tokenizer.h"
 
 static int	test_n_passed;
 static int	test_n_failed;

@@ -21,6 +21,8 @@
  * or is written to a file by llm-cli quantize --calib.
  */
 #include "awq.h"
+
+#include "engine.h"
 #include "forward.h"
 
 #include <math.h>

@@ -4,8 +4,9 @@
  *		calibration statistics, the per-layer scale search and folding, and
  *		loading a model quantized that way.
  *
- * Only model.h is included (LlmCalib is declared in forward.h), so that the
- * PostgreSQL worker can include this header for llm_model_load_awq().
+ * Only model.h is included (LlmCalib is declared in forward.h).  The
+ * PostgreSQL worker does not include this header: it loads through
+ * llm_model_load_with() in engine.h.
  */
 #ifndef LLM_AWQ_H
 #define LLM_AWQ_H

@@ -28,13 +28,6 @@ LlmChatTemplate llm_chat_template(const LlmModel *m);
 /* "gemma", "llama3" or "none". */
 const char *llm_chat_template_name(LlmChatTemplate t);
 
-/*
- * Tokenize prompt (len bytes) for generation: BOS, then the prompt wrapped
- * as one user turn and the opening of the model's turn when chat is set,
- * else the plain prompt.  LLM_ERR_UNSUPPORTED when chat is asked of a model
- * without a chat format.  *ids is a new malloc'd array of *n_ids tokens.
- */
-LlmStatus	llm_chat_tokenize(const LlmModel *m, const char *prompt, size_t len, bool chat,
-							  int32_t **ids, int *n_ids, LlmError *err);
+/* llm_chat_tokenize(), which wraps a prompt in the template, is in engine.h. */
 
 #endif							/* LLM_CHAT_H */

@@ -59,6 +59,7 @@ typedef struct Seq
 	size_t		text_cap;
 	LlmFinishReason reason;
 	char	   *error;
+	LlmStatus	status;			/* why, when reason is LLM_FINISH_ERROR */
 	bool		polled;
 	LlmKvSeq	kv;
 } Seq;
@@ -284,6 +285,13 @@ llm_engine_n_ctx(const LlmEngine *e)
 	return e->config.n_ctx;
 }
 
+/* Whether a prompt of n_prompt tokens fits the context with max_tokens wanted. */
+bool
+llm_engine_prompt_fits(const LlmEngine *e, int n_prompt, int max_tokens)
+{
+	return n_prompt < e->config.n_ctx || (n_prompt == e->config.n_ctx && max_tokens <= 0);
+}
+
 /* Append bytes to a sequence's text. */
 static bool
 seq_append_text(Seq *s, const char *p, size_t len)
@@ -307,12 +315,16 @@ seq_append_text(Seq *s, const char *p, size_t len)
 	return true;
 }
 
-/* Mark s finished with reason and give its KV blocks back at once. */
+/*
+ * Mark s finished with reason (and, for LLM_FINISH_ERROR, status and
+ * message) and give its KV blocks back at once.
+ */
 static void
-seq_finish(LlmEngine *e, Seq *s, LlmFinishReason reason, const char *error)
+seq_finish(LlmEngine *e, Seq *s, LlmFinishReason reason, LlmStatus status, const char *error)
 {
 	s->state = SEQ_FINISHED;
 	s->reason = reason;
+	s->status = status;
 	if (error != NULL && s->error == NULL)
 		s->error = strdup(error);
 	llm_kv_seq_release(&e->kv, &s->kv);
@@ -355,7 +367,7 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 	if (r->max_tokens < 0)
 		return llm_error_set(err, LLM_ERR_INVALID, "max_tokens must not be negative, got %d", r->max_tokens);
 	/* the prompt must fit, with room for one new token unless none is wanted */
-	if (r->n_prompt > n_ctx || (r->n_prompt == n_ctx && r->max_tokens > 0))
+	if (!llm_engine_prompt_fits(e, r->n_prompt, r->max_tokens))
 		return llm_error_set(err, LLM_ERR_LIMIT, "the prompt has %d tokens; the context length is %d",
 							 r->n_prompt, n_ctx);
 	for (int i = 0; i < r->n_prompt; i++)
@@ -417,7 +429,7 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 	s->id = e->next_id++;
 	s->state = SEQ_WAITING;
 	if (s->max_tokens == 0)
-		seq_finish(e, s, LLM_FINISH_LENGTH, NULL);
+		seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
 	e->seqs[e->n_seqs++] = s;
 	*id = s->id;
 	return LLM_OK;
@@ -559,7 +571,7 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 
 	if (llm_tokenizer_is_eog(tok, t) && !s->ignore_eos)
 	{
-		seq_finish(e, s, LLM_FINISH_STOP, NULL);
+		seq_finish(e, s, LLM_FINISH_STOP, LLM_OK, NULL);
 		return;
 	}
 	if (s->logprobs != NULL)
@@ -569,13 +581,13 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 	piece = llm_token_piece(tok, t, &len);
 	if (piece != NULL && !seq_append_text(s, piece, len))
 	{
-		seq_finish(e, s, LLM_FINISH_ERROR, "out of memory for the generated text");
+		seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_NOMEM, "out of memory for the generated text");
 		return;
 	}
 	if (seq_hit_stop(s, len))
-		seq_finish(e, s, LLM_FINISH_STOP, NULL);
+		seq_finish(e, s, LLM_FINISH_STOP, LLM_OK, NULL);
 	else if (s->n_tokens - s->n_prompt >= s->max_tokens || s->n_tokens >= e->config.n_ctx)
-		seq_finish(e, s, LLM_FINISH_LENGTH, NULL);
+		seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
 }
 
 /*
@@ -626,11 +638,12 @@ static void
 seq_evict(LlmEngine *e, Seq *s)
 {
 	LlmError	err;
+	LlmStatus	st;
 
 	if (e->evict.budget > 0 && s->state == SEQ_RUNNING &&
-		llm_kv_evict_apply(e->backend, &e->kv, &s->kv, s->n_past - s->kv.n_evicted, s->n_past - 1,
-						   &e->evict, e->moves, &err) != LLM_OK)
-		seq_finish(e, s, LLM_FINISH_ERROR, err.msg);
+		(st = llm_kv_evict_apply(e->backend, &e->kv, &s->kv, s->n_past - s->kv.n_evicted, s->n_past - 1,
+								 &e->evict, e->moves, &err)) != LLM_OK)
+		seq_finish(e, s, LLM_FINISH_ERROR, st, err.msg);
 }
 
 /* Run one step: admit, batch, forward, sample, finish. */
@@ -700,7 +713,7 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 		/* fail the sequences of this batch, keep the engine usable */
 		for (int b = 0; b < n_batch; b++)
 			if (e->b_owner[b]->state == SEQ_RUNNING)
-				seq_finish(e, e->b_owner[b], LLM_FINISH_ERROR, err ? err->msg : "forward pass failed");
+				seq_finish(e, e->b_owner[b], LLM_FINISH_ERROR, st, err ? err->msg : "forward pass failed");
 		return st;
 	}
 
@@ -742,6 +755,7 @@ llm_engine_poll(LlmEngine *e, LlmResult *out)
 		out->text = s->text;
 		out->text_len = s->text_len;
 		out->error = s->error;
+		out->status = s->status;
 		out->logprobs = s->logprobs != NULL ? s->logprobs + s->n_prompt : NULL;
 		return true;
 	}
@@ -755,7 +769,7 @@ llm_engine_cancel(LlmEngine *e, int64_t id)
 	int			i = seq_index(e, id);
 
 	if (i >= 0 && e->seqs[i]->state != SEQ_FINISHED)
-		seq_finish(e, e->seqs[i], LLM_FINISH_CANCELLED, NULL);
+		seq_finish(e, e->seqs[i], LLM_FINISH_CANCELLED, LLM_OK, NULL);
 }
 
 /* Forget a sequence, finished or not. */

@@ -3,9 +3,12 @@
  *		Public interface of the inference engine: load a model, then serve
  *		many sequences at once through add / step / poll / release / cancel.
  *
- * This is everything the PostgreSQL worker and llm-cli use.  The engine is
- * single-threaded from the caller's point of view (its compute threads are
- * internal and never call back); one LlmEngine is used by one thread.
+ * This is the engine's boundary: the PostgreSQL side includes no other
+ * engine header, and this one includes only status.h and types.h, so the
+ * model and the engine are opaque handles there (llm-cli and the tests
+ * also use internal headers).  The engine is single-threaded from the
+ * caller's point of view (its compute threads are internal and never call
+ * back); one LlmEngine is used by one thread.
  *
  * A sequence's life: llm_engine_add() queues it; each llm_engine_step() runs
  * one batched forward pass over the next tokens of every running sequence
@@ -21,27 +24,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "quant.h"
 #include "status.h"
-#include "tokenizer.h"
+#include "types.h"
 
-typedef struct LlmModel LlmModel;
+/* Opaque handles: a loaded model (LlmModel, types.h), an engine serving one. */
 typedef struct LlmEngine LlmEngine;
-
-/* What a loaded model is, for logs and llm_worker_status(). */
-typedef struct LlmModelInfo
-{
-	char		arch[32];		/* "llama", "gemma3" */
-	char		name[128];		/* general.name, or the file name */
-	int64_t		n_params;
-	int			n_layers;
-	int			dim;
-	int			n_heads;
-	int			n_kv_heads;
-	int			n_vocab;
-	int			n_ctx;			/* the model's context length */
-	char		weight_types[128];	/* e.g. "F32 x 48" or "Q4_K x 100, Q6_K x 12" */
-} LlmModelInfo;
+typedef struct LlmTokenizer LlmTokenizer;	/* tokenizer.h */
 
 /* Load a GGUF model (weights stay mapped, in their stored types). */
 LlmStatus	llm_model_load(const char *path, LlmModel **out, LlmError *err);
@@ -55,29 +43,35 @@ void		llm_model_free(LlmModel *m);
 const LlmModelInfo *llm_model_info(const LlmModel *m);
 const LlmTokenizer *llm_model_tokenizer(const LlmModel *m);
 
-typedef enum LlmKvType
+/* How llm_model_load_with() loads a model. */
+typedef struct LlmModelLoadOptions
 {
-	LLM_KV_F32,
-	LLM_KV_F16,
-	LLM_KV_I8					/* int8 with a float scale per (position, KV head) */
-} LlmKvType;
+	LlmQuantScheme quantize;	/* quantize float weights with this scheme; NONE keeps the stored types */
+	const char *calib_text;		/* (calib_len) AWQ calibration text, or NULL for plain quantization */
+	size_t		calib_len;
+	int			n_threads;		/* threads for the AWQ calibration (>= 1) */
+} LlmModelLoadOptions;
 
-/* Which keys a sequence over its KV budget drops (see kv.h). */
-typedef enum LlmEvictPolicy
-{
-	LLM_EVICT_H2O,				/* sinks, the newest half of the budget, and the heavy hitters */
-	LLM_EVICT_H2O_MEAN,			/* the same, heavy hitters by mean attention per query since stored */
-	LLM_EVICT_STREAMING,		/* sinks and the newest positions (StreamingLLM) */
-	LLM_EVICT_WINDOW			/* the newest positions only */
-} LlmEvictPolicy;
+/* Load option defaults: stored types, no calibration text, 1 thread. */
+void		llm_model_load_options_default(LlmModelLoadOptions *o);
 
-/* Where the model runs. */
-typedef enum LlmDevice
-{
-	LLM_DEVICE_AUTO,			/* CUDA when built with it and a GPU is visible, else the CPU */
-	LLM_DEVICE_CPU,
-	LLM_DEVICE_CUDA
-} LlmDevice;
+/*
+ * Load a GGUF model as o says: quantized with o->quantize as by
+ * llm_model_load_quantized(), with AWQ scales (awq.h) when calibration
+ * text is given (then o->quantize must not be NONE).
+ */
+LlmStatus	llm_model_load_with(const char *path, const LlmModelLoadOptions *o, LlmModel **out,
+								LlmError *err);
+
+/*
+ * Tokenize prompt (len bytes) for generation: BOS as the model wants it,
+ * then the prompt wrapped as one user turn and the opening of the model's
+ * turn when chat is set (chat.h), else the plain prompt; control tokens in
+ * the prompt stay text.  LLM_ERR_UNSUPPORTED when chat is asked of a model
+ * without a chat format.  *ids is a new malloc'd array of *n_ids tokens.
+ */
+LlmStatus	llm_chat_tokenize(const LlmModel *m, const char *prompt, size_t len, bool chat,
+							  int32_t **ids, int *n_ids, LlmError *err);
 
 typedef struct LlmEngineConfig
 {
@@ -99,7 +93,7 @@ typedef struct LlmEngineConfig
 
 /*
  * Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks
- * of 16, f32 KV, prefix cache on, no eviction (H2O with 4 sinks when a
+ * of 16, f16 KV, prefix cache on, no eviction (H2O with 4 sinks when a
  * budget is set), device auto, steps paced to 100 ms.
  */
 void		llm_engine_config_default(LlmEngineConfig *c);
@@ -108,6 +102,13 @@ LlmStatus	llm_engine_new(LlmModel *m, const LlmEngineConfig *c, LlmEngine **out,
 void		llm_engine_free(LlmEngine *e);
 /* The engine's per-sequence context limit (tokens of prompt + generation). */
 int			llm_engine_n_ctx(const LlmEngine *e);
+
+/*
+ * Whether a prompt of n_prompt tokens fits the context with room for one
+ * new token (none needed when max_tokens is 0): llm_engine_add() fails with
+ * LLM_ERR_LIMIT otherwise.  Callers may check first, for their own message.
+ */
+bool		llm_engine_prompt_fits(const LlmEngine *e, int n_prompt, int max_tokens);
 
 typedef struct LlmRequest
 {
@@ -165,6 +166,7 @@ typedef struct LlmResult
 	const char *text;			/* generated text, cut before a stop string; NUL-terminated */
 	size_t		text_len;
 	const char *error;			/* message when reason is LLM_FINISH_ERROR */
+	LlmStatus	status;			/* why, when reason is LLM_FINISH_ERROR; else LLM_OK */
 	/*
 	 * (n_generated) with LlmRequest.logprobs, else NULL: the natural log of
 	 * each token's probability under the logits the sampler saw (after the

@@ -51,8 +51,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine.h"
 #include "status.h"
+#include "types.h"
 
 /* How to build a pool (llm_kv_init). */
 typedef struct LlmKvParams

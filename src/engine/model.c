@@ -9,6 +9,7 @@
  */
 #include "model.h"
 #include "awq.h"
+#include "engine.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -10,10 +10,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine.h"
 #include "gguf.h"
 #include "quant.h"
 #include "tokenizer.h"
+#include "types.h"
 
 typedef enum LlmArch
 {

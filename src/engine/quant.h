@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "types.h"
+
 /* Tensor element types, numbered as ggml's (the values GGUF stores). */
 typedef enum LlmType
 {
@@ -81,15 +83,7 @@ float		llm_quantize_i8(const float *src, int8_t *dst, int64_t n);
 void		llm_quantize_row_int8_channel(const float *src, void *dst_q8_0, int64_t n);
 void		llm_quantize_row_int4_group(const float *src, void *dst_q4_0, int64_t n, int g);
 
-/* Own quantization schemes for float weights, at load time or by llm-cli quantize. */
-typedef enum LlmQuantScheme
-{
-	LLM_QUANT_NONE = 0,
-	LLM_QUANT_INT8,				/* one scale per output channel (Q8_0 layout) */
-	LLM_QUANT_INT4_G32,			/* one scale per 32 inputs (Q4_0 layout) */
-	LLM_QUANT_INT4_G128			/* one scale per 128 inputs (Q4_0 layout) */
-} LlmQuantScheme;
-
+/* Own quantization schemes (LlmQuantScheme, in types.h). */
 /* "none", "int8", "int4" (= int4_g128), "int4_g32", "int4_g128", any case; false for others. */
 bool		llm_quant_scheme_parse(const char *name, LlmQuantScheme *out);
 

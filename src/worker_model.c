@@ -1,0 +1,453 @@
+/*
+ * worker_model.c
+ *		The model's life in the background worker: the settings it was
+ *		loaded with, the model file's path inside llm.model_dir, the AWQ
+ *		calibration text, loading the model and its engine, and unloading.
+ *
+ * The worker (worker.c) loads at start and, after a SIGHUP that changed
+ * any of the settings below, once the engine has drained.  A model that is
+ * missing, outside the directory or invalid is logged as an error and
+ * leaves the worker without one (LlmWorkerModel and LlmWorkerEngine NULL,
+ * state NO_MODEL with the reason in LlmState->worker.error): a bad setting
+ * must not become a crash loop.
+ *
+ * Only the worker process runs this code, and every engine call that may
+ * start compute threads runs with all signals blocked (LlmBlockSignals), so
+ * the threads, which inherit the mask, never run PostgreSQL's handlers.
+ * LlmState->lock is taken only to publish the worker's state (shmem.c).
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "utils/memutils.h"
+
+#include "llm.h"
+
+/* The settings a model was loaded with; a change on SIGHUP reloads it. */
+typedef struct LlmModelSettings
+{
+	char		model[MAXPGPATH];
+	char		model_dir[MAXPGPATH];
+	int			threads;
+	int			max_batch_tokens;
+	int			step_time_ms;
+	int			max_sequences;
+	int			kv_cache_mb;
+	int			kv_block_size;
+	double		kv_budget;
+	int			kv_sink_tokens;
+	int			kv_evict;
+	int			kv_type;
+	int			device;
+	int			quantize;
+	char		quantize_calib[MAXPGPATH];	/* AWQ calibration text; "" = none or quantize none */
+} LlmModelSettings;
+
+LlmModel   *LlmWorkerModel = NULL;
+LlmEngine  *LlmWorkerEngine = NULL;
+static LlmModelSettings WorkerApplied;	/* the settings of the last load */
+
+/* Block every signal, returning the old mask (see the header comment of worker.c). */
+sigset_t
+LlmBlockSignals(void)
+{
+	sigset_t	all;
+	sigset_t	old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	return old;
+}
+
+/* Restore the mask LlmBlockSignals() returned. */
+void
+LlmRestoreSignals(sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* The SQLSTATE for an engine status. */
+int
+LlmStatusErrcode(LlmStatus status)
+{
+	switch (status)
+	{
+		case LLM_ERR_INVALID:
+			return ERRCODE_INVALID_PARAMETER_VALUE;
+		case LLM_ERR_LIMIT:
+			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+		case LLM_ERR_NOMEM:
+			return ERRCODE_OUT_OF_MEMORY;
+		case LLM_ERR_IO:
+			return ERRCODE_IO_ERROR;
+		case LLM_ERR_FORMAT:
+			return ERRCODE_DATA_CORRUPTED;
+		case LLM_ERR_UNSUPPORTED:
+			return ERRCODE_FEATURE_NOT_SUPPORTED;
+		case LLM_ERR_NOT_FOUND:
+			return ERRCODE_UNDEFINED_OBJECT;
+		default:
+			return ERRCODE_INTERNAL_ERROR;
+	}
+}
+
+/* An engine message (lower case, no period) as a detail sentence. */
+char *
+LlmMessageAsSentence(const char *msg)
+{
+	char	   *s = psprintf("%s.", msg);
+
+	if (s[0] >= 'a' && s[0] <= 'z')
+		s[0] += 'A' - 'a';
+	return s;
+}
+
+/* Record the worker's state (and why there is no model) for llm_worker_status(). */
+static void
+LlmWorkerSetState(LlmWorkerState state, const char *path, const char *error)
+{
+	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
+	LlmState->worker.state = state;
+	if (path)
+		strlcpy(LlmState->worker.model_path, path, sizeof(LlmState->worker.model_path));
+	strlcpy(LlmState->worker.error, error ? error : "", sizeof(LlmState->worker.error));
+	if (state != LLM_WORKER_READY)
+		LlmState->worker.has_model = false;
+	LWLockRelease(LlmState->lock);
+}
+
+/* Remember the settings the current model was loaded with. */
+static void
+LlmWorkerReadSettings(LlmModelSettings *s)
+{
+	memset(s, 0, sizeof(*s));
+	strlcpy(s->model, llm_model ? llm_model : "", sizeof(s->model));
+	strlcpy(s->model_dir, llm_model_dir ? llm_model_dir : "", sizeof(s->model_dir));
+	s->threads = llm_threads;
+	s->max_batch_tokens = llm_max_batch_tokens;
+	s->step_time_ms = llm_step_time_ms;
+	s->max_sequences = llm_max_sequences;
+	s->kv_cache_mb = llm_kv_cache_mb;
+	s->kv_block_size = llm_kv_block_size;
+	s->kv_budget = llm_kv_budget;
+	s->kv_sink_tokens = llm_kv_sink_tokens;
+	s->kv_evict = llm_kv_evict;
+	s->kv_type = llm_kv_type;
+	s->device = llm_device;
+	s->quantize = llm_quantize;
+	if (llm_quantize != LLM_QUANT_NONE)
+		strlcpy(s->quantize_calib, llm_quantize_calib ? llm_quantize_calib : "", sizeof(s->quantize_calib));
+}
+
+/*
+ * The calibration text file at path (llm.quantize_calib) in a palloc'd
+ * buffer of *len bytes; errors out when it cannot be read.
+ */
+static char *
+LlmWorkerReadCalib(const char *path, size_t *len)
+{
+	struct stat st;
+	char	   *buf;
+	Size		got = 0;
+	bool		failed = false;
+	int			fd;
+	int			save_errno;
+
+	if (stat(path, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read calibration text file \"%s\": %m", path),
+				 errhint("Set llm.quantize_calib to a readable text file, or to an empty string for quantization without AWQ.")));
+	if (!S_ISREG(st.st_mode))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("calibration text file \"%s\" is not a regular file", path)));
+	if ((Size) st.st_size >= MaxAllocSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("calibration text file \"%s\" is too large", path),
+				 errdetail("The file has %lld bytes; AWQ uses only the first 4096 tokens of it.",
+						   (long long) st.st_size)));
+
+	buf = palloc((Size) st.st_size + 1);
+	fd = open(path, O_RDONLY | PG_BINARY, 0);
+	failed = fd < 0;
+	while (!failed && got < (Size) st.st_size)
+	{
+		ssize_t		n = read(fd, buf + got, (Size) st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+		{
+			failed = n < 0;
+			break;				/* an error, or the file got shorter */
+		}
+		got += (Size) n;
+	}
+	if (fd >= 0)
+	{
+		save_errno = errno;
+		close(fd);
+		errno = save_errno;
+	}
+	if (failed)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read calibration text file \"%s\": %m", path)));
+	buf[got] = '\0';
+	*len = (size_t) got;
+	return buf;
+}
+
+/*
+ * The real path of the model file named by the settings; errors out when
+ * it does not exist or lies outside llm.model_dir.
+ */
+static char *
+LlmWorkerModelPath(const LlmModelSettings *s)
+{
+	char	   *dir;
+	char	   *path;
+	char	   *joined;
+	size_t		dirlen;
+
+	if (s->model_dir[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("llm.model_dir is not set"),
+				 errhint("Set llm.model_dir to the directory that holds the model files.")));
+
+	dir = realpath(s->model_dir, NULL);
+	if (dir == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not access model directory \"%s\": %m", s->model_dir)));
+
+	if (is_absolute_path(s->model))
+		joined = pstrdup(s->model);
+	else
+		joined = psprintf("%s/%s", s->model_dir, s->model);
+
+	path = realpath(joined, NULL);
+	if (path == NULL)
+	{
+		free(dir);
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not access model file \"%s\": %m", joined)));
+	}
+
+	dirlen = strlen(dir);
+	if (strncmp(path, dir, dirlen) != 0 || path[dirlen] != '/')
+	{
+		char	   *p = pstrdup(path);
+		char	   *d = pstrdup(dir);
+
+		free(path);
+		free(dir);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("model file \"%s\" is outside llm.model_dir", p),
+				 errdetail("llm.model_dir is \"%s\".", d)));
+	}
+
+	joined = pstrdup(path);
+	free(path);
+	free(dir);
+	return joined;
+}
+
+/*
+ * The engine configuration for settings s, with n_threads threads, for a
+ * model of context length model_n_ctx.
+ */
+static void
+LlmWorkerMakeConfig(const LlmModelSettings *s, int n_threads, int model_n_ctx, LlmEngineConfig *config)
+{
+	llm_engine_config_default(config);
+	config->n_threads = n_threads;
+	config->max_batch_tokens = s->max_batch_tokens;
+	config->step_time_ms = s->step_time_ms;
+	config->max_seqs = s->max_sequences;
+	config->kv_type = (LlmKvType) s->kv_type;
+	config->kv_block_size = s->kv_block_size;
+	config->kv_cache_bytes = (size_t) s->kv_cache_mb * 1024 * 1024;
+	config->device = (LlmDevice) s->device;
+	config->kv_sink_tokens = s->kv_sink_tokens;
+	config->evict_policy = (LlmEvictPolicy) s->kv_evict;
+	/* below 1: a fraction of the context (the model's, as the engine limits it) */
+	config->kv_budget = s->kv_budget >= 1.0 ? (int) Min(s->kv_budget, INT_MAX) :
+		(int) ceil(s->kv_budget * model_n_ctx);
+}
+
+/* Load the model and start an engine for it; errors out on failure. */
+static void
+LlmWorkerOpenModel(const LlmModelSettings *s)
+{
+	char	   *path;
+	LlmModel   *model = NULL;
+	LlmEngine  *engine = NULL;
+	LlmModelLoadOptions opts;
+	LlmEngineConfig config;
+	LlmError	err;
+	LlmStatus	status;
+	sigset_t	mask;
+	const LlmModelInfo *info;
+	char	   *calib = NULL;
+	size_t		calib_len = 0;
+	int			n_threads;
+
+	path = LlmWorkerModelPath(s);
+
+	n_threads = s->threads > 0 ? s->threads : Min(Max(1, (int) sysconf(_SC_NPROCESSORS_ONLN)), 1024);
+	if (s->quantize_calib[0] != '\0')
+		calib = LlmWorkerReadCalib(s->quantize_calib, &calib_len);
+
+	llm_model_load_options_default(&opts);
+	opts.quantize = (LlmQuantScheme) s->quantize;
+	opts.calib_text = calib;
+	opts.calib_len = calib_len;
+	opts.n_threads = n_threads;
+
+	llm_error_clear(&err);
+	mask = LlmBlockSignals();
+	status = llm_model_load_with(path, &opts, &model, &err);
+	LlmRestoreSignals(&mask);
+	if (status != LLM_OK)
+		ereport(ERROR,
+				(errcode(LlmStatusErrcode(status)),
+				 calib != NULL ?
+				 errmsg("could not load model file \"%s\" with AWQ calibration text \"%s\"", path, s->quantize_calib) :
+				 errmsg("could not load model file \"%s\"", path),
+				 errdetail_internal("%s", LlmMessageAsSentence(err.msg))));
+
+	LlmWorkerMakeConfig(s, n_threads, llm_model_info(model)->n_ctx, &config);
+
+	mask = LlmBlockSignals();
+	status = llm_engine_new(model, &config, &engine, &err);
+	LlmRestoreSignals(&mask);
+	if (status != LLM_OK)
+	{
+		llm_model_free(model);
+		ereport(ERROR,
+				(errcode(LlmStatusErrcode(status)),
+				 errmsg("could not start the inference engine for model \"%s\"", path),
+				 errdetail_internal("%s", LlmMessageAsSentence(err.msg))));
+	}
+
+	LlmWorkerModel = model;
+	LlmWorkerEngine = engine;
+	info = llm_model_info(model);
+
+	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
+	LlmState->worker.state = LLM_WORKER_READY;
+	strlcpy(LlmState->worker.model_path, path, sizeof(LlmState->worker.model_path));
+	LlmState->worker.has_model = true;
+	LlmState->worker.model = *info;
+	LlmState->worker.n_ctx = llm_engine_n_ctx(engine);
+	LlmState->worker.n_threads = config.n_threads;
+	LlmState->worker.loaded_at = GetCurrentTimestamp();
+	LlmState->worker.error[0] = '\0';
+	LWLockRelease(LlmState->lock);
+
+	ereport(LOG,
+			(errmsg("llm worker loaded model \"%s\"", path),
+			 errdetail("Architecture %s, %lld parameters, %d layers, dimension %d, %d heads (%d KV heads), "
+					   "vocabulary %d, context length %d; weights %s%s; %d threads.",
+					   info->arch, (long long) info->n_params, info->n_layers, info->dim,
+					   info->n_heads, info->n_kv_heads, info->n_vocab, info->n_ctx,
+					   info->weight_types,
+					   calib != NULL ? psprintf(" with AWQ scales from \"%s\"", s->quantize_calib) : "",
+					   config.n_threads)));
+	if (calib != NULL)
+		pfree(calib);
+}
+
+/*
+ * Load the model the settings name.  Failure is logged as an error and
+ * leaves the worker without a model; it never ends the worker.
+ */
+void
+LlmWorkerLoad(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	LlmWorkerReadSettings(&WorkerApplied);
+	if (WorkerApplied.model[0] == '\0')
+	{
+		ereport(LOG,
+				(errmsg("llm worker has no model to load"),
+				 errhint("Set llm.model to a GGUF file in llm.model_dir and reload the configuration.")));
+		LlmWorkerSetState(LLM_WORKER_NO_MODEL, "", "llm.model is not set.");
+		return;
+	}
+
+	LlmWorkerSetState(LLM_WORKER_LOADING,
+					  is_absolute_path(WorkerApplied.model) ? WorkerApplied.model
+					  : psprintf("%s/%s", WorkerApplied.model_dir, WorkerApplied.model),
+					  NULL);
+	PG_TRY();
+	{
+		LlmWorkerOpenModel(&WorkerApplied);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		char	   *why;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		EmitErrorReport();
+		FlushErrorState();
+
+		/* As a detail: the message as a sentence, then the detail. */
+		why = psprintf("%s.%s%s", edata->message,
+					   edata->detail ? " " : "", edata->detail ? edata->detail : "");
+		why[0] = pg_toupper((unsigned char) why[0]);
+		LlmWorkerSetState(LLM_WORKER_NO_MODEL, NULL, why);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+
+/* Free the engine and the model, if loaded. */
+void
+LlmWorkerFreeEngine(void)
+{
+	if (LlmWorkerEngine)
+		llm_engine_free(LlmWorkerEngine);
+	if (LlmWorkerModel)
+		llm_model_free(LlmWorkerModel);
+	LlmWorkerEngine = NULL;
+	LlmWorkerModel = NULL;
+}
+
+/* Free the engine and the model (the engine must be idle). */
+void
+LlmWorkerUnload(void)
+{
+	LlmWorkerFreeEngine();
+	LlmWorkerSetState(LLM_WORKER_LOADING, NULL, NULL);
+}
+
+/*
+ * Whether the worker should load the model anew: none is loaded, or the
+ * settings (just re-read from the configuration) differ from those of the
+ * last load.
+ */
+bool
+LlmWorkerModelStale(void)
+{
+	LlmModelSettings now;
+
+	LlmWorkerReadSettings(&now);
+	return LlmWorkerEngine == NULL || memcmp(&now, &WorkerApplied, sizeof(now)) != 0;
+}
