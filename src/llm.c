@@ -23,6 +23,7 @@ PG_MODULE_MAGIC;
 char	   *llm_model = NULL;
 char	   *llm_model_dir = NULL;
 int			llm_device = LLM_DEVICE_AUTO;
+bool		llm_deterministic = false;
 int			llm_threads = 0;
 int			llm_max_batch_tokens = 512;
 int			llm_step_time_ms = 100;
@@ -134,6 +135,18 @@ LlmDefineSettings(void)
 							 LLM_DEVICE_AUTO,
 							 llm_device_options,
 							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("llm.deterministic",
+							 "Makes every answer on the GPU independent of the batch it ran in.",
+							 "On the CPU answers never depend on what else runs; on CUDA this routes every matmul "
+							 "through the GEMV kernels, 8 tokens at a time, and every token's attention through "
+							 "the decode kernel, at a cost in prefill and large-batch speed.  Takes effect when "
+							 "the worker next loads a model.",
+							 &llm_deterministic,
+							 false,
+							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
 

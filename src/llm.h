@@ -30,6 +30,7 @@
 extern char *llm_model;
 extern char *llm_model_dir;
 extern int	llm_device;
+extern bool llm_deterministic;
 extern int	llm_threads;
 extern int	llm_max_batch_tokens;
 extern int	llm_step_time_ms;

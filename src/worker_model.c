@@ -46,6 +46,7 @@ typedef struct LlmModelSettings
 	int			kv_evict;
 	int			kv_type;
 	int			device;
+	bool		deterministic;
 	int			quantize;
 	char		quantize_calib[MAXPGPATH];	/* AWQ calibration text; "" = none or quantize none */
 } LlmModelSettings;
@@ -141,6 +142,7 @@ LlmWorkerReadSettings(LlmModelSettings *s)
 	s->kv_evict = llm_kv_evict;
 	s->kv_type = llm_kv_type;
 	s->device = llm_device;
+	s->deterministic = llm_deterministic;
 	s->quantize = llm_quantize;
 	if (llm_quantize != LLM_QUANT_NONE)
 		strlcpy(s->quantize_calib, llm_quantize_calib ? llm_quantize_calib : "", sizeof(s->quantize_calib));
@@ -281,6 +283,7 @@ LlmWorkerMakeConfig(const LlmModelSettings *s, int n_threads, int model_n_ctx, L
 	config->kv_block_size = s->kv_block_size;
 	config->kv_cache_bytes = (size_t) s->kv_cache_mb * 1024 * 1024;
 	config->device = (LlmDevice) s->device;
+	config->deterministic = s->deterministic;
 	config->kv_sink_tokens = s->kv_sink_tokens;
 	config->evict_policy = (LlmEvictPolicy) s->kv_evict;
 	/* below 1: a fraction of the context (the model's, as the engine limits it) */
