@@ -225,6 +225,12 @@ test_too_big(void)
 	int64_t		id;
 	int			n_ids;
 	int32_t    *ids = test_tokenize(model, prompts[3], &n_ids);
+	int			n_ctx = llm_engine_n_ctx(e);
+
+	/* the context rule add applies (and the worker checks first): a full context only for no new token */
+	TEST_CHECK(llm_engine_prompt_fits(e, n_ctx - 1, 1) && llm_engine_prompt_fits(e, n_ctx, 0) &&
+			   !llm_engine_prompt_fits(e, n_ctx, 1) && !llm_engine_prompt_fits(e, n_ctx + 1, 0),
+			   "llm_engine_prompt_fits is wrong at the context length %d", n_ctx);
 
 	llm_request_default(&r);
 	r.prompt = ids;

@@ -84,6 +84,7 @@ void		llm_quantize_row_int8_channel(const float *src, void *dst_q8_0, int64_t n)
 void		llm_quantize_row_int4_group(const float *src, void *dst_q4_0, int64_t n, int g);
 
 /* Own quantization schemes (LlmQuantScheme, in types.h). */
+
 /* "none", "int8", "int4" (= int4_g128), "int4_g32", "int4_g128", any case; false for others. */
 bool		llm_quant_scheme_parse(const char *name, LlmQuantScheme *out);
 
