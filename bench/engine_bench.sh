@@ -11,9 +11,13 @@
 # fetched by tools/fetch-model.sh; or a path to a GGUF file.  Defaults:
 # "q8_0 gemma smollm2", batches 1,4,16,64, 2 threads, prompt 128, 64 new
 # tokens (PROMPT=, NEW= override).  llm runs with --step-ms 0 here, so that
-# as in llama-batched-bench every prompt is prefilled in full chunks before
-# decode dominates (paced steps overlap the two phases and blur both
-# figures); the latency table shows what pacing does.
+# as in llama-batched-bench every prompt is prefilled in full chunks (paced
+# steps overlap the two phases; the latency table shows what pacing does).
+# llm's decode figure counts only the steps that computed no prompt token,
+# as S_TG counts llama-batched-bench's generation phase; its prefill figure
+# is the prompt tokens over the time until the last one was computed (the
+# sequences admitted first decode meanwhile, so it reads lower than a pure
+# S_PP).  Both engines keep an f16 KV cache by default.
 #
 # llama.cpp: LLAMA_CPP_BIN names the folder of llama-batched-bench (built
 # once from the llama-cpp-python sdist's vendor/llama.cpp with CMake; never in
