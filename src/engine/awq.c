@@ -71,16 +71,50 @@ llm_calib_free(LlmCalib *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/*
+ * Observer input (ctx an LlmCalib): add |x| of n rows of width w into the
+ * sums of input which of layer, and keep the rows among the first
+ * LLM_CALIB_SAMPLES calibration tokens.
+ */
+static void
+calib_input(void *ctx, int layer, LlmMatmulInput which, const float *x, int n, int w)
+{
+	LlmCalib   *c = ctx;
+	double	   *sums = which == LLM_INPUT_ATTN ? c->attn_in : which == LLM_INPUT_WO ? c->wo_in :
+		which == LLM_INPUT_FFN ? c->ffn_in : c->down_in;
+	float	   *samples = which == LLM_INPUT_ATTN ? c->attn_x : which == LLM_INPUT_WO ? c->wo_x :
+		which == LLM_INPUT_FFN ? c->ffn_x : c->down_x;
+
+	sums += (size_t) layer * w;
+	samples += (size_t) layer * LLM_CALIB_SAMPLES * w;
+	for (int i = 0; i < n; i++)
+	{
+		for (int j = 0; j < w; j++)
+			sums[j] += fabsf(x[(size_t) i * w + j]);
+		if (c->n_tokens + i < LLM_CALIB_SAMPLES)
+			memcpy(samples + (size_t) (c->n_tokens + i) * w, x + (size_t) i * w, (size_t) w * sizeof(float));
+	}
+}
+
+/* Observer step_done: n more calibration tokens seen. */
+static void
+calib_step_done(void *ctx, int n)
+{
+	((LlmCalib *) ctx)->n_tokens += n;
+}
+
 /* Run the model over n tokens in chunks (at least one, at most n tokens long), summing activations into c. */
 LlmStatus
 llm_awq_calibrate(const LlmModel *m, const int32_t *tokens, int n, int chunk, int n_threads,
 				  LlmCalib *c, LlmError *err)
 {
+	LlmObserver obs = {c, calib_input, calib_step_done};
+
 	if (chunk > n)
 		chunk = n;
 	if (chunk < 1)
 		return llm_error_set(err, LLM_ERR_INVALID, "the calibration text has no tokens");
-	return llm_forward_chunks(m, tokens, n / chunk, chunk, n_threads, LLM_KV_F32, c, false, NULL, NULL, err);
+	return llm_forward_chunks(m, tokens, n / chunk, chunk, n_threads, LLM_KV_F32, &obs, false, NULL, NULL, err);
 }
 
 /* A float copy (rows, cols) of a weight matrix; NULL when out of memory. */
@@ -339,6 +373,14 @@ done:
 	return st;
 }
 
+/* llm_model_quantize's layer hook: layers whose matrices are all float get AWQ scales from ctx (an LlmCalib). */
+static LlmStatus
+awq_layer(void *ctx, LlmModel *m, int l, LlmQuantScheme scheme, bool *done, LlmError *err)
+{
+	*done = llm_layer_is_float(&m->weights.layers[l]);
+	return *done ? llm_awq_quantize_layer(m, l, scheme, ctx, err) : LLM_OK;
+}
+
 /* Calibrate the float model m on text and quantize it with scheme and AWQ scales. */
 static LlmStatus
 awq_quantize_model(LlmModel *m, LlmQuantScheme scheme, const char *text, size_t len, int n_threads,
@@ -366,7 +408,7 @@ awq_quantize_model(LlmModel *m, LlmQuantScheme scheme, const char *text, size_t 
 	else if (!(st = llm_calib_init(&calib, &m->config, err)) &&
 			 !(st = llm_awq_calibrate(m, ids, n_ids < LLM_AWQ_MAX_TOKENS ? n_ids : LLM_AWQ_MAX_TOKENS,
 									  LLM_AWQ_CHUNK, n_threads, &calib, err)))
-		st = llm_model_quantize(m, scheme, &calib, err);
+		st = llm_model_quantize(m, scheme, awq_layer, &calib, err);
 	free(ids);
 	llm_calib_free(&calib);
 	return st;

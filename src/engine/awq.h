@@ -4,8 +4,10 @@
  *		calibration statistics, the per-layer scale search and folding, and
  *		loading a model quantized that way.
  *
- * Only model.h is included (LlmCalib is declared in forward.h).  The
- * PostgreSQL worker does not include this header: it loads through
+ * AWQ sits beside the model and the forward pass, which do not know it:
+ * it watches the calibration runs through an LlmObserver (forward.h) and
+ * quantizes the layers through llm_model_quantize's layer hook (model.h).
+ * The PostgreSQL worker does not include this header: it loads through
  * llm_model_load_with() in engine.h.
  */
 #ifndef LLM_AWQ_H
@@ -18,7 +20,25 @@
 #define LLM_AWQ_CHUNK 256		/* tokens per calibration chunk (a fresh sequence each) */
 #define LLM_AWQ_MAX_TOKENS 4096 /* calibration tokens used at most */
 
-typedef struct LlmCalib LlmCalib;	/* defined in forward.h */
+#define LLM_CALIB_SAMPLES 64	/* token rows kept of each matmul input, for the error search */
+
+/*
+ * Sums of |activation| per input channel of each layer's matmuls, gathered
+ * over n_tokens calibration tokens.
+ */
+typedef struct LlmCalib
+{
+	int64_t		n_tokens;
+	double	   *attn_in;		/* (n_layers, dim) into wq, wk, wv */
+	double	   *wo_in;			/* (n_layers, n_heads * head_dim) into wo */
+	double	   *ffn_in;			/* (n_layers, dim) into w_gate, w_up */
+	double	   *down_in;		/* (n_layers, ffn_dim) into w_down */
+	/* the first LLM_CALIB_SAMPLES token rows seen at each of the four inputs */
+	float	   *attn_x;			/* (n_layers, LLM_CALIB_SAMPLES, dim) */
+	float	   *wo_x;			/* (n_layers, LLM_CALIB_SAMPLES, n_heads * head_dim) */
+	float	   *ffn_x;			/* (n_layers, LLM_CALIB_SAMPLES, dim) */
+	float	   *down_x;			/* (n_layers, LLM_CALIB_SAMPLES, ffn_dim) */
+} LlmCalib;
 
 /* Allocate zeroed statistics for the model's shape. */
 LlmStatus	llm_calib_init(LlmCalib *c, const LlmConfig *cfg, LlmError *err);

@@ -16,7 +16,7 @@
 /* Run n_chunks chunks of chunk tokens as fresh sequences (see forward.h). */
 LlmStatus
 llm_forward_chunks(const LlmModel *m, const int32_t *tokens, int n_chunks, int chunk,
-				   int n_threads, LlmKvType kv_type, LlmCalib *calib, bool want_logits,
+				   int n_threads, LlmKvType kv_type, const LlmObserver *observer, bool want_logits,
 				   LlmChunkFn fn, void *ctx, LlmError *err)
 {
 	const LlmConfig *c = &m->config;
@@ -43,7 +43,7 @@ llm_forward_chunks(const LlmModel *m, const int32_t *tokens, int n_chunks, int c
 			 (st = llm_run_state_init(&rs, c, chunk, err)) == LLM_OK &&
 			 (st = llm_kv_seq_reserve(&kv, &seq, chunk, err)) == LLM_OK)
 	{
-		rs.calib = calib;
+		rs.observer = observer;
 		for (int j = 0; j < chunk; j++)
 		{
 			pos[j] = j;

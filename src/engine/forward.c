@@ -127,20 +127,12 @@ head_norm(LlmBackend *be, const LlmConfig *c, float *x, int n, int n_heads, cons
 	be->ops->rmsnorm(be, x, w, x, n * n_heads, c->head_dim, c->rms_eps, c->norm_add_one);
 }
 
-/*
- * Add |x| of n rows of width w to sums (w), and keep the rows among the
- * first LLM_CALIB_SAMPLES calibration tokens in samples.
- */
-static void
-calib_add(const LlmCalib *c, double *sums, float *samples, const float *x, int n, int w)
+/* Show the run state's observer, if any, the input x (n, width) of layer's matmuls which. */
+static inline void
+observe(const LlmRunState *s, int layer, LlmMatmulInput which, const float *x, int n, int width)
 {
-	for (int i = 0; i < n; i++)
-	{
-		for (int j = 0; j < w; j++)
-			sums[j] += fabsf(x[(size_t) i * w + j]);
-		if (c->n_tokens + i < LLM_CALIB_SAMPLES)
-			memcpy(samples + (size_t) (c->n_tokens + i) * w, x + (size_t) i * w, (size_t) w * sizeof(float));
-	}
+	if (s->observer != NULL)
+		s->observer->input(s->observer->ctx, layer, which, x, n, width);
 }
 
 /* Run batch b through the model; logits (n_want, n_vocab) for the tokens that want them. */
@@ -162,8 +154,8 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 		if (b->token[i] < 0 || b->token[i] >= c->n_vocab)
 			return llm_error_set(err, LLM_ERR_INVALID, "token id %d is outside the vocabulary (%d)",
 								 b->token[i], c->n_vocab);
-	if (s->calib != NULL && be->device_memory)
-		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "calibration runs on the CPU backend only");
+	if (s->observer != NULL && be->device_memory)
+		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "an observed forward pass runs on the CPU backend only");
 	for (int i = 0; i < n; i++)
 		if (b->want_logits[i])
 			s->want_rows[n_out++] = i;
@@ -186,9 +178,7 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 
 		/* attention: xb = rmsnorm(x); q, k, v = xb Wq, xb Wk, xb Wv */
 		ops->rmsnorm(be, s->x, lw->attn_norm, s->xb, n, dim, c->rms_eps, c->norm_add_one);
-		if (s->calib)
-			calib_add(s->calib, s->calib->attn_in + (size_t) l * dim, 
-					  s->calib->attn_x + (size_t) l * LLM_CALIB_SAMPLES * dim, s->xb, n, dim);
+		observe(s, l, LLM_INPUT_ATTN, s->xb, n, dim);
 		ops->matmul(be, &lw->wq, s->xb, s->q, n);
 		ops->matmul(be, &lw->wk, s->xb, s->k, n);
 		ops->matmul(be, &lw->wv, s->xb, s->v, n);
@@ -204,10 +194,7 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 
 		/* softmax(q k^T * scale) v over each token's cached positions, then Wo */
 		ops->attention(be, kv, l, &attn);
-		if (s->calib)
-			calib_add(s->calib, s->calib->wo_in + (size_t) l * c->n_heads * c->head_dim,
-					  s->calib->wo_x + (size_t) l * LLM_CALIB_SAMPLES * c->n_heads * c->head_dim,
-					  s->att, n, c->n_heads * c->head_dim);
+		observe(s, l, LLM_INPUT_WO, s->att, n, c->n_heads * c->head_dim);
 		ops->matmul(be, &lw->wo, s->att, s->xb2, n);
 		if (lw->post_attn_norm != NULL)
 			ops->rmsnorm(be, s->xb2, lw->post_attn_norm, s->xb2, n, dim, c->rms_eps, c->norm_add_one);
@@ -215,21 +202,19 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 
 		/* feed-forward: x += W_down (act(xb W_gate) * xb W_up) */
 		ops->rmsnorm(be, s->x, lw->ffn_norm, s->xb, n, dim, c->rms_eps, c->norm_add_one);
-		if (s->calib)
-			calib_add(s->calib, s->calib->ffn_in + (size_t) l * dim, s->calib->ffn_x + (size_t) l * LLM_CALIB_SAMPLES * dim, s->xb, n, dim);
+		observe(s, l, LLM_INPUT_FFN, s->xb, n, dim);
 		ops->matmul(be, &lw->w_gate, s->xb, s->hb, n);
 		ops->matmul(be, &lw->w_up, s->xb, s->hb2, n);
 		ops->glu(be, s->hb, s->hb2, s->hb, (int64_t) n * c->ffn_dim, c->act);
-		if (s->calib)
-			calib_add(s->calib, s->calib->down_in + (size_t) l * c->ffn_dim, s->calib->down_x + (size_t) l * LLM_CALIB_SAMPLES * c->ffn_dim, s->hb, n, c->ffn_dim);
+		observe(s, l, LLM_INPUT_DOWN, s->hb, n, c->ffn_dim);
 		ops->matmul(be, &lw->w_down, s->hb, s->xb2, n);
 		if (lw->post_ffn_norm != NULL)
 			ops->rmsnorm(be, s->xb2, lw->post_ffn_norm, s->xb2, n, dim, c->rms_eps, c->norm_add_one);
 		ops->add(be, s->x, s->xb2, (int64_t) n * dim);
 	}
 
-	if (s->calib)
-		s->calib->n_tokens += n;
+	if (s->observer != NULL && s->observer->step_done != NULL)
+		s->observer->step_done(s->observer->ctx, n);
 
 	/* final norm and vocabulary projection, only for the rows that want logits (host logits, through to_host) */
 	if (n_out > 0)

@@ -21,25 +21,27 @@ typedef struct LlmBatch
 	const bool *want_logits;	/* (n) whether to compute logits for the token */
 } LlmBatch;
 
-/*
- * Sums of |activation| per input channel of each layer's matmuls, gathered
- * over n_tokens calibration tokens (AWQ, Lin et al. 2024, awq.c).
- */
-typedef struct LlmCalib
+/* The input of a layer's matmuls that an observer is shown (LlmObserver). */
+typedef enum LlmMatmulInput
 {
-	int64_t		n_tokens;
-	double	   *attn_in;		/* (n_layers, dim) into wq, wk, wv */
-	double	   *wo_in;			/* (n_layers, n_heads * head_dim) into wo */
-	double	   *ffn_in;			/* (n_layers, dim) into w_gate, w_up */
-	double	   *down_in;		/* (n_layers, ffn_dim) into w_down */
-	/* the first LLM_CALIB_SAMPLES token rows seen at each of the four inputs */
-	float	   *attn_x;			/* (n_layers, LLM_CALIB_SAMPLES, dim) */
-	float	   *wo_x;			/* (n_layers, LLM_CALIB_SAMPLES, n_heads * head_dim) */
-	float	   *ffn_x;			/* (n_layers, LLM_CALIB_SAMPLES, dim) */
-	float	   *down_x;			/* (n_layers, LLM_CALIB_SAMPLES, ffn_dim) */
-} LlmCalib;
+	LLM_INPUT_ATTN,				/* (n, dim) into wq, wk, wv */
+	LLM_INPUT_WO,				/* (n, n_heads * head_dim) into wo */
+	LLM_INPUT_FFN,				/* (n, dim) into w_gate, w_up */
+	LLM_INPUT_DOWN				/* (n, ffn_dim) into w_down */
+} LlmMatmulInput;
 
-#define LLM_CALIB_SAMPLES 64
+/*
+ * A tool that watches the forward pass without the pass knowing it (AWQ's
+ * calibration, awq.c): input sees every matmul input x (n rows of width)
+ * of every layer as it is computed, step_done each finished batch of n
+ * tokens.  CPU backends only (the activations must be host memory).
+ */
+typedef struct LlmObserver
+{
+	void	   *ctx;
+	void		(*input) (void *ctx, int layer, LlmMatmulInput which, const float *x, int n, int width);
+	void		(*step_done) (void *ctx, int n);
+} LlmObserver;
 
 /*
  * Activation buffers for up to max_tokens tokens a step (llama2.c's
@@ -70,7 +72,7 @@ typedef struct LlmRunState
 	float	   *hb;				/* (max_tokens, ffn_dim) gate, then act(gate) * up */
 	float	   *hb2;			/* (max_tokens, ffn_dim) up */
 	float	   *xo;				/* (max_tokens, dim) rows that want logits */
-	LlmCalib   *calib;			/* when set, each step adds its activation sums */
+	const LlmObserver *observer;	/* when set, sees every matmul input (CPU backends) */
 } LlmRunState;
 
 LlmStatus	llm_run_state_init(LlmRunState *s, const LlmConfig *c, int max_tokens, LlmError *err);
@@ -92,12 +94,12 @@ typedef void (*LlmChunkFn) (void *ctx, int c, const int32_t *tokens, const float
 /*
  * Run n_chunks chunks of chunk tokens each, each as a fresh sequence whose
  * first token is replaced by BOS (llama.cpp's perplexity method), on a CPU
- * backend of n_threads with a KV cache of kv_type.  With calib, the run
- * state gathers calibration statistics; with fn, fn sees every chunk (and
- * its logits when want_logits).
+ * backend of n_threads with a KV cache of kv_type.  With observer, it sees
+ * every matmul input of the runs; with fn, fn sees every chunk (and its
+ * logits when want_logits).
  */
 LlmStatus	llm_forward_chunks(const LlmModel *m, const int32_t *tokens, int n_chunks, int chunk,
-							   int n_threads, LlmKvType kv_type, LlmCalib *calib, bool want_logits,
+							   int n_threads, LlmKvType kv_type, const LlmObserver *observer, bool want_logits,
 							   LlmChunkFn fn, void *ctx, LlmError *err);
 
 /* Called for position j of chunk c (tokens as in the text) with the logits (n_vocab) predicting token j + 1. */

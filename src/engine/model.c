@@ -8,7 +8,6 @@
  * one-dimensional norm vectors are converted to float copies.
  */
 #include "model.h"
-#include "awq.h"
 #include "engine.h"
 
 #include <math.h>
@@ -438,12 +437,11 @@ llm_layer_is_float(const LlmLayerWeights *lw)
 }
 
 /*
- * Quantize every float weight matrix of m with the scheme (own INT8 / INT4).
- * With calibration statistics, layers whose seven matrices are all float
- * get AWQ scales (awq.c); the embedding and output stay plain.
+ * Quantize every float weight matrix of m with the scheme (own INT8 / INT4),
+ * offering each layer to layer_fn first (see model.h).
  */
 LlmStatus
-llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, const LlmCalib *calib, LlmError *err)
+llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, LlmLayerQuantizer layer_fn, void *ctx, LlmError *err)
 {
 	LlmWeights *w = &m->weights;
 	bool		tied = w->output.data == w->tok_embd.data;
@@ -460,14 +458,11 @@ llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, const LlmCalib *calib, Ll
 	for (int l = 0; l < m->config.n_layers; l++)
 	{
 		LlmLayerWeights *lw = &w->layers[l];
+		bool		done = false;
 
-		if (calib != NULL && llm_layer_is_float(lw))
-		{
-			if ((st = llm_awq_quantize_layer(m, l, scheme, calib, err)))
-				return st;
-			continue;
-		}
-		for (int i = 0; i < LLM_LAYER_MATRICES; i++)
+		if (layer_fn != NULL && (st = layer_fn(ctx, m, l, scheme, &done, err)))
+			return st;
+		for (int i = 0; !done && i < LLM_LAYER_MATRICES; i++)
 			if ((st = quantize_weight(llm_layer_matrix(lw, i), scheme, err)))
 				return st;
 	}
@@ -511,7 +506,7 @@ llm_model_load_quantized(const char *path, LlmQuantScheme scheme, LlmModel **out
 	}
 	if ((st = entry->load_config(m->gguf, &m->config, err)) ||
 		(st = load_weights(m, err)) ||
-		(st = llm_model_quantize(m, scheme, NULL, err)))
+		(st = llm_model_quantize(m, scheme, NULL, NULL, err)))
 		goto fail;
 	fill_info(m, arch, path);
 	free(arch);

@@ -137,12 +137,19 @@ void		llm_weight_set_owned(LlmWeight *w, LlmType type, void *buf);
 LlmStatus	llm_weight_quantize_from(LlmWeight *w, LlmType from, const void *src, LlmQuantScheme scheme,
 									 LlmError *err);
 
-struct LlmCalib;
+/*
+ * A way to quantize layer l of m with scheme other than matrix by matrix
+ * (AWQ's, awq.c): sets *done when it did; else the plain way follows.
+ */
+typedef LlmStatus (*LlmLayerQuantizer) (void *ctx, LlmModel *m, int l, LlmQuantScheme scheme, bool *done,
+										LlmError *err);
 
 /*
- * Quantize m's float weight matrices with scheme, with AWQ scales where
- * calibration statistics are given (NULL: plain); see awq.h.
+ * Quantize m's float weight matrices with scheme: each layer first offered
+ * to layer_fn (with ctx) when given, else, or when it declines, matrix by
+ * matrix; the embedding and output matrix plainly.
  */
-LlmStatus	llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, const struct LlmCalib *calib, LlmError *err);
+LlmStatus	llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, LlmLayerQuantizer layer_fn, void *ctx,
+							   LlmError *err);
 
 #endif							/* LLM_MODEL_H */
