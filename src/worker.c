@@ -56,7 +56,6 @@ typedef struct LlmWorkerSeq
 {
 	bool		active;			/* in the engine */
 	int64		engine_id;
-	int32	   *tokens;			/* (n_prompt) the prompt, malloc'd by llm_tokenize */
 } LlmWorkerSeq;
 
 static LlmWorkerSeq *WorkerSeqs = NULL;	/* (n_slots) */
@@ -164,8 +163,6 @@ LlmWorkerRelease(int slotno)
 	if (!seq->active)
 		return;
 	llm_engine_release(LlmWorkerEngine, seq->engine_id);
-	free(seq->tokens);
-	seq->tokens = NULL;
 	seq->active = false;
 }
 
@@ -194,8 +191,9 @@ LlmStartFailed(LlmStartError *why, int sqlerrcode, const char *msg, const char *
  * Tokenize a claimed request's prompt (bytes: prompt_len bytes of prompt,
  * then n_stop NUL-terminated stop strings), check that it fits and add it
  * to the engine as sequence *id.  *tokens gets the tokenized prompt (NULL
- * when tokenizing failed), for the caller to keep or free.  Returns false,
- * with *why filled in, when the request cannot start.
+ * when tokenizing failed), for the caller to free: the engine keeps its
+ * own copy.  Returns false, with *why filled in, when the request cannot
+ * start.
  */
 static bool
 LlmWorkerAdd(const LlmParams *params, const char *bytes, Size prompt_len, int n_stop,
@@ -297,17 +295,16 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 	started = LlmWorkerAdd(params, dsa_get_address(area, input), prompt_len, n_stop,
 						   &tokens, &id, &why);
 	dsa_free(area, input);		/* the engine copied the stop strings */
+	free(tokens);				/* and the prompt */
 
 	if (!started)
 	{
-		free(tokens);
 		LlmWorkerAnswer(slotno, NULL, why.sqlerrcode, why.msg, why.detail, why.hint);
 		return;
 	}
 
 	WorkerSeqs[slotno].active = true;
 	WorkerSeqs[slotno].engine_id = id;
-	WorkerSeqs[slotno].tokens = tokens;
 }
 
 /* A request the worker has claimed, with what it needs from the slot. */

@@ -112,7 +112,7 @@ bool		llm_engine_prompt_fits(const LlmEngine *e, int n_prompt, int max_tokens);
 
 typedef struct LlmRequest
 {
-	const int32_t *prompt;		/* (n_prompt) token ids, BOS included if wanted */
+	const int32_t *prompt;		/* (n_prompt) token ids, BOS included if wanted; copied by add */
 	int			n_prompt;
 	int			max_tokens;		/* new tokens at most (>= 0) */
 	float		temperature;	/* 0 = greedy */
