@@ -3,6 +3,7 @@
 #
 #   make                 engine, llm-cli, tools, extension (when pg_config is found)
 #   make check-engine    build and run the engine tests
+#   make check-cassert   the PostgreSQL tests against a server built with assertions
 #   make SANITIZE=1 ...  build everything with AddressSanitizer and UBSan
 #   make WITH_CUDA=0|1   without / with the CUDA backend (default: with, when nvcc is found)
 #   make gpu-check       build, test and benchmark the CUDA backend on a GPU
@@ -186,10 +187,14 @@ check-engine: engine-all
 	$(MAKE) SANITIZE=1 engine-all
 	test/run_engine_tests.sh
 
+# the PostgreSQL tests against a server built with assertions (slow: builds it once; tools/check-cassert.sh)
+check-cassert:
+	bash tools/check-cassert.sh
+
 clean-engine:
 	rm -rf build build-asan bin
 
-.PHONY: all engine-all build-dirs check-engine clean-engine
+.PHONY: all engine-all build-dirs check-engine check-cassert clean-engine
 
 # ---- PostgreSQL extension (PGXS) ----
 PG_SRCS := $(wildcard src/*.c)

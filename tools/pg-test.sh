@@ -71,8 +71,8 @@ fi
 # pg_regress and TAP separately, so that a failure in one still runs the
 # other; each under a time limit, so that a hang fails rather than blocks.
 status=0
-mk=(make -C "$work/main" --no-print-directory LLM_MODEL_DIR="$work/shared/models" LLM_MODEL="$model"
-    LLM_REAL_MODEL_DIR="$work/real-models")
+mk=(make -C "$work/main" --no-print-directory PG_CONFIG="$(command -v pg_config)" LLM_MODEL_DIR="$work/shared/models"
+    LLM_MODEL="$model" LLM_REAL_MODEL_DIR="$work/real-models")
 echo "pg-test: pg_regress"
 if ! timeout 900 "${run_as[@]}" env HOME="$work" "${mk[@]}" installcheck TAP_TESTS=; then
     status=1
