@@ -101,19 +101,21 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 	while (llm_engine_busy(e))
 	{
 		double		ts = cli_now();
+		double		te;
 
 		if (llm_engine_step(e, &err) != LLM_OK)
 		{
 			fprintf(stderr, "llm-cli bench: %s\n", err.msg);
 			goto done;
 		}
+		te = cli_now();
 		llm_engine_stats(e, &st);
 		if (st.tokens_prefilled != prev.tokens_prefilled)
-			t_prefilled = cli_now();
+			t_prefilled = te;
 		else
 		{
 			/* a step of decode only */
-			decode_time += cli_now() - ts;
+			decode_time += te - ts;
 			decode_tokens += st.tokens_generated - prev.tokens_generated;
 			if (st.kv_capacity > 0)
 				util_sum += 100.0 * (double) st.kv_tokens / (double) st.kv_capacity;

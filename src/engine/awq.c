@@ -80,11 +80,28 @@ static void
 calib_input(void *ctx, int layer, LlmMatmulInput which, const float *x, int n, int w)
 {
 	LlmCalib   *c = ctx;
-	double	   *sums = which == LLM_INPUT_ATTN ? c->attn_in : which == LLM_INPUT_WO ? c->wo_in :
-		which == LLM_INPUT_FFN ? c->ffn_in : c->down_in;
-	float	   *samples = which == LLM_INPUT_ATTN ? c->attn_x : which == LLM_INPUT_WO ? c->wo_x :
-		which == LLM_INPUT_FFN ? c->ffn_x : c->down_x;
+	double	   *sums;
+	float	   *samples;
 
+	switch (which)
+	{
+		case LLM_INPUT_ATTN:
+			sums = c->attn_in;
+			samples = c->attn_x;
+			break;
+		case LLM_INPUT_WO:
+			sums = c->wo_in;
+			samples = c->wo_x;
+			break;
+		case LLM_INPUT_FFN:
+			sums = c->ffn_in;
+			samples = c->ffn_x;
+			break;
+		default:
+			sums = c->down_in;
+			samples = c->down_x;
+			break;
+	}
 	sums += (size_t) layer * w;
 	samples += (size_t) layer * LLM_CALIB_SAMPLES * w;
 	for (int i = 0; i < n; i++)

@@ -13,13 +13,14 @@
  *
  * - GEMV (one token, decode): straight from the weights, prefetching two
  *   row tiles ahead, since decode streams every weight once per token.
- * - Small batches (2 .. PACK_MIN_TOKENS - 1 tokens): the same tiles with
- *   several tokens.
- * - Batches of PACK_MIN_TOKENS or more (prefill): each tile of rows is
- *   first unpacked, a chunk of k at a time, into a stack buffer in the
- *   form the inner loop wants (F16/BF16 widened to float; Q8_0/Q4_0 as
- *   unsigned bytes with their scales spread to vectors), then reused for
- *   all the tokens, so the unpacking is paid once per row, not per token.
+ * - Several tokens: each tile of rows is first unpacked into a buffer in
+ *   the form the inner loop wants, then reused for all the tokens, so the
+ *   unpacking is paid once per row, not per token.  Float weights from
+ *   PACK_MIN_TOKENS tokens on (fewer take the GEMV's tiles with several
+ *   tokens), a chunk of k at a time, F16/BF16 widened to float; Q8_0, Q4_0
+ *   and Q4_1 from 2 tokens on, all of k, interleaved by block with the
+ *   tokens' activations (below); Q4_K and Q6_K never (their tiles read the
+ *   super-blocks where they lie).
  *
  * Float weights (F32, F16, BF16): 16 weights are widened to float (F16 by
  * vcvtph2ps, BF16 by a 16-bit shift, both exact) and multiplied with the
@@ -1067,8 +1068,8 @@ tile_q(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack
 KERN void
 gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
-	const int64_t n_groups = (q_group_blocks(a->k / LLM_QK) + 15) / 16;
 	const int64_t nb = a->k / LLM_QK;
+	const int64_t n_groups = (q_group_blocks(nb) + 15) / 16;
 	const size_t xil_stride = 512 * (size_t) n_groups;
 	_Alignas(64) QGroupPack stack_pk[Q_PACK_STACK * Q_MR];
 	_Alignas(64) QStepPack tail[4 * Q_MR];
