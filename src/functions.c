@@ -5,18 +5,25 @@
  * Both check their parameters here, before anything is queued, convert the
  * prompts and stop strings to UTF-8 (what the model reads), and hand the
  * work to queue.c.  A NULL prompt gives a NULL completion without a request.
+ * The "LLM Batch" plan node (batch_scan.c) builds its jobs from a row's
+ * evaluated arguments with the same LlmJobFromArgs(), so a batched call
+ * checks and means exactly what a call row by row does.
  */
 #include "postgres.h"
 
 #include <math.h>
 
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "lib/stringinfo.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
 #include "llm.h"
@@ -24,7 +31,8 @@
 PG_FUNCTION_INFO_V1(llm_generate);
 PG_FUNCTION_INFO_V1(llm_generate_batch);
 
-/* Parameters shared by both functions; their first argument position. */
+/* Parameters shared by both functions; their argument positions. */
+#define LLM_ARG_PROMPT		0
 #define LLM_ARG_MAX_TOKENS	1
 #define LLM_ARG_TEMPERATURE 2
 #define LLM_ARG_TOP_P		3
@@ -32,37 +40,44 @@ PG_FUNCTION_INFO_V1(llm_generate_batch);
 #define LLM_ARG_SEED		5
 #define LLM_ARG_STOP		6
 #define LLM_ARG_CHAT		7
+#define LLM_ARG_ON_ERROR	8
+#define LLM_N_ARGS			LLM_GENERATE_NARGS
 
 /* Error out when a parameter that has no NULL meaning is NULL. */
 static void
-LlmCheckNotNull(FunctionCallInfo fcinfo, int argno, const char *name)
+LlmCheckNotNull(const NullableDatum *args, int argno, const char *name)
 {
-	if (PG_ARGISNULL(argno))
+	if (args[argno].isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must not be null", name)));
 }
 
-/* Read and check the sampling parameters. */
+/* Read and check the sampling parameters (the seed is set per job). */
 static void
-LlmGetParams(FunctionCallInfo fcinfo, LlmParams *p)
+LlmGetParams(const NullableDatum *args, LlmParams *p)
 {
-	LlmCheckNotNull(fcinfo, LLM_ARG_MAX_TOKENS, "max_tokens");
-	LlmCheckNotNull(fcinfo, LLM_ARG_TEMPERATURE, "temperature");
-	LlmCheckNotNull(fcinfo, LLM_ARG_TOP_P, "top_p");
-	LlmCheckNotNull(fcinfo, LLM_ARG_TOP_K, "top_k");
+	LlmCheckNotNull(args, LLM_ARG_MAX_TOKENS, "max_tokens");
+	LlmCheckNotNull(args, LLM_ARG_TEMPERATURE, "temperature");
+	LlmCheckNotNull(args, LLM_ARG_TOP_P, "top_p");
+	LlmCheckNotNull(args, LLM_ARG_TOP_K, "top_k");
 
-	p->max_tokens = PG_GETARG_INT32(LLM_ARG_MAX_TOKENS);
-	p->temperature = PG_GETARG_FLOAT8(LLM_ARG_TEMPERATURE);
-	p->top_p = PG_GETARG_FLOAT8(LLM_ARG_TOP_P);
-	p->top_k = PG_GETARG_INT32(LLM_ARG_TOP_K);
+	p->max_tokens = DatumGetInt32(args[LLM_ARG_MAX_TOKENS].value);
+	p->temperature = DatumGetFloat8(args[LLM_ARG_TEMPERATURE].value);
+	p->top_p = DatumGetFloat8(args[LLM_ARG_TOP_P].value);
+	p->top_k = DatumGetInt32(args[LLM_ARG_TOP_K].value);
 	p->seed = 0;
-	p->chat = PG_ARGISNULL(LLM_ARG_CHAT) ? llm_chat : PG_GETARG_BOOL(LLM_ARG_CHAT);
+	p->chat = args[LLM_ARG_CHAT].isnull ? llm_chat : DatumGetBool(args[LLM_ARG_CHAT].value);
 
 	if (p->max_tokens < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_tokens must not be negative")));
+	if (p->max_tokens > llm_max_tokens)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_tokens %d exceeds the limit of %d tokens", p->max_tokens, llm_max_tokens),
+				 errhint("A superuser can raise llm.max_tokens.")));
 	if (isnan(p->temperature) || isinf(p->temperature) || p->temperature < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -77,35 +92,56 @@ LlmGetParams(FunctionCallInfo fcinfo, LlmParams *p)
 				 errmsg("top_k must not be negative")));
 }
 
-/* The seed argument, or a random one when it is NULL. */
-static uint64
-LlmGetSeed(FunctionCallInfo fcinfo)
+/* Whether on_error asks for NULL ('null') rather than an error ('error'). */
+static bool
+LlmGetErrorAsNull(const NullableDatum *args)
 {
-	if (PG_ARGISNULL(LLM_ARG_SEED))
-		return pg_prng_uint64(&pg_global_prng_state);
-	return (uint64) PG_GETARG_INT64(LLM_ARG_SEED);
+	char	   *s;
+
+	LlmCheckNotNull(args, LLM_ARG_ON_ERROR, "on_error");
+	s = TextDatumGetCString(args[LLM_ARG_ON_ERROR].value);
+	if (pg_strcasecmp(s, "null") == 0)
+		return true;
+	if (pg_strcasecmp(s, "error") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for on_error: \"%s\"", s),
+				 errhint("Valid values are \"error\" and \"null\".")));
+	return false;
 }
 
-/* The stop strings in UTF-8; none for a NULL array. */
-static char **
-LlmGetStop(FunctionCallInfo fcinfo, int *n_stop)
+/* The seed argument, or a random one when it is NULL. */
+static uint64
+LlmGetSeed(const NullableDatum *args)
+{
+	if (args[LLM_ARG_SEED].isnull)
+		return pg_prng_uint64(&pg_global_prng_state);
+	return (uint64) DatumGetInt64(args[LLM_ARG_SEED].value);
+}
+
+/* The stop strings in UTF-8, back to back with their NULs, into job; none for a NULL array. */
+static void
+LlmGetStop(const NullableDatum *args, LlmJob *job)
 {
 	ArrayType  *arr;
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
-	char	  **stop;
+	StringInfoData buf;
 
-	*n_stop = 0;
-	if (PG_ARGISNULL(LLM_ARG_STOP))
-		return NULL;
+	job->stops = NULL;
+	job->stops_len = 0;
+	job->n_stop = 0;
+	if (args[LLM_ARG_STOP].isnull)
+		return;
 
-	arr = PG_GETARG_ARRAYTYPE_P(LLM_ARG_STOP);
+	arr = DatumGetArrayTypeP(args[LLM_ARG_STOP].value);
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-	stop = palloc(sizeof(char *) * Max(n, 1));
+	initStringInfo(&buf);
 	for (int i = 0; i < n; i++)
 	{
 		char	   *s;
+		char	   *utf8;
 
 		if (nulls[i])
 			ereport(ERROR,
@@ -116,10 +152,12 @@ LlmGetStop(FunctionCallInfo fcinfo, int *n_stop)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("stop strings must not be empty")));
-		stop[i] = pg_server_to_any(s, strlen(s), PG_UTF8);
+		utf8 = pg_server_to_any(s, strlen(s), PG_UTF8);
+		appendBinaryStringInfo(&buf, utf8, strlen(utf8) + 1);
 	}
-	*n_stop = n;
-	return stop;
+	job->stops = buf.data;
+	job->stops_len = buf.len;
+	job->n_stop = n;
 }
 
 /* Point a job at a prompt, converted to UTF-8. */
@@ -135,53 +173,87 @@ LlmSetPrompt(LlmJob *job, text *prompt)
 }
 
 /*
- * llm_generate(prompt, max_tokens, temperature, top_p, top_k, seed, stop, chat)
+ * Fill job from llm_generate()'s nine arguments: checks every parameter
+ * (also for a NULL prompt, so bad calls fail the same way always), then the
+ * prompt (NULL: no request) and the seed.
+ */
+void
+LlmJobFromArgs(LlmJob *job, const NullableDatum *args)
+{
+	memset(job, 0, sizeof(*job));
+	job->slot = -1;
+	LlmGetParams(args, &job->params);
+	LlmGetStop(args, job);
+	job->error_as_null = LlmGetErrorAsNull(args);
+	if (!args[LLM_ARG_PROMPT].isnull)
+		LlmSetPrompt(job, DatumGetTextPP(args[LLM_ARG_PROMPT].value));
+	job->params.seed = LlmGetSeed(args);
+}
+
+/*
+ * Whether funcid is this library's llm_generate(), the call the batch node
+ * runs for a window of rows at once: a C function whose entry point is
+ * llm_generate itself, whatever its schema or name.
+ */
+bool
+LlmIsGenerateFunc(Oid funcid)
+{
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	bool		is_c;
+	FmgrInfo	finfo;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	is_c = ((Form_pg_proc) GETSTRUCT(tuple))->prolang == ClanguageId &&
+		((Form_pg_proc) GETSTRUCT(tuple))->pronargs == LLM_N_ARGS;
+	ReleaseSysCache(tuple);
+	if (!is_c)
+		return false;
+	fmgr_info(funcid, &finfo);
+	return finfo.fn_addr == llm_generate;
+}
+
+/*
+ * llm_generate(prompt, max_tokens, temperature, top_p, top_k, seed, stop, chat, on_error)
  *		The model's continuation of prompt.
  */
 Datum
 llm_generate(PG_FUNCTION_ARGS)
 {
-	LlmParams	params;
 	LlmJob		job;
-	char	  **stop;
-	int			n_stop;
 
-	/* Checked even for a NULL prompt, so bad calls fail the same way always. */
-	LlmGetParams(fcinfo, &params);
-	stop = LlmGetStop(fcinfo, &n_stop);
-	if (PG_ARGISNULL(0))
+	LlmJobFromArgs(&job, fcinfo->args);
+	if (job.prompt == NULL)
 		PG_RETURN_NULL();
 
-	memset(&job, 0, sizeof(job));
-	LlmSetPrompt(&job, PG_GETARG_TEXT_PP(0));
-	job.seed = LlmGetSeed(fcinfo);
+	LlmQueueRun(&job, 1);
 
-	LlmQueueRun(&job, 1, &params, (const char *const *) stop, n_stop);
-
+	if (job.failed)
+		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(job.completion));
 }
 
 /*
- * llm_generate_batch(prompts, max_tokens, temperature, top_p, top_k, seed, stop, chat)
+ * llm_generate_batch(prompts, max_tokens, temperature, top_p, top_k, seed, stop, chat, on_error)
  *		One row per prompt, in order: (ord, completion, prompt_tokens,
  *		completion_tokens, finish_reason).  Every prompt is queued before the
- *		first result is awaited, so the worker batches them.
+ *		first result is awaited, so the worker batches them.  With
+ *		on_error => 'null' a failed prompt gives a NULL completion and the
+ *		finish reason "error".
  */
 Datum
 llm_generate_batch(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	LlmParams	params;
-	char	  **stop;
-	int			n_stop;
+	LlmJob		shared;
 	ArrayType  *arr;
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
 	LlmJob	   *jobs;
 
-	LlmGetParams(fcinfo, &params);
-	stop = LlmGetStop(fcinfo, &n_stop);
+	/* the parameters, checked once (the prompt array stands in for a prompt) */
+	LlmJobFromArgs(&shared, fcinfo->args);
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
@@ -191,12 +263,15 @@ llm_generate_batch(PG_FUNCTION_ARGS)
 	jobs = palloc0(sizeof(LlmJob) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
+		jobs[i] = shared;
+		jobs[i].prompt = NULL;
+		jobs[i].prompt_len = 0;
 		if (!nulls[i])
 			LlmSetPrompt(&jobs[i], DatumGetTextPP(elems[i]));
-		jobs[i].seed = LlmGetSeed(fcinfo);
+		jobs[i].params.seed = LlmGetSeed(fcinfo->args);
 	}
 
-	LlmQueueRun(jobs, n, &params, (const char *const *) stop, n_stop);
+	LlmQueueRun(jobs, n);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -210,7 +285,8 @@ llm_generate_batch(PG_FUNCTION_ARGS)
 		}
 		else
 		{
-			values[1] = CStringGetTextDatum(jobs[i].completion);
+			isnull[1] = jobs[i].failed;
+			values[1] = jobs[i].failed ? (Datum) 0 : CStringGetTextDatum(jobs[i].completion);
 			values[2] = Int32GetDatum(jobs[i].prompt_tokens);
 			values[3] = Int32GetDatum(jobs[i].completion_tokens);
 			values[4] = CStringGetTextDatum(llm_finish_reason_name(jobs[i].finish_reason));

@@ -35,6 +35,8 @@ int			llm_kv_sink_tokens = 4;
 int			llm_kv_evict = LLM_EVICT_H2O;
 int			llm_max_queued_requests = 1024;
 int			llm_debug_step_delay = 0;
+int			llm_batch_rows = -1;
+int			llm_max_tokens = 4096;
 bool		llm_chat = false;
 int			llm_kv_type = LLM_KV_F16;
 int			llm_quantize = LLM_QUANT_NONE;
@@ -281,6 +283,26 @@ LlmDefineSettings(void)
 							0,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("llm.batch_rows",
+							"Rows whose llm_generate() calls run together in an LLM Batch plan node.",
+							"A query that calls llm_generate() per row gets an LLM Batch node, which queues the "
+							"calls of this many rows at once and returns the rows in order.  -1 uses twice "
+							"llm.max_sequences; 0 or 1 plans queries without the node (row by row).",
+							&llm_batch_rows,
+							-1, -1, 65536,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.max_tokens",
+							"Largest max_tokens a generation may ask for.",
+							"A call asking for more fails.",
+							&llm_max_tokens,
+							4096, 0, INT_MAX,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+
 	DefineCustomIntVariable("llm.debug_step_delay",
 							"Delay after each engine step, for testing.",
 							NULL,
@@ -293,7 +315,7 @@ LlmDefineSettings(void)
 	MarkGUCPrefixReserved("llm");
 }
 
-/* Module load: refuse unless preloaded, then settings, shared memory, worker. */
+/* Module load: refuse unless preloaded, then settings, shared memory, worker, the LLM Batch node. */
 void
 _PG_init(void)
 {
@@ -311,4 +333,6 @@ _PG_init(void)
 	shmem_startup_hook = llm_shmem_startup;
 
 	LlmWorkerRegister();
+	LlmBatchPlanInit();
+	LlmBatchScanInit();
 }

@@ -18,6 +18,7 @@
 #include <signal.h>
 
 #include "fmgr.h"
+#include "nodes/plannodes.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 #include "utils/dsa.h"
@@ -46,6 +47,8 @@ extern bool llm_chat;
 extern int	llm_kv_type;
 extern int	llm_quantize;
 extern char *llm_quantize_calib;
+extern int	llm_batch_rows;
+extern int	llm_max_tokens;
 
 /* Wait events (PostgreSQL 15 shows every extension wait as "Extension"). */
 #define LLM_WAIT_EVENT_REQUEST	PG_WAIT_EXTENSION	/* a backend waits for its result */
@@ -99,6 +102,8 @@ typedef struct LlmSlot
 	Size		result_len;
 	int32		prompt_tokens;
 	int32		completion_tokens;
+	int32		cached_tokens;	/* prompt tokens taken from the prefix cache */
+	int64		run_us;			/* from the worker's claim to the result */
 	LlmFinishReason finish_reason;
 	int			sqlerrcode;
 	char		errmsg[LLM_ERRMSG_LEN];
@@ -183,23 +188,46 @@ extern void LlmFreeChunks(dsa_pointer *chunks, int n);
 typedef struct LlmJob
 {
 	/* input */
-	const char *prompt;			/* UTF-8; NULL for a NULL prompt */
+	const char *prompt;			/* UTF-8; NULL for a NULL prompt (no request) */
 	Size		prompt_len;
-	uint64		seed;			/* replaces params->seed */
+	LlmParams	params;			/* with this job's seed */
+	const char *stops;			/* n_stop NUL-terminated UTF-8 strings, back to back */
+	Size		stops_len;
+	int			n_stop;
+	bool		error_as_null;	/* on_error => 'null': a failed request gives a NULL completion */
 
 	/* queue bookkeeping */
 	int			slot;			/* -1 when not in a slot */
 	uint64		request_id;
 
 	/* output */
-	char	   *completion;		/* palloc'd, in the server encoding */
+	char	   *completion;		/* palloc'd, in the server encoding; NULL when failed */
+	bool		failed;			/* the request failed (only with error_as_null) */
 	int32		prompt_tokens;
 	int32		completion_tokens;
+	int32		cached_tokens;
+	int64		run_us;
 	LlmFinishReason finish_reason;
 } LlmJob;
 
-extern void LlmQueueRun(LlmJob *jobs, int n_jobs, const LlmParams *params,
-						const char *const *stop, int n_stop);
+extern void LlmQueueRun(LlmJob *jobs, int n_jobs);
+extern void LlmQueueAttach(void);
+extern bool LlmQueueSubmit(LlmJob *job);
+extern bool LlmQueuePoll(LlmJob *job, long timeout_ms);
+extern void LlmQueueWait(LlmJob *job);
+extern void LlmQueueCancel(LlmJob *jobs, int n_jobs);
+extern void LlmQueueSlotsFull(void) pg_attribute_noreturn();
+
+/* functions.c: the SQL generation functions' arguments, shared with the batch node */
+#define LLM_GENERATE_NARGS 9
+extern void LlmJobFromArgs(LlmJob *job, const NullableDatum *args);
+extern bool LlmIsGenerateFunc(Oid funcid);
+
+/* batch_plan.c and batch_scan.c: the "LLM Batch" plan node */
+extern void LlmBatchPlanInit(void);
+extern void LlmBatchScanInit(void);
+extern Plan *LlmBatchScanCreate(Plan *child, List *scan_tlist, List *tlist, List *qual,
+								List *call_args, int64 bound, int plan_node_id);
 
 /* worker.c: the background worker's registration and serving loop */
 extern void LlmWorkerRegister(void);

@@ -3,6 +3,9 @@
  *		The backend's side of the request queue: submit requests to the llm
  *		worker, wait for their results, give them up on cancel or error.
  *
+ * A job carries its own prompt, parameters and stop strings.  The pieces
+ * (LlmQueueSubmit, LlmQueueWait, LlmQueueCancel) serve the "LLM Batch"
+ * plan node (batch_scan.c), which keeps a window of rows in flight.
  * LlmQueueRun() serves one llm_generate() call (one job) or one
  * llm_generate_batch() call (many): it puts every job into a slot before it
  * waits for the first one, so the worker can batch them all; when the slots
@@ -11,11 +14,11 @@
  *
  * While waiting the backend sleeps on the slot's condition variable, which
  * checks for interrupts: a query cancel, a statement timeout or a
- * terminate request ends the wait at once.  The cleanup callback (run on
- * ERROR and on FATAL exit through PG_ENSURE_ERROR_CLEANUP) then marks every
- * unfinished job CANCELLED and wakes the worker, which drops it at its next
- * step; finished but unread results are freed.  See shmem.c for the slot
- * protocol.
+ * terminate request ends the wait at once.  LlmQueueCancel (run on ERROR
+ * and on FATAL exit, through PG_ENSURE_ERROR_CLEANUP here and a memory
+ * context callback in the batch node) then marks every unfinished job
+ * CANCELLED and wakes the worker, which drops it at its next step; finished
+ * but unread results are freed.  See shmem.c for the slot protocol.
  */
 #include "postgres.h"
 
@@ -33,6 +36,14 @@ typedef struct LlmQueueRunState
 	LlmJob	   *jobs;
 	int			n_jobs;
 } LlmQueueRunState;
+
+/* Check that the extension is usable here and attach to the DSA area (before any cleanup is registered). */
+void
+LlmQueueAttach(void)
+{
+	LlmShmemCheck();
+	(void) LlmShmemDsa();
+}
 
 /*
  * Copy a completion out of the DSA area as valid text in the server
@@ -73,23 +84,23 @@ LlmCompletionToServer(const char *s, Size len)
 
 /*
  * Put a job into a free slot.  Returns false, having changed nothing, when
- * every slot is taken.  stops holds n_stop NUL-terminated strings.
+ * every slot is taken.
  */
-static bool
-LlmQueueTrySubmit(LlmJob *job, const LlmParams *params,
-				  const char *stops, Size stops_len, int n_stop)
+bool
+LlmQueueSubmit(LlmJob *job)
 {
 	dsa_area   *area = LlmShmemDsa();
-	Size		input_len = job->prompt_len + stops_len;
+	Size		input_len = job->prompt_len + job->stops_len;
 	dsa_pointer input;
 	char	   *p;
 	int			found = -1;
 
+	Assert(job->prompt != NULL && job->slot < 0);
 	input = dsa_allocate_extended(area, Max(input_len, 1), DSA_ALLOC_HUGE);
 	p = dsa_get_address(area, input);
 	memcpy(p, job->prompt, job->prompt_len);
-	if (stops_len > 0)
-		memcpy(p + job->prompt_len, stops, stops_len);
+	if (job->stops_len > 0)
+		memcpy(p + job->prompt_len, job->stops, job->stops_len);
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	for (int n = 0; n < LlmState->n_slots; n++)
@@ -110,16 +121,17 @@ LlmQueueTrySubmit(LlmJob *job, const LlmParams *params,
 		slot->request_id = LlmState->next_request_id++;
 		slot->owner_pid = MyProcPid;
 		slot->queued_at = GetCurrentTimestamp();
-		slot->params = *params;
-		slot->params.seed = job->seed;
+		slot->params = job->params;
 		slot->input = input;
 		slot->prompt_len = job->prompt_len;
 		slot->input_len = input_len;
-		slot->n_stop = n_stop;
+		slot->n_stop = job->n_stop;
 		slot->result = InvalidDsaPointer;
 		slot->result_len = 0;
 		slot->prompt_tokens = 0;
 		slot->completion_tokens = 0;
+		slot->cached_tokens = 0;
+		slot->run_us = 0;
 		slot->finish_reason = LLM_FINISH_NONE;
 		slot->sqlerrcode = 0;
 		slot->errmsg[0] = '\0';
@@ -142,11 +154,39 @@ LlmQueueTrySubmit(LlmJob *job, const LlmParams *params,
 }
 
 /*
- * Wait until a submitted job's slot is DONE or ERROR, read it and free the
- * slot; raise the worker's error for ERROR.
+ * Whether a submitted job's slot is DONE or ERROR, waiting up to timeout_ms
+ * for it (0: just look).  Its result is then read by LlmQueueWait.
  */
-static void
-LlmQueueWaitJob(LlmJob *job)
+bool
+LlmQueuePoll(LlmJob *job, long timeout_ms)
+{
+	LlmSlot    *slot = &LlmState->slots[job->slot];
+	LlmSlotState state;
+
+	for (;;)
+	{
+		LWLockAcquire(LlmState->lock, LW_SHARED);
+		Assert(slot->request_id == job->request_id);
+		state = slot->state;
+		LWLockRelease(LlmState->lock);
+
+		if (state == LLM_SLOT_DONE || state == LLM_SLOT_ERROR || timeout_ms <= 0)
+			break;
+		/* the first call only prepares to sleep; the timeout ends the second */
+		if (ConditionVariableTimedSleep(&slot->cv, timeout_ms, LLM_WAIT_EVENT_REQUEST))
+			timeout_ms = 0;
+	}
+	ConditionVariableCancelSleep();
+	return state == LLM_SLOT_DONE || state == LLM_SLOT_ERROR;
+}
+
+/*
+ * Wait until a submitted job's slot is DONE or ERROR, read it and free the
+ * slot; raise the worker's error for ERROR, unless the job takes errors as
+ * NULL (then it is marked failed).
+ */
+void
+LlmQueueWait(LlmJob *job)
 {
 	LlmSlot    *slot = &LlmState->slots[job->slot];
 	dsa_pointer chunks[2];
@@ -178,6 +218,8 @@ LlmQueueWaitJob(LlmJob *job)
 												slot->result_len);
 		job->prompt_tokens = slot->prompt_tokens;
 		job->completion_tokens = slot->completion_tokens;
+		job->cached_tokens = slot->cached_tokens;
+		job->run_us = slot->run_us;
 		job->finish_reason = slot->finish_reason;
 	}
 	else
@@ -196,7 +238,13 @@ LlmQueueWaitJob(LlmJob *job)
 
 	job->slot = -1;
 
-	if (state == LLM_SLOT_ERROR)
+	if (state == LLM_SLOT_ERROR && job->error_as_null)
+	{
+		job->failed = true;
+		job->completion = NULL;
+		job->finish_reason = LLM_FINISH_ERROR;
+	}
+	else if (state == LLM_SLOT_ERROR)
 		ereport(ERROR,
 				(errcode(sqlerrcode ? sqlerrcode : ERRCODE_INTERNAL_ERROR),
 				 errmsg_internal("%s", msg),
@@ -206,20 +254,19 @@ LlmQueueWaitJob(LlmJob *job)
 
 /*
  * Give up every job still in a slot: unfinished ones become CANCELLED (the
- * worker frees them), finished ones are freed here.  Runs on ERROR and at
- * process exit while LlmQueueRun() is active.
+ * worker frees them), finished ones are freed here.  Raises nothing, so it
+ * may run during error cleanup and at process exit.
  */
-static void
-LlmQueueCleanup(int code, Datum arg)
+void
+LlmQueueCancel(LlmJob *jobs, int n_jobs)
 {
-	LlmQueueRunState *run = (LlmQueueRunState *) DatumGetPointer(arg);
 	bool		cancelled = false;
 
 	ConditionVariableCancelSleep();
 
-	for (int j = 0; j < run->n_jobs; j++)
+	for (int j = 0; j < n_jobs; j++)
 	{
-		LlmJob	   *job = &run->jobs[j];
+		LlmJob	   *job = &jobs[j];
 		LlmSlot    *slot;
 		dsa_pointer chunks[2];
 		int			n_chunks = 0;
@@ -250,13 +297,32 @@ LlmQueueCleanup(int code, Datum arg)
 		LlmWakeWorker();
 }
 
+/* Cleanup callback of LlmQueueRun(): runs on ERROR and at process exit while it is active. */
+static void
+LlmQueueCleanup(int code, Datum arg)
+{
+	LlmQueueRunState *run = (LlmQueueRunState *) DatumGetPointer(arg);
+
+	LlmQueueCancel(run->jobs, run->n_jobs);
+}
+
+/* Raise the error for a request that finds every slot taken while the backend has none in flight. */
+void
+LlmQueueSlotsFull(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+			 errmsg("too many llm requests are queued"),
+			 errdetail("All %d request slots are in use.", LlmState->n_slots),
+			 errhint("Try again later, or raise llm.max_queued_requests.")));
+}
+
 /*
  * Submit and collect the jobs in order, submitting all that fit before
  * waiting; the body of LlmQueueRun().
  */
 static void
-LlmQueueSubmitAndWait(LlmJob *jobs, int n_jobs, const LlmParams *params,
-					  const char *stops, Size stops_len, int n_stop)
+LlmQueueSubmitAndWait(LlmJob *jobs, int n_jobs)
 {
 	int			next_submit = 0;
 	int			next_wait = 0;
@@ -271,16 +337,11 @@ LlmQueueSubmitAndWait(LlmJob *jobs, int n_jobs, const LlmParams *params,
 
 			if (job->prompt != NULL)
 			{
-				if (!LlmQueueTrySubmit(job, params, stops, stops_len, n_stop))
+				if (!LlmQueueSubmit(job))
 				{
 					if (in_flight > 0)
 						break;
-					ereport(ERROR,
-							(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-							 errmsg("too many llm requests are queued"),
-							 errdetail("All %d request slots are in use.",
-									   LlmState->n_slots),
-							 errhint("Try again later, or raise llm.max_queued_requests.")));
+					LlmQueueSlotsFull();
 				}
 				in_flight++;
 			}
@@ -290,7 +351,7 @@ LlmQueueSubmitAndWait(LlmJob *jobs, int n_jobs, const LlmParams *params,
 		/* Collect the earliest job. */
 		if (jobs[next_wait].prompt != NULL)
 		{
-			LlmQueueWaitJob(&jobs[next_wait]);
+			LlmQueueWait(&jobs[next_wait]);
 			in_flight--;
 		}
 		next_wait++;
@@ -298,24 +359,16 @@ LlmQueueSubmitAndWait(LlmJob *jobs, int n_jobs, const LlmParams *params,
 }
 
 /*
- * Run jobs (NULL prompts are skipped) with the same
- * parameters and stop strings (UTF-8), filling in their results.  Raises
- * the first error any job gets, after giving up the others.
+ * Run jobs (NULL prompts are skipped), filling in their results.  Raises
+ * the first error any job gets (unless it takes errors as NULL), after
+ * giving up the others.
  */
 void
-LlmQueueRun(LlmJob *jobs, int n_jobs, const LlmParams *params,
-			const char *const *stop, int n_stop)
+LlmQueueRun(LlmJob *jobs, int n_jobs)
 {
 	LlmQueueRunState run;
-	StringInfoData stops;
 
-	LlmShmemCheck();
-	(void) LlmShmemDsa();		/* attach before registering the callback */
-
-	initStringInfo(&stops);
-	for (int i = 0; i < n_stop; i++)
-		appendBinaryStringInfo(&stops, stop[i], strlen(stop[i]) + 1);
-
+	LlmQueueAttach();
 	for (int j = 0; j < n_jobs; j++)
 		jobs[j].slot = -1;
 	run.jobs = jobs;
@@ -323,9 +376,7 @@ LlmQueueRun(LlmJob *jobs, int n_jobs, const LlmParams *params,
 
 	PG_ENSURE_ERROR_CLEANUP(LlmQueueCleanup, PointerGetDatum(&run));
 	{
-		LlmQueueSubmitAndWait(jobs, n_jobs, params, stops.data, stops.len, n_stop);
+		LlmQueueSubmitAndWait(jobs, n_jobs);
 	}
 	PG_END_ENSURE_ERROR_CLEANUP(LlmQueueCleanup, PointerGetDatum(&run));
-
-	pfree(stops.data);
 }

@@ -56,6 +56,7 @@ typedef struct LlmWorkerSeq
 {
 	bool		active;			/* in the engine */
 	int64		engine_id;
+	TimestampTz claimed_at;		/* when the worker took the request */
 } LlmWorkerSeq;
 
 static LlmWorkerSeq *WorkerSeqs = NULL;	/* (n_slots) */
@@ -114,12 +115,14 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	if (slot->state == LLM_SLOT_RUNNING || slot->state == LLM_SLOT_QUEUED)
 	{
+		slot->run_us = GetCurrentTimestamp() - WorkerSeqs[slotno].claimed_at;
 		if (result)
 		{
 			slot->result = text;
 			slot->result_len = result->text_len;
 			slot->prompt_tokens = result->n_prompt;
 			slot->completion_tokens = result->n_generated;
+			slot->cached_tokens = result->n_cached;
 			slot->finish_reason = result->reason;
 			slot->state = LLM_SLOT_DONE;
 			LlmState->counters.requests_completed++;
@@ -292,6 +295,7 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 	LlmStartError why;
 	bool		started;
 
+	WorkerSeqs[slotno].claimed_at = GetCurrentTimestamp();
 	started = LlmWorkerAdd(params, dsa_get_address(area, input), prompt_len, n_stop,
 						   &tokens, &id, &why);
 	dsa_free(area, input);		/* the engine copied the stop strings */

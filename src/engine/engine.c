@@ -750,6 +750,7 @@ llm_engine_poll(LlmEngine *e, LlmResult *out)
 		out->id = s->id;
 		out->reason = s->reason;
 		out->n_prompt = s->n_prompt;
+		out->n_cached = s->n_attached;
 		out->n_generated = s->n_tokens - s->n_prompt;
 		out->tokens = s->tokens + s->n_prompt;
 		out->text = s->text;

@@ -161,6 +161,7 @@ typedef struct LlmResult
 	int64_t		id;
 	LlmFinishReason reason;
 	int			n_prompt;
+	int			n_cached;		/* of the prompt's tokens, taken from the prefix cache */
 	int			n_generated;
 	const int32_t *tokens;		/* (n_generated) */
 	const char *text;			/* generated text, cut before a stop string; NUL-terminated */

@@ -1,0 +1,345 @@
+/*
+ * batch_plan.c
+ *		Planning the "LLM Batch" node: after the standard planner, every plan
+ *		node that calls llm_generate() per row of a row source gets an LLM
+ *		Batch node (batch_scan.c) put over it, which runs the calls for a
+ *		window of rows at once.
+ *
+ * The rewrite.  Take a node P whose target list or filter calls
+ * llm_generate().  P becomes the child P' of a new CustomScan C:
+ *
+ *   - P' computes, per row, every value C needs: the nine arguments of each
+ *     batched call, and every other subexpression of P's target list and
+ *     of the filter clauses that call llm_generate().  Its other filter
+ *     clauses stay in P', so rows are filtered before any request.
+ *   - C's scan tuple is P''s columns, then one text column per call.  C's
+ *     target list is P''s old one with each call replaced by its column
+ *     (same positions, names and junk flags, so whatever reads P's output
+ *     reads C's unchanged); C's filter is the clauses that call it.
+ *
+ * A call is batched only where it would be evaluated for every row: not
+ * inside CASE, COALESCE, AND/OR, a subplan, an aggregate or any other node
+ * that may skip it, and not when its arguments call llm_generate()
+ * themselves.  Such an expression goes to P' whole and runs row by row as
+ * before.  Nodes without a row source (a Result with no child, so
+ * SELECT llm_generate('x')) and nodes that return sets are left alone, as
+ * are scrollable cursors (C does not scan backward).
+ *
+ * The plan is rewritten after set_plan_references(), so C's Vars are in
+ * executor form already: INDEX_VAR for its scan tuple, and OUTER_VAR in
+ * custom_scan_tlist for P''s columns (P' is C's lefttree, which EXPLAIN
+ * and the parameter machinery treat like any child).
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/planner.h"
+
+#include "llm.h"
+
+/* The rewrite of one node's expressions. */
+typedef struct BatchRewrite
+{
+	List	   *child_tlist;	/* P''s target list being built */
+	List	   *calls;			/* each batched call: the FuncExpr, its args in child columns */
+	List	   *call_vars;		/* INDEX_VAR Vars of the calls' results (numbered at the end) */
+	List	   *call_args;		/* per call: IntList of the nine argument columns */
+} BatchRewrite;
+
+static planner_hook_type prev_planner_hook = NULL;
+
+/* Whether expression node calls llm_generate() anywhere. */
+static bool
+calls_generate(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, FuncExpr) && LlmIsGenerateFunc(((FuncExpr *) node)->funcid))
+		return true;
+	return expression_tree_walker(node, calls_generate, context);
+}
+
+/*
+ * Whether node always evaluates all its children, so a call below it runs
+ * for every row: the kinds of node a batched call may sit under.
+ */
+static bool
+evaluates_all_children(Node *node)
+{
+	switch (nodeTag(node))
+	{
+		case T_FuncExpr:
+			return !((FuncExpr *) node)->funcretset;
+		case T_OpExpr:
+			return !((OpExpr *) node)->opretset;
+		case T_DistinctExpr:
+		case T_NullIfExpr:
+		case T_RelabelType:
+		case T_CoerceViaIO:
+		case T_ArrayCoerceExpr:
+		case T_ConvertRowtypeExpr:
+		case T_CollateExpr:
+		case T_CoerceToDomain:
+		case T_NullTest:
+		case T_BooleanTest:
+		case T_RowExpr:
+		case T_ArrayExpr:
+		case T_FieldSelect:
+		case T_TargetEntry:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/* The child column computing expr (added once; equal expressions share it), as an INDEX_VAR Var of C. */
+static Var *
+child_column(BatchRewrite *rw, Expr *expr)
+{
+	ListCell   *lc;
+	TargetEntry *tle;
+
+	foreach(lc, rw->child_tlist)
+	{
+		tle = lfirst_node(TargetEntry, lc);
+		if (equal(tle->expr, expr))
+			return makeVar(INDEX_VAR, tle->resno, exprType((Node *) expr), exprTypmod((Node *) expr),
+						   exprCollation((Node *) expr), 0);
+	}
+	tle = makeTargetEntry(expr, list_length(rw->child_tlist) + 1, NULL, false);
+	rw->child_tlist = lappend(rw->child_tlist, tle);
+	return makeVar(INDEX_VAR, tle->resno, exprType((Node *) expr), exprTypmod((Node *) expr),
+				   exprCollation((Node *) expr), 0);
+}
+
+/*
+ * Rewrite an expression of C: batched calls become their result columns,
+ * everything that is not a call or above one becomes a child column.
+ */
+static Node *
+rewrite_expr(Node *node, BatchRewrite *rw)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Const))
+		return node;
+	if (IsA(node, List))		/* the arguments of a node being rewritten */
+		return expression_tree_mutator(node, rewrite_expr, rw);
+	if (IsA(node, FuncExpr) && LlmIsGenerateFunc(((FuncExpr *) node)->funcid) &&
+		!calls_generate((Node *) ((FuncExpr *) node)->args, NULL) &&
+		list_length(((FuncExpr *) node)->args) == LLM_GENERATE_NARGS)
+	{
+		FuncExpr   *call = (FuncExpr *) copyObject(node);
+		List	   *attnos = NIL;
+		ListCell   *lc;
+		Var		   *result;
+
+		foreach(lc, call->args)
+		{
+			Var		   *col = child_column(rw, (Expr *) lfirst(lc));
+
+			attnos = lappend_int(attnos, col->varattno);
+			col->varno = OUTER_VAR; /* as custom_scan_tlist shows it */
+			lfirst(lc) = col;
+		}
+		rw->calls = lappend(rw->calls, call);
+		rw->call_args = lappend(rw->call_args, attnos);
+		result = makeVar(INDEX_VAR, 0, TEXTOID, -1, exprCollation((Node *) call), 0);
+		rw->call_vars = lappend(rw->call_vars, result);
+		return (Node *) result;
+	}
+	if (!calls_generate(node, NULL) || !evaluates_all_children(node))
+		return (Node *) child_column(rw, (Expr *) node);
+	return expression_tree_mutator(node, rewrite_expr, rw);
+}
+
+/*
+ * Put an LLM Batch node over plan if it calls llm_generate() per row;
+ * returns the node to use in its place.  bound: at most this many rows are
+ * wanted (a LIMIT right above), or 0.  The new node's plan_node_id follows
+ * *last_node_id.
+ */
+static Plan *
+batch_node(Plan *plan, int64 bound, int *last_node_id)
+{
+	BatchRewrite rw = {0};
+	List	   *tlist = NIL;
+	List	   *qual = NIL;
+	List	   *child_qual = NIL;
+	List	   *scan_tlist = NIL;
+	ListCell   *lc;
+	int			n_child;
+	int			k = 0;
+
+	if (IsA(plan, ProjectSet) || IsA(plan, ModifyTable) || IsA(plan, CustomScan) ||
+		(IsA(plan, Result) && plan->lefttree == NULL))
+		return plan;
+	if (!calls_generate((Node *) plan->targetlist, NULL) && !calls_generate((Node *) plan->qual, NULL))
+		return plan;
+
+	foreach(lc, plan->targetlist)
+	{
+		TargetEntry *tle = flatCopyTargetEntry(lfirst_node(TargetEntry, lc));
+
+		tle->expr = (Expr *) rewrite_expr((Node *) tle->expr, &rw);
+		tlist = lappend(tlist, tle);
+	}
+	foreach(lc, plan->qual)
+	{
+		Node	   *clause = lfirst(lc);
+
+		if (calls_generate(clause, NULL))
+			qual = lappend(qual, rewrite_expr(clause, &rw));
+		else
+			child_qual = lappend(child_qual, clause);
+	}
+	if (rw.calls == NIL)
+		return plan;			/* every call is in a place that may skip it */
+
+	/* number the calls' result columns after the child's, and describe the scan tuple */
+	n_child = list_length(rw.child_tlist);
+	foreach(lc, rw.call_vars)
+		((Var *) lfirst(lc))->varattno = n_child + (++k);
+	foreach(lc, rw.child_tlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) makeVar(OUTER_VAR, tle->resno, exprType((Node *) tle->expr),
+															  exprTypmod((Node *) tle->expr),
+															  exprCollation((Node *) tle->expr), 0),
+											 tle->resno, NULL, false));
+	}
+	foreach(lc, rw.calls)
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) lfirst(lc), list_length(scan_tlist) + 1, NULL, false));
+
+	plan->targetlist = rw.child_tlist;
+	plan->qual = child_qual;
+	/* a filter above the calls takes rows away after them: then LIMIT bounds nothing here */
+	return LlmBatchScanCreate(plan, scan_tlist, tlist, qual, rw.call_args, qual != NIL ? 0 : bound,
+							  ++(*last_node_id));
+}
+
+/* The row bound a Limit node puts on its child: offset + count when both are constants, else 0. */
+static int64
+limit_bound(Limit *limit)
+{
+	Const	   *count = (Const *) limit->limitCount;
+	Const	   *offset = (Const *) limit->limitOffset;
+	int64		bound;
+
+	if (count == NULL || !IsA(count, Const) || count->constisnull || limit->limitOption != LIMIT_OPTION_COUNT)
+		return 0;
+	bound = DatumGetInt64(count->constvalue);
+	if (offset != NULL)
+	{
+		if (!IsA(offset, Const))
+			return 0;
+		if (!offset->constisnull)
+			bound += DatumGetInt64(offset->constvalue);
+	}
+	return bound > 0 ? bound : 0;
+}
+
+/*
+ * Call fn on each child plan of p (the plans of Append, SubqueryScan and
+ * the like too; those of SubPlan expressions are in PlannedStmt.subplans).
+ */
+static void
+for_each_child(Plan *p, void (*fn) (Plan **plan, int64 bound, int *last_node_id), int *last_node_id)
+{
+	List	   *children = NIL;
+	ListCell   *lc;
+
+	fn(&p->lefttree, IsA(p, Limit) ? limit_bound((Limit *) p) : 0, last_node_id);
+	fn(&p->righttree, 0, last_node_id);
+	switch (nodeTag(p))
+	{
+		case T_Append:
+			children = ((Append *) p)->appendplans;
+			break;
+		case T_MergeAppend:
+			children = ((MergeAppend *) p)->mergeplans;
+			break;
+		case T_BitmapAnd:
+			children = ((BitmapAnd *) p)->bitmapplans;
+			break;
+		case T_BitmapOr:
+			children = ((BitmapOr *) p)->bitmapplans;
+			break;
+		case T_SubqueryScan:
+			fn(&((SubqueryScan *) p)->subplan, 0, last_node_id);
+			break;
+		case T_CustomScan:
+			children = ((CustomScan *) p)->custom_plans;
+			break;
+		default:
+			break;
+	}
+	foreach(lc, children)
+	{
+		Plan	   *child = (Plan *) lfirst(lc);
+
+		fn(&child, 0, last_node_id);
+		lfirst(lc) = child;
+	}
+}
+
+/* Raise *last_node_id to the largest plan_node_id in the tree below *plan. */
+static void
+max_node_id(Plan **plan, int64 bound, int *last_node_id)
+{
+	if (*plan == NULL)
+		return;
+	check_stack_depth();
+	*last_node_id = Max(*last_node_id, (*plan)->plan_node_id);
+	for_each_child(*plan, max_node_id, last_node_id);
+}
+
+/* Put LLM Batch nodes everywhere they apply in the tree below *plan (children first). */
+static void
+batch_tree(Plan **plan, int64 bound, int *last_node_id)
+{
+	if (*plan == NULL)
+		return;
+	check_stack_depth();
+	for_each_child(*plan, batch_tree, last_node_id);
+	*plan = batch_node(*plan, bound, last_node_id);
+}
+
+/* planner_hook: the standard planner, then LLM Batch nodes where they apply. */
+static PlannedStmt *
+llm_planner(Query *parse, const char *query_string, int cursorOptions, ParamListInfo boundParams)
+{
+	PlannedStmt *stmt;
+	ListCell   *lc;
+	int			last_node_id = 0;
+
+	if (prev_planner_hook)
+		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+	else
+		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
+
+	if (llm_batch_rows == 0 || llm_batch_rows == 1 || (cursorOptions & CURSOR_OPT_SCROLL) ||
+		stmt->commandType == CMD_UTILITY)
+		return stmt;
+
+	max_node_id(&stmt->planTree, 0, &last_node_id);
+	foreach(lc, stmt->subplans)
+		max_node_id((Plan **) &lfirst(lc), 0, &last_node_id);
+	batch_tree(&stmt->planTree, 0, &last_node_id);
+	foreach(lc, stmt->subplans)
+		batch_tree((Plan **) &lfirst(lc), 0, &last_node_id);
+	return stmt;
+}
+
+/* Install the planner hook (from _PG_init). */
+void
+LlmBatchPlanInit(void)
+{
+	prev_planner_hook = planner_hook;
+	planner_hook = llm_planner;
+}

@@ -1,0 +1,517 @@
+/*
+ * batch_scan.c
+ *		The "LLM Batch" plan node: runs the llm_generate() calls of a window
+ *		of its child's rows at once, and returns the rows in the child's
+ *		order as their answers arrive.
+ *
+ * batch_plan.c puts the node over a plan node that calls llm_generate()
+ * per row; the child computes each call's nine arguments as columns.  The
+ * node keeps a ring of rows read from the child:
+ *
+ *   rows[head] ... rows[head + n_rows - 1]     in the child's order
+ *
+ * Each row holds a copy of the child's columns and one job per call.  The
+ * node submits the jobs of up to `window` rows to the queue (queue.c), so
+ * the worker sees them all in one continuous batch, and keeps the window
+ * full: while it waits for the head row it collects whatever else has
+ * finished, then reads more rows from the child.  Rows answered out of
+ * order wait in the ring (at most 2 * window rows), and the head row goes
+ * out as soon as all its calls are answered.  So ORDER BY, LIMIT and
+ * DISTINCT above the node see the rows they would have seen.
+ *
+ * Each row's job is built by LlmJobFromArgs(), exactly as llm_generate()
+ * builds its one: the same checks and errors, a NULL prompt gives NULL
+ * without a request, a NULL seed draws the row's own seed, and
+ * on_error => 'null' turns the row's failed request into NULL.
+ *
+ * Giving up.  At the end of the scan (a LIMIT above stops reading early),
+ * at a rescan, and when the query's memory goes away on an error, a cancel
+ * or a statement timeout (a reset callback on the node's memory context),
+ * every job still in a slot is cancelled with LlmQueueCancel(); the worker
+ * drops it at its next step.  Waiting sleeps on the head job's condition
+ * variable, which checks for interrupts.
+ */
+#include "postgres.h"
+
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "llm.h"
+
+/* How long to sleep on the head row before looking at the others' answers (ms). */
+#define LLM_BATCH_POLL_MS	5
+
+/* One row of the child in the ring. */
+typedef struct BatchRow
+{
+	MemoryContext cxt;			/* the row's tuple, prompts and answers */
+	MinimalTuple tuple;			/* the child's columns */
+	LlmJob	   *jobs;			/* (n_calls), allocated with the node */
+	int			n_submitted;	/* jobs given to the queue (or needing none) */
+	int			n_answered;		/* of those, answered */
+	bool		busy;			/* counted in n_busy: submitting or waiting for answers */
+} BatchRow;
+
+/* The node's execution state. */
+typedef struct BatchState
+{
+	CustomScanState css;
+	int			n_calls;
+	AttrNumber *arg_cols;		/* (n_calls, LLM_GENERATE_NARGS) child column of each argument */
+	int			n_child;		/* the child's columns, the first of the scan tuple */
+	int			window;			/* most rows with requests in flight */
+	int64		bound;			/* read no more rows than this (a LIMIT above); 0: no bound */
+	int64		n_read;			/* rows read from the child */
+	int			max_rows;		/* size of the ring */
+	BatchRow   *rows;			/* (max_rows) */
+	int			head;			/* index of the first row */
+	int			n_rows;			/* rows in the ring */
+	int			n_busy;			/* of those, rows with requests not yet answered */
+	bool		child_done;
+	bool		returned;		/* the head row went out: free it at the next call */
+	TupleTableSlot *tuple_slot; /* deforms a row's child columns */
+	MemoryContext cxt;			/* parent of the rows' contexts */
+	MemoryContextCallback cancel_cb;
+	/* for EXPLAIN ANALYZE */
+	int64		n_requests;
+	int64		n_failed;
+	int64		prompt_tokens;
+	int64		completion_tokens;
+	int64		cached_tokens;
+	int64		run_us;
+} BatchState;
+
+static Node *batch_create_state(CustomScan *cscan);
+static void batch_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *batch_exec(CustomScanState *node);
+static void batch_end(CustomScanState *node);
+static void batch_rescan(CustomScanState *node);
+static void batch_explain(CustomScanState *node, List *ancestors, ExplainState *es);
+
+static const CustomScanMethods batch_scan_methods = {
+	.CustomName = "LLM Batch",
+	.CreateCustomScanState = batch_create_state,
+};
+
+static const CustomExecMethods batch_exec_methods = {
+	.CustomName = "LLM Batch",
+	.BeginCustomScan = batch_begin,
+	.ExecCustomScan = batch_exec,
+	.EndCustomScan = batch_end,
+	.ReScanCustomScan = batch_rescan,
+	.ExplainCustomScan = batch_explain,
+};
+
+/*
+ * The LLM Batch plan node over child (batch_plan.c): scan_tlist describes
+ * its scan tuple (the child's columns, then one per call), tlist and qual
+ * are its own, call_args has each call's argument columns.  bound > 0 caps
+ * the window (a LIMIT above wants no more rows).
+ */
+Plan *
+LlmBatchScanCreate(Plan *child, List *scan_tlist, List *tlist, List *qual, List *call_args, int64 bound,
+				   int plan_node_id)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	Plan	   *plan = &cscan->scan.plan;
+
+	plan->startup_cost = child->startup_cost;
+	plan->total_cost = child->total_cost;
+	plan->plan_rows = child->plan_rows;
+	plan->plan_width = child->plan_width;
+	plan->parallel_aware = false;
+	plan->parallel_safe = child->parallel_safe;
+	plan->plan_node_id = plan_node_id;
+	plan->targetlist = tlist;
+	plan->qual = qual;
+	plan->lefttree = child;
+	plan->extParam = bms_copy(child->extParam);
+	plan->allParam = bms_copy(child->allParam);
+	cscan->scan.scanrelid = 0;
+	cscan->flags = 0;
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->custom_private = list_make2(makeInteger((int) Min(bound, PG_INT32_MAX)), call_args);
+	cscan->methods = &batch_scan_methods;
+	return plan;
+}
+
+/* Allocate the node's state (CreateCustomScanState). */
+static Node *
+batch_create_state(CustomScan *cscan)
+{
+	BatchState *bs = palloc0(sizeof(BatchState));
+
+	NodeSetTag(bs, T_CustomScanState);
+	bs->css.methods = &batch_exec_methods;
+	return (Node *) bs;
+}
+
+/* Cancel every job of the ring still in a slot (raises nothing). */
+static void
+batch_cancel_all(BatchState *bs)
+{
+	if (bs->rows == NULL)
+		return;
+	for (int r = 0; r < bs->max_rows; r++)
+		LlmQueueCancel(bs->rows[r].jobs, bs->n_calls);
+}
+
+/* Reset callback of the node's memory context: the query is over, or failed. */
+static void
+batch_cancel_callback(void *arg)
+{
+	batch_cancel_all((BatchState *) arg);
+}
+
+/* The window: llm.batch_rows (-1: twice llm.max_sequences), within the request slots and the plan's bound. */
+static int
+batch_window(int64 bound)
+{
+	int			w = llm_batch_rows < 0 ? 2 * llm_max_sequences : llm_batch_rows;
+
+	w = Min(w, llm_max_queued_requests);
+	if (bound > 0 && bound < w)
+		w = (int) bound;
+	return Max(w, 1);
+}
+
+/* Start the node: its child, the window and the ring (BeginCustomScan). */
+static void
+batch_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	BatchState *bs = (BatchState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *call_args = lsecond(cscan->custom_private);
+	ListCell   *lc;
+	int			c = 0;
+
+	outerPlanState(bs) = ExecInitNode(outerPlan(cscan), estate, eflags);
+	bs->bound = intVal(linitial(cscan->custom_private));
+	bs->window = batch_window(bs->bound);
+
+	bs->n_calls = list_length(call_args);
+	bs->n_child = list_length(cscan->custom_scan_tlist) - bs->n_calls;
+	bs->arg_cols = palloc(sizeof(AttrNumber) * bs->n_calls * LLM_GENERATE_NARGS);
+	foreach(lc, call_args)
+	{
+		ListCell   *la;
+		int			a = 0;
+
+		foreach(la, (List *) lfirst(lc))
+			bs->arg_cols[c * LLM_GENERATE_NARGS + a++] = (AttrNumber) lfirst_int(la);
+		c++;
+	}
+	bs->tuple_slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(outerPlanState(bs)),
+											&TTSOpsMinimalTuple);
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+
+	LlmQueueAttach();
+	bs->max_rows = 2 * bs->window;
+	bs->rows = palloc0(sizeof(BatchRow) * bs->max_rows);
+	for (int r = 0; r < bs->max_rows; r++)
+	{
+		bs->rows[r].jobs = palloc0(sizeof(LlmJob) * Max(bs->n_calls, 1));
+		for (int j = 0; j < bs->n_calls; j++)
+			bs->rows[r].jobs[j].slot = -1;
+	}
+	bs->cxt = AllocSetContextCreate(CurrentMemoryContext, "LLM Batch rows", ALLOCSET_DEFAULT_SIZES);
+	bs->cancel_cb.func = batch_cancel_callback;
+	bs->cancel_cb.arg = bs;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, &bs->cancel_cb);
+}
+
+/* Free ring row r: its memory (its jobs were answered or cancelled). */
+static void
+batch_free_row(BatchState *bs, BatchRow *row)
+{
+	LlmQueueCancel(row->jobs, bs->n_calls);
+	if (row->cxt != NULL)
+		MemoryContextDelete(row->cxt);
+	row->cxt = NULL;
+	row->tuple = NULL;
+	row->n_submitted = row->n_answered = 0;
+	row->busy = false;
+}
+
+/* The i-th row of the ring, counting from the head. */
+static inline BatchRow *
+batch_row(BatchState *bs, int i)
+{
+	return &bs->rows[(bs->head + i) % bs->max_rows];
+}
+
+/* Read the next child row into the ring and build its jobs; false at the child's end. */
+static bool
+batch_read_row(BatchState *bs)
+{
+	TupleTableSlot *child = ExecProcNode(outerPlanState(bs));
+	BatchRow   *row;
+	MemoryContext old;
+
+	if (TupIsNull(child))
+		return false;
+	row = batch_row(bs, bs->n_rows);
+	Assert(row->cxt == NULL);
+	row->cxt = AllocSetContextCreate(bs->cxt, "LLM Batch row", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(row->cxt);
+	slot_getallattrs(child);
+	row->tuple = ExecCopySlotMinimalTuple(child);
+	for (int c = 0; c < bs->n_calls; c++)
+	{
+		NullableDatum args[LLM_GENERATE_NARGS];
+		LlmJob	   *job = &row->jobs[c];
+
+		for (int a = 0; a < LLM_GENERATE_NARGS; a++)
+		{
+			AttrNumber	col = bs->arg_cols[c * LLM_GENERATE_NARGS + a];
+
+			args[a].value = child->tts_values[col - 1];
+			args[a].isnull = child->tts_isnull[col - 1];
+		}
+		LlmJobFromArgs(job, args);
+		if (job->prompt != NULL)
+			job->prompt = pnstrdup(job->prompt, job->prompt_len);	/* it may point into the child's tuple */
+	}
+	MemoryContextSwitchTo(old);
+	row->n_submitted = row->n_answered = 0;
+	bs->n_rows++;
+	bs->n_read++;
+	return true;
+}
+
+/*
+ * Submit what the window allows: the remaining jobs of rows already read,
+ * then new rows from the child.  Stops early when every request slot is
+ * taken (if none of ours is in flight, that is an error).
+ */
+static void
+batch_fill(BatchState *bs)
+{
+	int			i = 0;
+
+	for (;;)
+	{
+		BatchRow   *row;
+
+		/* the first row with jobs not yet submitted, or a new row */
+		while (i < bs->n_rows && batch_row(bs, i)->n_submitted == bs->n_calls)
+			i++;
+		if (i == bs->n_rows)
+		{
+			if (bs->child_done || bs->n_rows == bs->max_rows || bs->n_busy >= bs->window ||
+				(bs->bound > 0 && bs->n_read >= bs->bound))
+				return;
+			if (!batch_read_row(bs))
+			{
+				bs->child_done = true;
+				return;
+			}
+		}
+		row = batch_row(bs, i);
+		if (!row->busy)
+		{
+			if (bs->n_busy >= bs->window)
+				return;
+			row->busy = true;
+			bs->n_busy++;
+		}
+		while (row->n_submitted < bs->n_calls)
+		{
+			LlmJob	   *job = &row->jobs[row->n_submitted];
+
+			if (job->prompt != NULL)
+			{
+				if (!LlmQueueSubmit(job))
+				{
+					if (bs->n_busy > 1 || row->n_submitted > row->n_answered)
+						return;
+					LlmQueueSlotsFull();
+				}
+				bs->n_requests++;
+			}
+			else
+				row->n_answered++;	/* a NULL prompt: NULL, no request */
+			row->n_submitted++;
+		}
+		if (row->n_answered == bs->n_calls)
+		{
+			row->busy = false;
+			bs->n_busy--;
+		}
+	}
+}
+
+/* Read the answer of job (finished) into row's memory. */
+static void
+batch_take_answer(BatchState *bs, BatchRow *row, LlmJob *job)
+{
+	MemoryContext old = MemoryContextSwitchTo(row->cxt);
+
+	LlmQueueWait(job);
+	MemoryContextSwitchTo(old);
+	bs->prompt_tokens += job->prompt_tokens;
+	bs->completion_tokens += job->completion_tokens;
+	bs->cached_tokens += job->cached_tokens;
+	bs->run_us += job->run_us;
+	bs->n_failed += job->failed;
+	if (++row->n_answered == bs->n_calls && row->n_submitted == bs->n_calls)
+	{
+		row->busy = false;
+		bs->n_busy--;
+	}
+}
+
+/* Take every answer that has arrived; with wait_ms, first sleep up to that long on the head row's. */
+static void
+batch_collect(BatchState *bs, long wait_ms)
+{
+	for (int i = 0; i < bs->n_rows; i++)
+	{
+		BatchRow   *row = batch_row(bs, i);
+
+		for (int c = 0; c < row->n_submitted; c++)
+		{
+			LlmJob	   *job = &row->jobs[c];
+
+			if (job->slot >= 0 && LlmQueuePoll(job, wait_ms))
+				batch_take_answer(bs, row, job);
+			if (job->slot >= 0)
+				wait_ms = 0;	/* only the first unanswered job is slept on */
+		}
+	}
+}
+
+/* Put the head row, answered, into the scan slot. */
+static TupleTableSlot *
+batch_store_head(BatchState *bs)
+{
+	BatchRow   *row = batch_row(bs, 0);
+	TupleTableSlot *scan = bs->css.ss.ss_ScanTupleSlot;
+	MemoryContext old;
+
+	ExecClearTuple(scan);
+	ExecStoreMinimalTuple(row->tuple, bs->tuple_slot, false);
+	slot_getallattrs(bs->tuple_slot);
+	memcpy(scan->tts_values, bs->tuple_slot->tts_values, sizeof(Datum) * bs->n_child);
+	memcpy(scan->tts_isnull, bs->tuple_slot->tts_isnull, sizeof(bool) * bs->n_child);
+	old = MemoryContextSwitchTo(row->cxt);
+	for (int c = 0; c < bs->n_calls; c++)
+	{
+		LlmJob	   *job = &row->jobs[c];
+
+		scan->tts_isnull[bs->n_child + c] = job->prompt == NULL || job->failed;
+		scan->tts_values[bs->n_child + c] =
+			scan->tts_isnull[bs->n_child + c] ? (Datum) 0 : CStringGetTextDatum(job->completion);
+	}
+	MemoryContextSwitchTo(old);
+	return ExecStoreVirtualTuple(scan);
+}
+
+/* The next row, in the child's order, with its answers (ExecCustomScan). */
+static TupleTableSlot *
+batch_exec(CustomScanState *node)
+{
+	BatchState *bs = (BatchState *) node;
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+
+	for (;;)
+	{
+		TupleTableSlot *scan;
+
+		if (bs->returned)
+		{
+			ExecClearTuple(node->ss.ss_ScanTupleSlot);
+			ExecClearTuple(bs->tuple_slot);
+			batch_free_row(bs, batch_row(bs, 0));
+			bs->head = (bs->head + 1) % bs->max_rows;
+			bs->n_rows--;
+			bs->returned = false;
+		}
+
+		/* keep the window full, and wait for the head row's answers */
+		batch_fill(bs);
+		if (bs->n_rows == 0)
+			return NULL;
+		while (batch_row(bs, 0)->n_answered < bs->n_calls)
+		{
+			CHECK_FOR_INTERRUPTS();
+			batch_collect(bs, LLM_BATCH_POLL_MS);
+			batch_fill(bs);
+		}
+
+		scan = batch_store_head(bs);
+		bs->returned = true;
+		ResetExprContext(econtext);
+		econtext->ecxt_scantuple = scan;
+		if (node->ss.ps.qual == NULL || ExecQual(node->ss.ps.qual, econtext))
+			return node->ss.ps.ps_ProjInfo ? ExecProject(node->ss.ps.ps_ProjInfo) : scan;
+		InstrCountFiltered1(node, 1);
+	}
+}
+
+/* Forget every row, cancelling what is in flight. */
+static void
+batch_clear(BatchState *bs)
+{
+	if (bs->rows == NULL)
+		return;
+	for (int r = 0; r < bs->max_rows; r++)
+		batch_free_row(bs, &bs->rows[r]);
+	bs->head = bs->n_rows = bs->n_busy = 0;
+	bs->n_read = 0;
+	bs->child_done = bs->returned = false;
+}
+
+/* End the node: cancel what a LIMIT above left unread, end the child (EndCustomScan). */
+static void
+batch_end(CustomScanState *node)
+{
+	BatchState *bs = (BatchState *) node;
+
+	batch_clear(bs);
+	ExecEndNode(outerPlanState(bs));
+}
+
+/* Start over (ReScanCustomScan). */
+static void
+batch_rescan(CustomScanState *node)
+{
+	BatchState *bs = (BatchState *) node;
+	PlanState  *child = outerPlanState(bs);
+
+	batch_clear(bs);
+	ExecClearTuple(node->ss.ss_ScanTupleSlot);
+	if (child->chgParam == NULL)
+		ExecReScan(child);
+}
+
+/* EXPLAIN: the window; with ANALYZE, the requests, tokens and the worker's time (ExplainCustomScan). */
+static void
+batch_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	BatchState *bs = (BatchState *) node;
+
+	ExplainPropertyInteger("Window", "rows", bs->window, es);
+	if (!es->analyze)
+		return;
+	ExplainPropertyInteger("Requests", NULL, bs->n_requests, es);
+	if (bs->n_failed > 0 || es->format != EXPLAIN_FORMAT_TEXT)
+		ExplainPropertyInteger("Failed Requests", NULL, bs->n_failed, es);
+	ExplainPropertyInteger("Prompt Tokens", NULL, bs->prompt_tokens, es);
+	ExplainPropertyInteger("Cached Prompt Tokens", NULL, bs->cached_tokens, es);
+	ExplainPropertyInteger("Completion Tokens", NULL, bs->completion_tokens, es);
+	if (es->timing)
+		ExplainPropertyFloat("Worker Time", "ms", bs->run_us / 1000.0, 3, es);
+}
+
+/* Register the node's methods, so that parallel workers can read its plans (from _PG_init). */
+void
+LlmBatchScanInit(void)
+{
+	RegisterCustomScanMethods(&batch_scan_methods);
+}
