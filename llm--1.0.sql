@@ -67,6 +67,27 @@ CREATE VIEW llm_stats AS SELECT * FROM llm_stats();
 COMMENT ON VIEW llm_stats IS
 'queue depth, running sequences, token counts and rates (per second of engine time), KV cache use, prefix cache hits, KV eviction';
 
+CREATE FUNCTION llm_progress(
+    OUT pid int,
+    OUT rows_done bigint,
+    OUT rows_total bigint,
+    OUT prompt_tokens bigint,
+    OUT completion_tokens bigint,
+    OUT tokens_per_second float8,
+    OUT elapsed interval,
+    OUT eta interval)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'llm_progress'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+CREATE VIEW llm_progress AS
+SELECT p.pid, a.query, p.rows_done, p.rows_total, p.prompt_tokens, p.completion_tokens,
+       p.tokens_per_second, p.elapsed, p.eta
+FROM llm_progress() p LEFT JOIN pg_stat_activity a ON a.pid = p.pid;
+
+COMMENT ON VIEW llm_progress IS
+'one row per backend with work in the llm worker: its query, rows done of the total (a plan''s estimate; NULL when unknown), tokens in and out, completion tokens per second, elapsed time and the time left at that rate';
+
 CREATE FUNCTION llm_worker_status(
     OUT pid int,
     OUT state text,

@@ -73,6 +73,7 @@ typedef struct BatchState
 	int			n_busy;			/* of those, rows with requests not yet answered */
 	bool		child_done;
 	bool		returned;		/* the head row went out: free it at the next call */
+	bool		in_progress;	/* counted in this backend's llm_progress row */
 	TupleTableSlot *tuple_slot; /* deforms a row's child columns */
 	MemoryContext cxt;			/* parent of the rows' contexts */
 	MemoryContextCallback cancel_cb;
@@ -220,6 +221,8 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 			bs->rows[r].jobs[j].slot = -1;
 	}
 	bs->cxt = AllocSetContextCreate(CurrentMemoryContext, "LLM Batch rows", ALLOCSET_DEFAULT_SIZES);
+	LlmProgressStart((int64) cscan->scan.plan.plan_rows);
+	bs->in_progress = true;
 	bs->cancel_cb.func = batch_cancel_callback;
 	bs->cancel_cb.arg = bs;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &bs->cancel_cb);
@@ -394,6 +397,9 @@ batch_store_head(BatchState *bs)
 	TupleTableSlot *scan = bs->css.ss.ss_ScanTupleSlot;
 	MemoryContext old;
 
+	int64		prompt_tokens = 0;
+	int64		completion_tokens = 0;
+
 	ExecClearTuple(scan);
 	ExecStoreMinimalTuple(row->tuple, bs->tuple_slot, false);
 	slot_getallattrs(bs->tuple_slot);
@@ -407,8 +413,11 @@ batch_store_head(BatchState *bs)
 		scan->tts_isnull[bs->n_child + c] = job->prompt == NULL || job->failed;
 		scan->tts_values[bs->n_child + c] =
 			scan->tts_isnull[bs->n_child + c] ? (Datum) 0 : CStringGetTextDatum(job->completion);
+		prompt_tokens += job->prompt_tokens;
+		completion_tokens += job->completion_tokens;
 	}
 	MemoryContextSwitchTo(old);
+	LlmProgressRow(prompt_tokens, completion_tokens);
 	return ExecStoreVirtualTuple(scan);
 }
 
@@ -474,6 +483,9 @@ batch_end(CustomScanState *node)
 	BatchState *bs = (BatchState *) node;
 
 	batch_clear(bs);
+	if (bs->in_progress)
+		LlmProgressEnd();
+	bs->in_progress = false;
 	ExecEndNode(outerPlanState(bs));
 }
 

@@ -11,6 +11,8 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -94,6 +96,15 @@ llm_shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	LlmShmemStartup();
+}
+
+/* At transaction end no work of this backend is in the worker any more: clear its progress. */
+static void
+llm_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+		LlmProgressReset();
 }
 
 /* Define the llm.* settings. */
@@ -335,4 +346,5 @@ _PG_init(void)
 	LlmWorkerRegister();
 	LlmBatchPlanInit();
 	LlmBatchScanInit();
+	RegisterXactCallback(llm_xact_callback, NULL);
 }

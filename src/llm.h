@@ -245,6 +245,14 @@ extern void LlmRestoreSignals(sigset_t *old);
 extern int	LlmStatusErrcode(LlmStatus status);
 extern char *LlmMessageAsSentence(const char *msg);
 
+/* progress.c: each backend's work in the worker, for the llm_progress view */
+extern Size LlmProgressShmemSize(void);
+extern void LlmProgressShmemInit(void);
+extern void LlmProgressStart(int64 rows_total);
+extern void LlmProgressRow(int64 prompt_tokens, int64 completion_tokens);
+extern void LlmProgressEnd(void);
+extern void LlmProgressReset(void);
+
 /* stats.c */
 extern const char *LlmWorkerStateName(LlmWorkerState state);
 

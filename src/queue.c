@@ -354,6 +354,7 @@ LlmQueueSubmitAndWait(LlmJob *jobs, int n_jobs)
 			LlmQueueWait(&jobs[next_wait]);
 			in_flight--;
 		}
+		LlmProgressRow(jobs[next_wait].prompt_tokens, jobs[next_wait].completion_tokens);
 		next_wait++;
 	}
 }
@@ -374,9 +375,11 @@ LlmQueueRun(LlmJob *jobs, int n_jobs)
 	run.jobs = jobs;
 	run.n_jobs = n_jobs;
 
+	LlmProgressStart(n_jobs);
 	PG_ENSURE_ERROR_CLEANUP(LlmQueueCleanup, PointerGetDatum(&run));
 	{
 		LlmQueueSubmitAndWait(jobs, n_jobs);
 	}
 	PG_END_ENSURE_ERROR_CLEANUP(LlmQueueCleanup, PointerGetDatum(&run));
+	LlmProgressEnd();
 }

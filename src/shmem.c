@@ -88,11 +88,12 @@ LlmShmemDsaPlace(void)
 	return (char *) LlmState + LlmShmemSlotsSize();
 }
 
-/* shmem_request_hook part: reserve the block and the LWLock. */
+/* shmem_request_hook part: reserve the block, the progress array (progress.c) and the LWLock. */
 void
 LlmShmemRequest(void)
 {
 	RequestAddinShmemSpace(add_size(LlmShmemSlotsSize(), LlmShmemDsaSize()));
+	RequestAddinShmemSpace(LlmProgressShmemSize());
 	RequestNamedLWLockTranche("llm", 1);
 }
 
@@ -103,6 +104,7 @@ LlmShmemStartup(void)
 	bool		found;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	LlmProgressShmemInit();
 	LlmState = ShmemInitStruct("llm",
 							   add_size(LlmShmemSlotsSize(), LlmShmemDsaSize()),
 							   &found);

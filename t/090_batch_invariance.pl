@@ -64,6 +64,22 @@ my $batch = $node->safe_psql('postgres',
 	  . join(', ', map { "'$prompts[$_]'" } @greedy) . "], max_tokens => 24)");
 is($batch, join("\x01", map { $alone[$_] } @greedy), 'one llm_generate_batch call gives each prompt its text alone');
 
+# A table's rows through the LLM Batch plan node, greedy and sampled with a
+# seed column: every row gets the text its prompt gets alone, in order.
+$node->safe_psql('postgres',
+	"CREATE TABLE prompts (i int, prompt text); INSERT INTO prompts VALUES "
+	  . join(', ', map { "($_, '$prompts[$_]')" } 0 .. $n - 1));
+my $plan = $node->safe_psql('postgres',
+	"EXPLAIN (COSTS OFF) SELECT llm_generate(prompt, max_tokens => 24, "
+	  . "temperature => CASE WHEN i % 2 = 1 THEN 0.8 ELSE 0 END, top_p => CASE WHEN i % 2 = 1 THEN 0.95 ELSE 1 END, "
+	  . "seed => i) FROM prompts");
+like($plan, qr/LLM Batch/, 'a query over the table runs in an LLM Batch node');
+my $rows = $node->safe_psql('postgres',
+	"SELECT string_agg(g, E'\\x01') FROM (SELECT llm_generate(prompt, max_tokens => 24, "
+	  . "temperature => CASE WHEN i % 2 = 1 THEN 0.8 ELSE 0 END, top_p => CASE WHEN i % 2 = 1 THEN 0.95 ELSE 1 END, "
+	  . "seed => i) AS g FROM prompts) s");
+is($rows, join("\x01", @alone), 'the LLM Batch node gives each row the text its prompt gets alone, in order');
+
 # Reloaded with steps of 7 tokens: prompts are prefilled in chunks beside the others' decoding.
 my $loaded = $node->safe_psql('postgres', 'SELECT loaded_at FROM llm_worker_status()');
 $node->safe_psql('postgres',

@@ -1,0 +1,85 @@
+# The LLM Batch plan node under load: the llm_progress view while a 64-row
+# job runs, a LIMIT that cancels the requests it will not use, and a query
+# cancel or statement timeout in the middle of a window, after which every
+# sequence is freed within a step.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+
+use LlmTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+# 20 ms per step and 8 sequences at once: a window of 16 rows, and jobs slow enough to watch.
+my $node = llm_node('batch_scan', 'llm.debug_step_delay' => '20ms', 'llm.max_sequences' => 8);
+llm_wait_state($node);
+$node->safe_psql('postgres',
+	"CREATE TABLE articles AS SELECT i AS id, 'Once upon a time there was a ' || "
+	  . "(ARRAY['cat', 'dog', 'bird', 'girl'])[i % 4 + 1] || ' named ' || i AS body "
+	  . "FROM generate_series(1, 64) i; ANALYZE articles");
+
+like($node->safe_psql('postgres', 'EXPLAIN (COSTS OFF) SELECT llm_generate(body, 8) FROM articles'),
+	qr/Window: 16 rows/, 'the window is twice llm.max_sequences');
+
+# The progress view while a 64-row job runs, and no row once it is done.
+my $job = llm_start_query($node, 'SELECT id, llm_generate(body, 24) FROM articles');
+llm_poll($node, 'SELECT count(*) = 1 FROM llm_progress WHERE rows_done > 0');
+my $row = $node->safe_psql('postgres',
+	"SELECT query LIKE '%llm_generate(body, 24)%', rows_done BETWEEN 1 AND 63, rows_total, "
+	  . 'prompt_tokens > 0, completion_tokens > 0, tokens_per_second > 0, '
+	  . "elapsed > '0', eta IS NOT NULL FROM llm_progress");
+is($row, 't|t|64|t|t|t|t|t', 'llm_progress shows the job: query, rows done of 64, tokens, rate, ETA');
+llm_finish_query($job);
+is($job->{rc}, 0, 'the job succeeds');
+my @lines = split /\n/, $job->{out};
+is(scalar @lines, 64, 'with 64 rows');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM llm_progress'), '0', 'no progress row once it is done');
+
+# A LIMIT the plan cannot see: the node fills its window, the LIMIT stops
+# reading after two rows, and the requests it will not use are cancelled.
+my $completed = llm_stat($node, 'completed_requests');
+my $cancelled = llm_stat($node, 'cancelled_requests');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM (SELECT llm_generate(body, 48) FROM articles LIMIT (SELECT 2)) s'),
+	'2', 'LIMIT returns two rows');
+llm_poll($node, 'SELECT running_requests = 0 AND queued_requests = 0 FROM llm_stats');
+my $done = llm_stat($node, 'completed_requests') - $completed;
+my $dropped = llm_stat($node, 'cancelled_requests') - $cancelled;
+cmp_ok($dropped, '>', 0, "LIMIT cancels the requests it will not use ($dropped cancelled)");
+cmp_ok($done, '<', 64, "the rest of the table is never computed ($done completed)");
+
+# Cancel and statement timeout in the middle of a window: the statement
+# ends at once, and the worker frees every sequence within a step or two.
+sub check_abort
+{
+	my ($name, $how, $error, @sql) = @_;
+
+	my $q = llm_start_query($node, @sql);
+	llm_poll($node, 'SELECT running_requests = 8 AND queued_requests > 0 FROM llm_stats');
+	my $t0 = time;
+	$node->safe_psql('postgres',
+		"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE '%llm_generate(body, 200)%' "
+		  . "AND backend_type = 'client backend' AND pid <> pg_backend_pid()") if $how;
+	llm_finish_query($q);
+	my $elapsed = $q->{end} - ($how ? $t0 : $q->{start});
+	isnt($q->{rc}, 0, "$name: the statement fails");
+	like($q->{err}, $error, "$name: with the expected error");
+	cmp_ok($elapsed, '<', ($how ? 1.0 : 2.5), "$name: the statement ends at once ($elapsed s)");
+	my $freed = llm_poll($node, 'SELECT running_requests = 0 AND queued_requests = 0 FROM llm_stats');
+	cmp_ok($freed, '<', 1.0, "$name: every sequence is freed at once ($freed s)");
+}
+
+check_abort('pg_cancel_backend', 1, qr/canceling statement due to user request/,
+	'SELECT id, llm_generate(body, 200) FROM articles');
+check_abort('statement_timeout', 0, qr/canceling statement due to statement timeout/,
+	"SET statement_timeout = '1500ms'", 'SELECT id, llm_generate(body, 200) FROM articles');
+
+# Nothing is left behind: the next query is served, and nothing failed.
+is($node->safe_psql('postgres', 'SELECT count(llm_generate(body, 4)) FROM articles WHERE id <= 3'),
+	'3', 'later queries work');
+is(llm_stat($node, 'failed_requests'), '0', 'no request failed');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM llm_progress'), '0', 'no progress row is left');
+
+$node->stop;
+done_testing();
