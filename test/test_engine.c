@@ -427,6 +427,85 @@ test_prefix_cache(void)
 	llm_engine_free(on);
 }
 
+/* The id of the first sequence to finish while stepping e; -1 if none does. */
+static int64_t
+first_to_finish(LlmEngine *e)
+{
+	LlmError	err;
+	LlmResult	r;
+
+	while (llm_engine_busy(e))
+	{
+		if (llm_engine_step(e, &err) != LLM_OK)
+			return -1;
+		if (llm_engine_poll(e, &r))
+			return r.id;
+	}
+	return -1;
+}
+
+/*
+ * Admission prefers a cached prompt prefix: with one sequence at a time, a
+ * prompt that shares a cached instruction goes before one queued earlier
+ * that shares nothing; and a sequence passed over
+ * often enough goes first whatever its prefix, so none starves.
+ */
+static void
+test_prefix_first(void)
+{
+	const char *instruction = "Once upon a time, there was a little girl named Lily. She loved to play outside "
+		"in the park with her friends. One day, ";
+	char		a[512];
+	char		b[512];
+	LlmEngine  *e = make_engine_prefix(1, 64, 0, 8, true);
+	int64_t		id_other;
+	int64_t		id_sharer;
+	int64_t		first;
+	LlmResult	r;
+
+	snprintf(a, sizeof(a), "%s%s", instruction, prompts[0]);
+	snprintf(b, sizeof(b), "%s%s", instruction, prompts[1]);
+	add(e, a, 4);
+	run_to_idle(e);
+	while (llm_engine_poll(e, &r))
+		llm_engine_release(e, r.id);
+
+	id_other = add(e, prompts[2], 4);
+	id_sharer = add(e, b, 4);
+	first = first_to_finish(e);
+	TEST_CHECK(first == id_sharer, "the prompt with a cached prefix should run first (finished first: %lld, "
+			   "sharer %lld, other %lld)", (long long) first, (long long) id_sharer, (long long) id_other);
+	run_to_idle(e);
+	while (llm_engine_poll(e, &r))
+		llm_engine_release(e, r.id);
+
+	/* a stream of sharers cannot hold back the other prompt for long */
+	id_other = add(e, prompts[2], 2);
+	for (int i = 0; i < 20; i++)
+		add(e, b, 2);
+	{
+		LlmError	err;
+		int			done_before = 0;
+		bool		other_done = false;
+
+		while (llm_engine_busy(e) && !other_done)
+		{
+			TEST_CHECK(llm_engine_step(e, &err) == LLM_OK, "step: %s", err.msg);
+			while (llm_engine_poll(e, &r))
+			{
+				if (r.id == id_other)
+					other_done = true;
+				else
+					done_before++;
+				llm_engine_release(e, r.id);
+			}
+		}
+		TEST_CHECK(other_done && done_before <= 10, "the prompt without a cached prefix waited for %d others",
+				   done_before);
+	}
+	llm_engine_free(e);
+}
+
 /* Random add / step / cancel / release sequences never leak or double-free blocks. */
 static void
 test_random_ops(void)
@@ -490,6 +569,7 @@ main(void)
 	test_seeded();
 	test_huge_max_tokens();
 	test_prefix_cache();
+	test_prefix_first();
 	test_random_ops();
 	for (int i = 0; i < N_PROMPTS; i++)
 		free(reference[i]);

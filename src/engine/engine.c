@@ -20,6 +20,7 @@
  */
 #include "engine.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,7 @@ typedef struct Seq
 	int			n_prompt;
 	int			n_past;			/* tokens whose keys and values are in kv */
 	int			n_attached;		/* of those, taken from the prefix cache at admission */
+	int			n_passed;		/* admissions that went to sequences queued after this one */
 	int			max_tokens;
 	bool		ignore_eos;
 	LlmSampler	sampler;
@@ -93,6 +95,11 @@ struct LlmEngine
 
 	LlmEngineStats stats;
 };
+
+/* Waiting sequences admit_waiting() looks at in one step. */
+#define LLM_ADMIT_SCAN			256
+/* Admissions a waiting sequence may be passed over for later ones before it goes first. */
+#define LLM_ADMIT_MAX_PASSED	8
 
 /* Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks of 16, f32 KV, prefix cache on, 100 ms steps. */
 void
@@ -633,6 +640,74 @@ seq_admit(LlmEngine *e, Seq *s)
 		s->n_past = s->n_attached = llm_kv_prefix_attach(&e->kv, &s->kv, s->tokens, s->n_tokens - 1);
 }
 
+/* A waiting sequence considered for admission: its place in e->seqs and its priority. */
+typedef struct AdmitCandidate
+{
+	int			index;
+	int			key;			/* INT_MAX when it has waited long enough, else its cached prompt tokens */
+} AdmitCandidate;
+
+/* Order of admission: higher key first, then arrival order. */
+static int
+admit_order(const void *a, const void *b)
+{
+	const AdmitCandidate *x = a;
+	const AdmitCandidate *y = b;
+
+	if (x->key != y->key)
+		return x->key > y->key ? -1 : 1;
+	return x->index - y->index;
+}
+
+/*
+ * Admit waiting sequences while there is room: first those that have been
+ * passed over LLM_ADMIT_MAX_PASSED times (in arrival order, so none
+ * starves), then those whose prompt prefix is in the cache, longest first,
+ * so that rows sharing an instruction run together on its cached blocks
+ * (SGLang's longest-prefix-match), then the rest in arrival order.  Only
+ * the first LLM_ADMIT_SCAN waiting sequences are looked at, which bounds
+ * the hashing a step does.  A sequence whose prefix another one is still
+ * computing waits for it (shares_pending_prefix), checked as each one is
+ * admitted.
+ */
+static void
+admit_waiting(LlmEngine *e, int n_running)
+{
+	AdmitCandidate cand[LLM_ADMIT_SCAN];
+	int			n = 0;
+	int			last_admitted = -1;
+
+	if (n_running >= e->config.max_seqs)
+		return;
+	for (int i = 0; i < e->n_seqs && n < LLM_ADMIT_SCAN; i++)
+	{
+		Seq		   *s = e->seqs[i];
+
+		if (s->state != SEQ_WAITING)
+			continue;
+		cand[n].index = i;
+		cand[n].key = s->n_passed >= LLM_ADMIT_MAX_PASSED ? INT_MAX
+			: s->n_past == 0 ? llm_kv_prefix_cached(&e->kv, s->tokens, s->n_tokens - 1) : 0;
+		n++;
+	}
+	qsort(cand, n, sizeof(cand[0]), admit_order);
+	for (int c = 0; c < n && n_running < e->config.max_seqs; c++)
+	{
+		Seq		   *s = e->seqs[cand[c].index];
+
+		if (shares_pending_prefix(e, s))
+			continue;
+		seq_admit(e, s);
+		n_running++;
+		if (cand[c].index > last_admitted)
+			last_admitted = cand[c].index;
+	}
+	/* every sequence still waiting that came before one admitted was passed over */
+	for (int i = 0; i < last_admitted; i++)
+		if (e->seqs[i]->state == SEQ_WAITING)
+			e->seqs[i]->n_passed++;
+}
+
 /* Drop s's keys beyond the KV budget and give back the blocks that frees. */
 static void
 seq_evict(LlmEngine *e, Seq *s)
@@ -658,13 +733,10 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 	LlmBatch	batch;
 	LlmStatus	st;
 
-	/* admit waiting sequences in arrival order */
 	for (int i = 0; i < e->n_seqs; i++)
 		if (e->seqs[i]->state == SEQ_RUNNING)
 			n_running++;
-	for (int i = 0; i < e->n_seqs && n_running < e->config.max_seqs; i++)
-		if (e->seqs[i]->state == SEQ_WAITING && !shares_pending_prefix(e, e->seqs[i]))
-			seq_admit(e, e->seqs[i]), n_running++;
+	admit_waiting(e, n_running);
 
 	/*
 	 * decoding sequences first (one token each), then prompt chunks, while

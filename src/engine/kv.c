@@ -425,6 +425,26 @@ llm_kv_prefix_attach(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens, int m
 	return seq->n_blocks * bs;
 }
 
+/* How many of the first max_tokens tokens the prefix cache holds, in whole blocks (nothing is attached). */
+int
+llm_kv_prefix_cached(const LlmKvCache *kv, const int32_t *tokens, int max_tokens)
+{
+	int			bs = kv->block_size;
+	uint64_t	h = 0;
+	int			n = 0;
+
+	if (!kv->prefix_cache)
+		return 0;
+	while (n < max_tokens / bs)
+	{
+		h = block_hash(h, tokens + (size_t) n * bs, bs);
+		if (table_find(kv, h, tokens + (size_t) n * bs) < 0)
+			break;
+		n++;
+	}
+	return n * bs;
+}
+
 /* Register seq's full blocks among its first n_filled positions. */
 void
 llm_kv_prefix_register(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens, int n_filled)

@@ -165,6 +165,9 @@ int			llm_kv_available(const LlmKvCache *kv);
  */
 int			llm_kv_prefix_attach(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens, int max_tokens);
 
+/* How many of the first max_tokens tokens the prefix cache holds, in whole blocks (nothing is attached). */
+int			llm_kv_prefix_cached(const LlmKvCache *kv, const int32_t *tokens, int max_tokens);
+
 /* Register seq's full blocks among its first n_filled positions (tokens are their ids). */
 void		llm_kv_prefix_register(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens, int n_filled);
 
