@@ -103,7 +103,8 @@ RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
 
--- EXPLAIN ANALYZE counts requests and tokens (the two NULL rows make none).
+-- EXPLAIN ANALYZE counts requests and tokens: the two NULL rows make none, and
+-- rows 21 to 24 ask what rows 1 to 4 ask, so they take those answers.
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT id, llm_generate(body, 4) FROM articles;
 -- With a LIMIT right above, the node reads no more rows than it needs.
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT id, llm_generate(body, 4) FROM articles ORDER BY id LIMIT 3;

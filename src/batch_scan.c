@@ -22,7 +22,10 @@
  * Each row's job is built by LlmJobFromArgs(), exactly as llm_generate()
  * builds its one: the same checks and errors, a NULL prompt gives NULL
  * without a request, a NULL seed draws the row's own seed, and
- * on_error => 'null' turns the row's failed request into NULL.
+ * on_error => 'null' turns the row's failed request into NULL.  A call
+ * that asks exactly what an earlier call in the ring asks (the same
+ * prompt, parameters and stop strings, and seed unless greedy) makes no
+ * request: it takes that call's answer (EXPLAIN ANALYZE counts them).
  *
  * Giving up.  At the end of the scan (a LIMIT above stops reading early),
  * at a rescan, and when the query's memory goes away on an error, a cancel
@@ -45,12 +48,23 @@
 /* How long to sleep on the head row before looking at the others' answers (ms). */
 #define LLM_BATCH_POLL_MS	5
 
+struct BatchRow;
+
+/* A call of a row in the ring; row NULL for none. */
+typedef struct BatchRef
+{
+	struct BatchRow *row;
+	int			call;
+} BatchRef;
+
 /* One row of the child in the ring. */
 typedef struct BatchRow
 {
 	MemoryContext cxt;			/* the row's tuple, prompts and answers */
 	MinimalTuple tuple;			/* the child's columns */
 	LlmJob	   *jobs;			/* (n_calls), allocated with the node */
+	bool	   *answered;		/* (n_calls) */
+	BatchRef   *next_dup;		/* (n_calls) the next call waiting for this one's answer */
 	int			n_submitted;	/* jobs given to the queue (or needing none) */
 	int			n_answered;		/* of those, answered */
 	bool		busy;			/* counted in n_busy: submitting or waiting for answers */
@@ -79,6 +93,7 @@ typedef struct BatchState
 	MemoryContextCallback cancel_cb;
 	/* for EXPLAIN ANALYZE */
 	int64		n_requests;
+	int64		n_deduplicated;
 	int64		n_failed;
 	int64		prompt_tokens;
 	int64		completion_tokens;
@@ -217,6 +232,8 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 	for (int r = 0; r < bs->max_rows; r++)
 	{
 		bs->rows[r].jobs = palloc0(sizeof(LlmJob) * Max(bs->n_calls, 1));
+		bs->rows[r].answered = palloc0(sizeof(bool) * Max(bs->n_calls, 1));
+		bs->rows[r].next_dup = palloc0(sizeof(BatchRef) * Max(bs->n_calls, 1));
 		for (int j = 0; j < bs->n_calls; j++)
 			bs->rows[r].jobs[j].slot = -1;
 	}
@@ -239,6 +256,8 @@ batch_free_row(BatchState *bs, BatchRow *row)
 	row->tuple = NULL;
 	row->n_submitted = row->n_answered = 0;
 	row->busy = false;
+	memset(row->answered, 0, sizeof(bool) * bs->n_calls);
+	memset(row->next_dup, 0, sizeof(BatchRef) * bs->n_calls);
 }
 
 /* The i-th row of the ring, counting from the head. */
@@ -287,6 +306,80 @@ batch_read_row(BatchState *bs)
 	return true;
 }
 
+/* Count call c of row answered; a row with every call answered is no longer busy. */
+static void
+batch_answered(BatchState *bs, BatchRow *row, int c)
+{
+	row->answered[c] = true;
+	if (++row->n_answered == bs->n_calls && row->busy)
+	{
+		row->busy = false;
+		bs->n_busy--;
+	}
+}
+
+/*
+ * Whether a and b are the same request, so one answer serves both: the same
+ * prompt, parameters and stop strings, and the same seed unless greedy.
+ */
+static bool
+same_request(const LlmJob *a, const LlmJob *b)
+{
+	const LlmParams *p = &a->params;
+	const LlmParams *q = &b->params;
+
+	return a->prompt != NULL && b->prompt != NULL && a->prompt_len == b->prompt_len &&
+		p->max_tokens == q->max_tokens && p->temperature == q->temperature && p->top_p == q->top_p &&
+		p->top_k == q->top_k && p->chat == q->chat && (p->temperature == 0 || p->seed == q->seed) &&
+		a->error_as_null == b->error_as_null && a->n_stop == b->n_stop && a->stops_len == b->stops_len &&
+		memcmp(a->prompt, b->prompt, a->prompt_len) == 0 &&
+		(a->stops_len == 0 || memcmp(a->stops, b->stops, a->stops_len) == 0);
+}
+
+/* Give call c of row the answer of the job it duplicates. */
+static void
+batch_copy_answer(BatchState *bs, const LlmJob *from, BatchRow *row, int c)
+{
+	LlmJob	   *job = &row->jobs[c];
+
+	job->failed = from->failed;
+	job->finish_reason = from->finish_reason;
+	job->completion = from->completion ? MemoryContextStrdup(row->cxt, from->completion) : NULL;
+	batch_answered(bs, row, c);
+}
+
+/*
+ * Whether an earlier call in the ring (rows before index i, and calls
+ * before c of row i) asks what call c of row i asks: then it takes that
+ * call's answer, now or when it comes, and makes no request.
+ */
+static bool
+batch_dedup(BatchState *bs, int i, int c)
+{
+	BatchRow   *row = batch_row(bs, i);
+
+	for (int k = 0; k <= i; k++)
+	{
+		BatchRow   *o = batch_row(bs, k);
+
+		for (int oc = 0; oc < (k < i ? bs->n_calls : c); oc++)
+		{
+			if (!same_request(&o->jobs[oc], &row->jobs[c]))
+				continue;
+			bs->n_deduplicated++;
+			if (o->answered[oc])
+				batch_copy_answer(bs, &o->jobs[oc], row, c);
+			else
+			{
+				row->next_dup[c] = o->next_dup[oc];
+				o->next_dup[oc] = (BatchRef) {row, c};
+			}
+			return true;
+		}
+	}
+	return false;
+}
+
 /*
  * Submit what the window allows: the remaining jobs of rows already read,
  * then new rows from the child.  Stops early when every request slot is
@@ -325,34 +418,37 @@ batch_fill(BatchState *bs)
 		}
 		while (row->n_submitted < bs->n_calls)
 		{
-			LlmJob	   *job = &row->jobs[row->n_submitted];
+			int			c = row->n_submitted;
+			LlmJob	   *job = &row->jobs[c];
 
-			if (job->prompt != NULL)
+			if (job->prompt == NULL)
 			{
-				if (!LlmQueueSubmit(job))
-				{
-					if (bs->n_busy > 1 || row->n_submitted > row->n_answered)
-						return;
-					LlmQueueSlotsFull();
-				}
-				bs->n_requests++;
+				row->n_submitted++;
+				batch_answered(bs, row, c); /* a NULL prompt: NULL, no request */
+				continue;
 			}
-			else
-				row->n_answered++;	/* a NULL prompt: NULL, no request */
+			if (batch_dedup(bs, i, c))
+			{
+				row->n_submitted++;
+				continue;
+			}
+			if (!LlmQueueSubmit(job))
+			{
+				if (bs->n_busy > 1 || row->n_submitted > row->n_answered)
+					return;
+				LlmQueueSlotsFull();
+			}
+			bs->n_requests++;
 			row->n_submitted++;
-		}
-		if (row->n_answered == bs->n_calls)
-		{
-			row->busy = false;
-			bs->n_busy--;
 		}
 	}
 }
 
-/* Read the answer of job (finished) into row's memory. */
+/* Read the answer of job c of row (finished) into row's memory, and into the calls waiting for it. */
 static void
-batch_take_answer(BatchState *bs, BatchRow *row, LlmJob *job)
+batch_take_answer(BatchState *bs, BatchRow *row, int c)
 {
+	LlmJob	   *job = &row->jobs[c];
 	MemoryContext old = MemoryContextSwitchTo(row->cxt);
 
 	LlmQueueWait(job);
@@ -362,11 +458,9 @@ batch_take_answer(BatchState *bs, BatchRow *row, LlmJob *job)
 	bs->cached_tokens += job->cached_tokens;
 	bs->run_us += job->run_us;
 	bs->n_failed += job->failed;
-	if (++row->n_answered == bs->n_calls && row->n_submitted == bs->n_calls)
-	{
-		row->busy = false;
-		bs->n_busy--;
-	}
+	batch_answered(bs, row, c);
+	for (BatchRef d = row->next_dup[c]; d.row != NULL; d = d.row->next_dup[d.call])
+		batch_copy_answer(bs, job, d.row, d.call);
 }
 
 /* Take every answer that has arrived; with wait_ms, first sleep up to that long on the head row's. */
@@ -382,7 +476,7 @@ batch_collect(BatchState *bs, long wait_ms)
 			LlmJob	   *job = &row->jobs[c];
 
 			if (job->slot >= 0 && LlmQueuePoll(job, wait_ms))
-				batch_take_answer(bs, row, job);
+				batch_take_answer(bs, row, c);
 			if (job->slot >= 0)
 				wait_ms = 0;	/* only the first unanswered job is slept on */
 		}
@@ -512,6 +606,8 @@ batch_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (!es->analyze)
 		return;
 	ExplainPropertyInteger("Requests", NULL, bs->n_requests, es);
+	if (bs->n_deduplicated > 0 || es->format != EXPLAIN_FORMAT_TEXT)
+		ExplainPropertyInteger("Deduplicated Calls", NULL, bs->n_deduplicated, es);
 	if (bs->n_failed > 0 || es->format != EXPLAIN_FORMAT_TEXT)
 		ExplainPropertyInteger("Failed Requests", NULL, bs->n_failed, es);
 	ExplainPropertyInteger("Prompt Tokens", NULL, bs->prompt_tokens, es);
