@@ -31,7 +31,10 @@ EXPLAIN (COSTS OFF) UPDATE articles SET body = llm_generate(body, 4) WHERE id < 
 EXPLAIN (COSTS OFF) INSERT INTO articles SELECT id + 100, llm_generate(body, 4) FROM articles;
 EXPLAIN (COSTS OFF) WITH c AS MATERIALIZED (SELECT id, llm_generate(body, 4) AS g FROM articles) SELECT * FROM c;
 EXPLAIN (COSTS OFF, VERBOSE) SELECT upper(llm_generate(body, 4)) FROM articles;
--- Only calls made for every row are batched; a call CASE may skip runs row by row.
+-- Calls in an aggregate's arguments run in a node below the aggregate.
+EXPLAIN (COSTS OFF) SELECT id % 2, string_agg(llm_generate(body, 4), '|' ORDER BY id) FROM articles GROUP BY 1;
+-- Only calls made for every row are batched; a call CASE or FILTER may skip runs row by row.
+EXPLAIN (COSTS OFF) SELECT count(*) FILTER (WHERE llm_generate(body, 2) LIKE '%a%') FROM articles;
 EXPLAIN (COSTS OFF, VERBOSE) SELECT CASE WHEN id > 3 THEN llm_generate(body, 4) END FROM articles;
 -- No node without a row source, or with llm.batch_rows = 0.
 EXPLAIN (COSTS OFF) SELECT llm_generate('Once upon a time', 4);
@@ -56,6 +59,7 @@ SELECT same_as_row_by_row('WITH c AS MATERIALIZED (SELECT id, llm_generate(body,
 SELECT same_as_row_by_row('SELECT d.id, llm_generate(d.body || e.body, 6) FROM articles d JOIN articles e ON e.id = d.id + 1');
 SELECT same_as_row_by_row('SELECT id, llm_generate(body, 6), llm_generate(body, 3, stop => ARRAY[''a'']) FROM articles');
 SELECT same_as_row_by_row('SELECT id % 3, llm_generate(string_agg(body, '' '' ORDER BY id), 6) FROM articles GROUP BY 1 ORDER BY 1');
+SELECT same_as_row_by_row('SELECT id % 3, string_agg(llm_generate(body, 6), ''|'' ORDER BY id), count(llm_generate(body, 2)) FROM articles GROUP BY 1 ORDER BY 1');
 -- A seed per row: with a seed column, sampling too gives the row-by-row answers.
 SELECT same_as_row_by_row('SELECT id, llm_generate(body, 12, temperature => 0.9, seed => id) FROM articles');
 

@@ -17,6 +17,10 @@
  *     (same positions, names and junk flags, so whatever reads P's output
  *     reads C's unchanged); C's filter is the clauses that call it.
  *
+ * An aggregate's arguments are evaluated per input row inside the Agg
+ * node, so calls there get a node between the Agg and its input instead,
+ * which adds their results to the input's columns (push_below_agg).
+ *
  * A call is batched only where it would be evaluated for every row: not
  * inside CASE, COALESCE, AND/OR, a subplan, an aggregate or any other node
  * that may skip it, and not when its arguments call llm_generate()
@@ -45,7 +49,7 @@ typedef struct BatchRewrite
 	List	   *child_tlist;	/* P''s target list being built */
 	List	   *calls;			/* each batched call: the FuncExpr, its args in child columns */
 	List	   *call_vars;		/* INDEX_VAR Vars of the calls' results (numbered at the end) */
-	List	   *call_args;		/* per call: IntList of the nine argument columns */
+	List	   *call_args;		/* per call: its nine arguments, over the child's columns */
 } BatchRewrite;
 
 static planner_hook_type prev_planner_hook = NULL;
@@ -132,7 +136,6 @@ rewrite_expr(Node *node, BatchRewrite *rw)
 		list_length(((FuncExpr *) node)->args) == LLM_GENERATE_NARGS)
 	{
 		FuncExpr   *call = (FuncExpr *) copyObject(node);
-		List	   *attnos = NIL;
 		ListCell   *lc;
 		Var		   *result;
 
@@ -140,12 +143,11 @@ rewrite_expr(Node *node, BatchRewrite *rw)
 		{
 			Var		   *col = child_column(rw, (Expr *) lfirst(lc));
 
-			attnos = lappend_int(attnos, col->varattno);
-			col->varno = OUTER_VAR; /* as custom_scan_tlist shows it */
+			col->varno = OUTER_VAR; /* the node evaluates its arguments over its child's row */
 			lfirst(lc) = col;
 		}
 		rw->calls = lappend(rw->calls, call);
-		rw->call_args = lappend(rw->call_args, attnos);
+		rw->call_args = lappend(rw->call_args, copyObject(call->args));
 		result = makeVar(INDEX_VAR, 0, TEXTOID, -1, exprCollation((Node *) call), 0);
 		rw->call_vars = lappend(rw->call_vars, result);
 		return (Node *) result;
@@ -221,6 +223,110 @@ batch_node(Plan *plan, int64 bound, int *last_node_id)
 	/* a filter above the calls takes rows away after them: then LIMIT bounds nothing here */
 	return LlmBatchScanCreate(plan, scan_tlist, tlist, qual, rw.call_args, qual != NIL ? 0 : bound,
 							  ++(*last_node_id));
+}
+
+/* The calls an aggregate's arguments make for every input row, moved into an LLM Batch node below it. */
+typedef struct BatchPushDown
+{
+	int			n_input;		/* columns of the aggregate's input */
+	List	   *calls;			/* each call, its arguments over the input */
+	List	   *call_args;
+} BatchPushDown;
+
+/* Replace the batched calls of an aggregate argument by input columns that the node below computes. */
+static Node *
+push_down_calls(Node *node, BatchPushDown *pd)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, FuncExpr) && LlmIsGenerateFunc(((FuncExpr *) node)->funcid) &&
+		!calls_generate((Node *) ((FuncExpr *) node)->args, NULL) &&
+		list_length(((FuncExpr *) node)->args) == LLM_GENERATE_NARGS)
+	{
+		FuncExpr   *call = (FuncExpr *) copyObject(node);
+
+		pd->calls = lappend(pd->calls, call);
+		pd->call_args = lappend(pd->call_args, copyObject(call->args));
+		return (Node *) makeVar(OUTER_VAR, pd->n_input + list_length(pd->calls), TEXTOID, -1,
+								exprCollation((Node *) call), 0);
+	}
+	if (IsA(node, List) || (calls_generate(node, NULL) && evaluates_all_children(node)))
+		return expression_tree_mutator(node, push_down_calls, pd);
+	return node;				/* no call, or only where it may be skipped */
+}
+
+/* Rewrite the arguments of every aggregate without a FILTER (it would skip rows) in an Agg's expressions. */
+static Node *
+push_down_aggref_args(Node *node, BatchPushDown *pd)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *agg = (Aggref *) node;
+		Aggref	   *copy;
+
+		if (agg->aggfilter != NULL || !calls_generate((Node *) agg->args, NULL))
+			return node;
+		copy = makeNode(Aggref);
+		memcpy(copy, agg, sizeof(Aggref));
+		copy->args = (List *) push_down_calls((Node *) agg->args, pd);
+		return (Node *) copy;
+	}
+	return expression_tree_mutator(node, push_down_aggref_args, pd);
+}
+
+/*
+ * An aggregate over llm_generate() calls, as in string_agg(llm_generate(...),
+ * ...), evaluates them per input row inside the Agg node: put an LLM Batch
+ * node between the Agg and its input that computes them as extra columns,
+ * and let the aggregates read those.  An aggregate with a FILTER keeps its
+ * calls (the filter may skip rows).
+ */
+static void
+push_below_agg(Agg *agg, int *last_node_id)
+{
+	Plan	   *input = agg->plan.lefttree;
+	BatchPushDown pd = {0};
+	List	   *tlist;
+	List	   *qual;
+	List	   *scan_tlist = NIL;
+	List	   *node_tlist = NIL;
+	ListCell   *lc;
+
+	if (input == NULL)
+		return;
+	pd.n_input = list_length(input->targetlist);
+	tlist = (List *) push_down_aggref_args((Node *) agg->plan.targetlist, &pd);
+	qual = (List *) push_down_aggref_args((Node *) agg->plan.qual, &pd);
+	if (pd.calls == NIL)
+		return;
+
+	foreach(lc, input->targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		Node	   *e = (Node *) tle->expr;
+
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) makeVar(OUTER_VAR, tle->resno, exprType(e), exprTypmod(e),
+															  exprCollation(e), 0),
+											 list_length(scan_tlist) + 1, NULL, false));
+	}
+	foreach(lc, pd.calls)
+		scan_tlist = lappend(scan_tlist, makeTargetEntry((Expr *) lfirst(lc), list_length(scan_tlist) + 1, NULL, false));
+	foreach(lc, scan_tlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		Node	   *e = (Node *) tle->expr;
+
+		node_tlist = lappend(node_tlist,
+							 makeTargetEntry((Expr *) makeVar(INDEX_VAR, tle->resno, exprType(e), exprTypmod(e),
+															  exprCollation(e), 0),
+											 tle->resno, NULL, false));
+	}
+	agg->plan.targetlist = tlist;
+	agg->plan.qual = qual;
+	agg->plan.lefttree = LlmBatchScanCreate(input, scan_tlist, node_tlist, NIL, pd.call_args, 0, ++(*last_node_id));
 }
 
 /* The row bound a Limit node puts on its child: offset + count when both are constants, else 0. */
@@ -307,6 +413,8 @@ batch_tree(Plan **plan, int64 bound, int *last_node_id)
 		return;
 	check_stack_depth();
 	for_each_child(*plan, batch_tree, last_node_id);
+	if (IsA(*plan, Agg))
+		push_below_agg((Agg *) *plan, last_node_id);
 	*plan = batch_node(*plan, bound, last_node_id);
 }
 

@@ -75,7 +75,7 @@ typedef struct BatchState
 {
 	CustomScanState css;
 	int			n_calls;
-	AttrNumber *arg_cols;		/* (n_calls, LLM_GENERATE_NARGS) child column of each argument */
+	ExprState **arg_states;		/* (n_calls, LLM_GENERATE_NARGS) each argument, over the child's row */
 	int			n_child;		/* the child's columns, the first of the scan tuple */
 	int			window;			/* most rows with requests in flight */
 	int64		bound;			/* read no more rows than this (a LIMIT above); 0: no bound */
@@ -125,7 +125,8 @@ static const CustomExecMethods batch_exec_methods = {
 /*
  * The LLM Batch plan node over child (batch_plan.c): scan_tlist describes
  * its scan tuple (the child's columns, then one per call), tlist and qual
- * are its own, call_args has each call's argument columns.  bound > 0 caps
+ * are its own, call_args has each call's arguments, expressions over the
+ * child's row (OUTER_VAR).  bound > 0 caps
  * the window (a LIMIT above wants no more rows).
  */
 Plan *
@@ -150,7 +151,8 @@ LlmBatchScanCreate(Plan *child, List *scan_tlist, List *tlist, List *qual, List 
 	cscan->scan.scanrelid = 0;
 	cscan->flags = 0;
 	cscan->custom_scan_tlist = scan_tlist;
-	cscan->custom_private = list_make2(makeInteger((int) Min(bound, PG_INT32_MAX)), call_args);
+	cscan->custom_private = list_make1(makeInteger((int) Min(bound, PG_INT32_MAX)));
+	cscan->custom_exprs = call_args;
 	cscan->methods = &batch_scan_methods;
 	return plan;
 }
@@ -201,7 +203,7 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 {
 	BatchState *bs = (BatchState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	List	   *call_args = lsecond(cscan->custom_private);
+	List	   *call_args = cscan->custom_exprs;
 	ListCell   *lc;
 	int			c = 0;
 
@@ -211,14 +213,14 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 
 	bs->n_calls = list_length(call_args);
 	bs->n_child = list_length(cscan->custom_scan_tlist) - bs->n_calls;
-	bs->arg_cols = palloc(sizeof(AttrNumber) * bs->n_calls * LLM_GENERATE_NARGS);
+	bs->arg_states = palloc(sizeof(ExprState *) * bs->n_calls * LLM_GENERATE_NARGS);
 	foreach(lc, call_args)
 	{
 		ListCell   *la;
 		int			a = 0;
 
 		foreach(la, (List *) lfirst(lc))
-			bs->arg_cols[c * LLM_GENERATE_NARGS + a++] = (AttrNumber) lfirst_int(la);
+			bs->arg_states[c * LLM_GENERATE_NARGS + a++] = ExecInitExpr((Expr *) lfirst(la), &node->ss.ps);
 		c++;
 	}
 	bs->tuple_slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(outerPlanState(bs)),
@@ -272,6 +274,7 @@ static bool
 batch_read_row(BatchState *bs)
 {
 	TupleTableSlot *child = ExecProcNode(outerPlanState(bs));
+	ExprContext *econtext = bs->css.ss.ps.ps_ExprContext;
 	BatchRow   *row;
 	MemoryContext old;
 
@@ -281,25 +284,22 @@ batch_read_row(BatchState *bs)
 	Assert(row->cxt == NULL);
 	row->cxt = AllocSetContextCreate(bs->cxt, "LLM Batch row", ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(row->cxt);
-	slot_getallattrs(child);
 	row->tuple = ExecCopySlotMinimalTuple(child);
+	econtext->ecxt_outertuple = child;
 	for (int c = 0; c < bs->n_calls; c++)
 	{
 		NullableDatum args[LLM_GENERATE_NARGS];
 		LlmJob	   *job = &row->jobs[c];
 
 		for (int a = 0; a < LLM_GENERATE_NARGS; a++)
-		{
-			AttrNumber	col = bs->arg_cols[c * LLM_GENERATE_NARGS + a];
-
-			args[a].value = child->tts_values[col - 1];
-			args[a].isnull = child->tts_isnull[col - 1];
-		}
+			args[a].value = ExecEvalExprSwitchContext(bs->arg_states[c * LLM_GENERATE_NARGS + a], econtext,
+													  &args[a].isnull);
 		LlmJobFromArgs(job, args);
 		if (job->prompt != NULL)
 			job->prompt = pnstrdup(job->prompt, job->prompt_len);	/* it may point into the child's tuple */
 	}
 	MemoryContextSwitchTo(old);
+	ResetExprContext(econtext); /* the arguments' values: the job has its copies */
 	row->n_submitted = row->n_answered = 0;
 	bs->n_rows++;
 	bs->n_read++;
