@@ -122,13 +122,22 @@ SELECT llm_generate('Once upon a time', 4, on_error => 'ignore');
 -- A bad parameter in any row fails the statement, as row by row.
 SELECT id, llm_generate(body, CASE WHEN id = 5 THEN -1 ELSE 4 END) FROM articles;
 
+-- The node checks the privilege to run llm_generate, as a call row by row does.
+CREATE ROLE batch_user;
+GRANT SELECT ON articles TO batch_user;
+REVOKE EXECUTE ON FUNCTION llm_generate FROM PUBLIC;
+SET ROLE batch_user;
+SELECT id, llm_generate(body, 4) FROM articles;
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION llm_generate TO PUBLIC;
+
 -- llm.max_tokens caps max_tokens; only a superuser may raise it.
 SELECT llm_generate('Once upon a time', 100000);
 SELECT id, llm_generate(body, 100000) FROM articles;
-CREATE ROLE batch_user;
 SET ROLE batch_user;
 SET llm.max_tokens = 100000;
 RESET ROLE;
+REVOKE SELECT ON articles FROM batch_user;
 DROP ROLE batch_user;
 
 -- Every request is answered or cancelled: nothing is left queued or running

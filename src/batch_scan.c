@@ -36,11 +36,14 @@
  */
 #include "postgres.h"
 
+#include "catalog/objectaccess.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "llm.h"
@@ -211,6 +214,16 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 	bs->bound = intVal(linitial(cscan->custom_private));
 	bs->window = batch_window(bs->bound);
 
+	/* the calls are not evaluated as expressions: check what their evaluation would */
+	for (int i = list_length(cscan->custom_scan_tlist) - list_length(call_args); i < list_length(cscan->custom_scan_tlist); i++)
+	{
+		FuncExpr   *call = (FuncExpr *) list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr;
+		AclResult	aclresult = pg_proc_aclcheck(call->funcid, GetUserId(), ACL_EXECUTE);
+
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(call->funcid));
+		InvokeFunctionExecuteHook(call->funcid);
+	}
 	bs->n_calls = list_length(call_args);
 	bs->n_child = list_length(cscan->custom_scan_tlist) - bs->n_calls;
 	bs->arg_states = palloc(sizeof(ExprState *) * bs->n_calls * LLM_GENERATE_NARGS);
