@@ -65,6 +65,45 @@ calls_generate(Node *node, void *context)
 	return expression_tree_walker(node, calls_generate, context);
 }
 
+/* Whether node is a call the node can run for a window of rows: llm_generate() whose arguments make no call. */
+static bool
+is_batchable_call(Node *node)
+{
+	return IsA(node, FuncExpr) && LlmIsGenerateFunc(((FuncExpr *) node)->funcid) &&
+		list_length(((FuncExpr *) node)->args) == LLM_GENERATE_NARGS &&
+		!calls_generate((Node *) ((FuncExpr *) node)->args, NULL);
+}
+
+/* A Var of varno for column resno of a target list entry's type. */
+static Var *
+column_var(int varno, AttrNumber resno, Expr *expr)
+{
+	return makeVar(varno, resno, exprType((Node *) expr), exprTypmod((Node *) expr),
+				   exprCollation((Node *) expr), 0);
+}
+
+/*
+ * The scan tuple of a node over a child: the child's columns (OUTER_VAR),
+ * then each call's result.
+ */
+static List *
+scan_tlist_for(List *child_tlist, List *calls)
+{
+	List	   *scan_tlist = NIL;
+	ListCell   *lc;
+
+	foreach(lc, child_tlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		scan_tlist = lappend(scan_tlist, makeTargetEntry((Expr *) column_var(OUTER_VAR, tle->resno, tle->expr),
+														 list_length(scan_tlist) + 1, NULL, false));
+	}
+	foreach(lc, calls)
+		scan_tlist = lappend(scan_tlist, makeTargetEntry((Expr *) lfirst(lc), list_length(scan_tlist) + 1, NULL, false));
+	return scan_tlist;
+}
+
 /*
  * Whether node always evaluates all its children, so a call below it runs
  * for every row: the kinds of node a batched call may sit under.
@@ -109,13 +148,11 @@ child_column(BatchRewrite *rw, Expr *expr)
 	{
 		tle = lfirst_node(TargetEntry, lc);
 		if (equal(tle->expr, expr))
-			return makeVar(INDEX_VAR, tle->resno, exprType((Node *) expr), exprTypmod((Node *) expr),
-						   exprCollation((Node *) expr), 0);
+			return column_var(INDEX_VAR, tle->resno, expr);
 	}
 	tle = makeTargetEntry(expr, list_length(rw->child_tlist) + 1, NULL, false);
 	rw->child_tlist = lappend(rw->child_tlist, tle);
-	return makeVar(INDEX_VAR, tle->resno, exprType((Node *) expr), exprTypmod((Node *) expr),
-				   exprCollation((Node *) expr), 0);
+	return column_var(INDEX_VAR, tle->resno, expr);
 }
 
 /*
@@ -131,9 +168,7 @@ rewrite_expr(Node *node, BatchRewrite *rw)
 		return node;
 	if (IsA(node, List))		/* the arguments of a node being rewritten */
 		return expression_tree_mutator(node, rewrite_expr, rw);
-	if (IsA(node, FuncExpr) && LlmIsGenerateFunc(((FuncExpr *) node)->funcid) &&
-		!calls_generate((Node *) ((FuncExpr *) node)->args, NULL) &&
-		list_length(((FuncExpr *) node)->args) == LLM_GENERATE_NARGS)
+	if (is_batchable_call(node))
 	{
 		FuncExpr   *call = (FuncExpr *) copyObject(node);
 		ListCell   *lc;
@@ -204,19 +239,7 @@ batch_node(Plan *plan, int64 bound, int *last_node_id)
 	n_child = list_length(rw.child_tlist);
 	foreach(lc, rw.call_vars)
 		((Var *) lfirst(lc))->varattno = n_child + (++k);
-	foreach(lc, rw.child_tlist)
-	{
-		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-
-		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry((Expr *) makeVar(OUTER_VAR, tle->resno, exprType((Node *) tle->expr),
-															  exprTypmod((Node *) tle->expr),
-															  exprCollation((Node *) tle->expr), 0),
-											 tle->resno, NULL, false));
-	}
-	foreach(lc, rw.calls)
-		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry((Expr *) lfirst(lc), list_length(scan_tlist) + 1, NULL, false));
+	scan_tlist = scan_tlist_for(rw.child_tlist, rw.calls);
 
 	plan->targetlist = rw.child_tlist;
 	plan->qual = child_qual;
@@ -239,9 +262,7 @@ push_down_calls(Node *node, BatchPushDown *pd)
 {
 	if (node == NULL)
 		return NULL;
-	if (IsA(node, FuncExpr) && LlmIsGenerateFunc(((FuncExpr *) node)->funcid) &&
-		!calls_generate((Node *) ((FuncExpr *) node)->args, NULL) &&
-		list_length(((FuncExpr *) node)->args) == LLM_GENERATE_NARGS)
+	if (is_batchable_call(node))
 	{
 		FuncExpr   *call = (FuncExpr *) copyObject(node);
 
@@ -302,27 +323,13 @@ push_below_agg(Agg *agg, int *last_node_id)
 	if (pd.calls == NIL)
 		return;
 
-	foreach(lc, input->targetlist)
-	{
-		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-		Node	   *e = (Node *) tle->expr;
-
-		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry((Expr *) makeVar(OUTER_VAR, tle->resno, exprType(e), exprTypmod(e),
-															  exprCollation(e), 0),
-											 list_length(scan_tlist) + 1, NULL, false));
-	}
-	foreach(lc, pd.calls)
-		scan_tlist = lappend(scan_tlist, makeTargetEntry((Expr *) lfirst(lc), list_length(scan_tlist) + 1, NULL, false));
+	scan_tlist = scan_tlist_for(input->targetlist, pd.calls);
 	foreach(lc, scan_tlist)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-		Node	   *e = (Node *) tle->expr;
 
-		node_tlist = lappend(node_tlist,
-							 makeTargetEntry((Expr *) makeVar(INDEX_VAR, tle->resno, exprType(e), exprTypmod(e),
-															  exprCollation(e), 0),
-											 tle->resno, NULL, false));
+		node_tlist = lappend(node_tlist, makeTargetEntry((Expr *) column_var(INDEX_VAR, tle->resno, tle->expr),
+														 tle->resno, NULL, false));
 	}
 	agg->plan.targetlist = tlist;
 	agg->plan.qual = qual;
