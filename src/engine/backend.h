@@ -79,6 +79,27 @@ typedef struct LlmBackendOps
 	void		(*add) (LlmBackend *be, float *x, const float *y, int64_t n);
 
 	/*
+	 * Optional fused ops.  Each may be NULL; the forward pass reaches them
+	 * through llm_be_* (below), which then composes the ops above in the
+	 * order each comment gives.  A backend fills one in to save launches
+	 * or passes over memory (CUDA: cuda/fused.c), falling back to its own
+	 * primitives where the fusion does not apply.  Every buffer is distinct
+	 * unless a comment says otherwise.
+	 */
+	/* y[i] (n, w[i]->rows) = x (n, cols) w[i]^T, i < count (Q, K, V): matmul of each in turn */
+	void		(*matmul_multi) (LlmBackend *be, const LlmWeight *const *w, const float *x, float *const *y,
+								 int count, int n);
+	/* gate (n, rows) = act(x Wg^T) * (x Wu^T), up (n, rows) scratch: matmul Wg, matmul Wu, glu into gate */
+	void		(*matmul_glu) (LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x,
+							   float *gate, float *up, int n, LlmActivation act);
+	/* x (n, dim) += r; y (n, dim) = rmsnorm(x) as rmsnorm does it: add, then rmsnorm */
+	void		(*add_rmsnorm) (LlmBackend *be, float *x, const float *r, const float *w, float *y, int n, int dim,
+								float eps, bool add_one);
+	/* rope of q (n, n_heads * head_dim), then of k (n, n_kv_heads * head_dim), at the same positions */
+	void		(*rope_qk) (LlmBackend *be, float *q, int n_heads, float *k, int n_kv_heads, const int32_t *pos,
+							int n, int head_dim, int rope_dim, const float *inv_freq, LlmRopeMode mode);
+
+	/*
 	 * Memory and results.  The activations the forward pass hands to the ops
 	 * above live in the backend's memory (device memory on a GPU); index
 	 * arrays (ids, pos), block tables, slot_pos and H2O scores stay in host
@@ -122,6 +143,19 @@ struct LlmBackend
 	 */
 	bool		deterministic;
 };
+
+/*
+ * The fused steps of the forward pass (backend.c): be's optional op when it
+ * has one, else the composition its comment in LlmBackendOps gives.
+ */
+void		llm_be_matmul_multi(LlmBackend *be, const LlmWeight *const *w, const float *x, float *const *y,
+								int count, int n);
+void		llm_be_matmul_glu(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x,
+							  float *gate, float *up, int n, LlmActivation act);
+void		llm_be_add_rmsnorm(LlmBackend *be, float *x, const float *r, const float *w, float *y, int n, int dim,
+							   float eps, bool add_one);
+void		llm_be_rope_qk(LlmBackend *be, float *q, int n_heads, float *k, int n_kv_heads, const int32_t *pos,
+						   int n, int head_dim, int rope_dim, const float *inv_freq, LlmRopeMode mode);
 
 /* The CPU backend with the scalar reference kernels. */
 extern const LlmBackendOps llm_cpu_ref_ops;
