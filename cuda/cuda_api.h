@@ -23,7 +23,7 @@ const char *llm_cuda_device_name(const LlmBackend *be);
  */
 LlmStatus	llm_cuda_weight_random(LlmBackend *be, const LlmWeight *w, uint64_t seed, float std, LlmError *err);
 
-/* Hold ops back to fuse them (the default; LLM_CUDA_FUSE=0 starts without). */
+/* Use the fused ops (the default; LLM_CUDA_FUSE=0 starts without). */
 void		llm_cuda_set_fuse(LlmBackend *be, bool on);
 
 /* Device bytes held for weights. */

@@ -1,171 +1,149 @@
 /*
- * fuse.c
- *		Fewer, fuller launches for decode: the CUDA backend holds some ops
- *		back for a moment to merge them with the next one.
+ * fused.c
+ *		The CUDA backend's fused ops (backend.h's optional ops): fewer,
+ *		fuller launches for decode.
  *
  * Decode at batch 1 is bound by reading the weights, and at the 8B shape a
  * layer's weights take about 100 microseconds to stream; every launch of a
  * small kernel between them costs a few microseconds of an idle GPU, so
- * launches matter.  The op table calls one op at a time, so the backend
- * fuses by holding back (CudaPending) and looking at what comes next:
+ * launches matter.  The forward pass names the steps that can share one
+ * (backend.h's llm_be_*), and these ops run each as:
  *
- *   matmul(Wq, x), matmul(Wk, x), matmul(Wv, x)  ->  one GEMV job of three
- *   matmul(Wg, x), matmul(Wu, x), glu(g, u -> g) ->  one GEMV job writing act(g) * u
- *   add(x, r), rmsnorm(x -> y)                   ->  one add + RMSNorm kernel
- *   rope(q), rope(k)                             ->  one RoPE kernel
+ *   matmul_multi (Wq, Wk, Wv of x)   ->  one GEMV job of three matrices
+ *   matmul_glu (Wg, Wu of x, glu)    ->  one GEMV job writing act(g) * u
+ *   add_rmsnorm (x += r, rmsnorm)    ->  one add + RMSNorm kernel
+ *   rope_qk (rope of q and of k)     ->  one RoPE kernel
  *
- * Every other op, and every op that does not match, first launches what is
- * held (cuda_flush), so the order of effects on memory never changes.  A
- * merge also checks that the new op reads nothing the held op writes.
- * LLM_CUDA_FUSE=0 turns holding off (for comparison).
+ * Where a fusion does not apply they run the backend's own primitives in
+ * the order backend.h gives: more tokens than the GEMV kernels take
+ * (cuBLAS; a deterministic backend takes them all, 8 at a time, matmul.c),
+ * matrices that cannot share a GEMV launch (layout, block type or width),
+ * or buffers that alias.  With fusion off (LlmBackendOptions.fuse) the
+ * backend's op table leaves these ops out and the forward pass composes
+ * the primitives itself; test_cuda checks both give the same logits.
  */
 #include "backend_cuda.h"
 
 #include <string.h>
 
-/* Launch the held op, if any. */
+/* The CUDA backend of be (which must be one). */
+static inline CudaBackend *
+cuda_of(LlmBackend *be)
+{
+	return (CudaBackend *) be;
+}
+
+/* The GEMV activation code of act: 0 SiLU, 1 GELU. */
+static inline int
+glu_code(LlmActivation act)
+{
+	return act == LLM_ACT_SILU ? 0 : 1;
+}
+
+/* y[i] = x w[i]^T: one GEMV job when the GEMV kernels take n tokens and the matrices can share it. */
 void
-cuda_flush(CudaBackend *cb)
+cuda_matmul_multi(LlmBackend *be, const LlmWeight *const *w, const float *x, float *const *y, int count, int n)
 {
-	CudaPending *p = &cb->pend;
-	CudaPendingKind kind = p->kind;
+	CudaBackend *cb = cuda_of(be);
+	CudaGemvJob job;
+	bool		fuse = count >= 1 && count <= CUDA_GEMV_MAX_MATS && cuda_gemv_takes(cb, n);
 
-	p->kind = CUDA_PENDING_NONE;
-	if (cb->err_status != LLM_OK)
+	if (cb->err_status != LLM_OK || n < 1)
 		return;
-	switch (kind)
+	memset(&job, 0, sizeof(job));
+	job.glu = -1;
+	for (int i = 0; fuse && i < count; i++)
 	{
-		case CUDA_PENDING_GEMV:
-			cuda_run_gemv(cb, &p->job, p->x, p->n);
-			break;
-		case CUDA_PENDING_ADD:
-			cuda_ok(cb, llm_cuda_add(p->ax, p->ay, p->an, cb->stream), "kernel add");
-			break;
-		case CUDA_PENDING_ROPE:
-			cuda_ok(cb, llm_cuda_rope(p->rx, p->rheads, NULL, 0, p->rpos, p->rn, p->rhd, p->rdim, p->rfreq, p->rneox,
-									  cb->stream), "kernel rope");
-			break;
-		case CUDA_PENDING_NONE:
-			break;
+		const CudaMat *m = cuda_mat(cb, w[i]);
+
+		if (m == NULL)
+			return;
+		fuse = (i == 0 || llm_cuda_gemv_compatible(&job.w[0], m)) && y[i] != x;
+		for (int j = 0; j < i; j++)
+			fuse = fuse && y[i] != y[j];
+		job.w[i] = *m;
+		job.y[i] = y[i];
 	}
+	if (!fuse)
+	{
+		for (int i = 0; i < count; i++)
+			cuda_matmul(be, w[i], x, y[i], n);
+		return;
+	}
+	job.count = count;
+	cuda_gemv(cb, &job, x, n);
 }
 
-/* Whether buffer a (of a matmul output) is one of the held job's outputs or its input. */
-static bool
-touches_job(const CudaPending *p, const float *a)
-{
-	if (a == p->x)
-		return true;
-	for (int m = 0; m < p->job.count; m++)
-		if (a == p->job.y[m])
-			return true;
-	return false;
-}
-
-/* y = x m^T: join the held job (same input and width, compatible layout), or start one. */
+/* gate = act(x Wg^T) * (x Wu^T), up scratch: one GEMV job of both, or two matmuls and the glu kernel. */
 void
-cuda_gemv_submit(CudaBackend *cb, const CudaMat *m, const float *x, float *y, int n)
+cuda_matmul_glu(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x, float *gate,
+				float *up, int n, LlmActivation act)
 {
-	CudaPending *p = &cb->pend;
+	CudaBackend *cb = cuda_of(be);
+	const CudaMat *g;
+	const CudaMat *u;
+	CudaGemvJob job;
 
-	if (p->kind == CUDA_PENDING_GEMV && p->x == x && p->n == n && p->job.glu < 0 &&
-		p->job.count < CUDA_GEMV_MAX_MATS && llm_cuda_gemv_compatible(&p->job.w[0], m) && !touches_job(p, y))
+	if (cb->err_status != LLM_OK || n < 1 || (g = cuda_mat(cb, w_gate)) == NULL || (u = cuda_mat(cb, w_up)) == NULL)
+		return;
+	if (!cuda_gemv_takes(cb, n) || !llm_cuda_gemv_compatible(g, u) || g->rows != u->rows || gate == up ||
+		gate == x || up == x)
 	{
-		p->job.w[p->job.count] = *m;
-		p->job.y[p->job.count] = y;
-		p->job.count++;
+		cuda_matmul(be, w_gate, x, gate, n);
+		cuda_matmul(be, w_up, x, up, n);
+		cuda_ok(cb, llm_cuda_glu(gate, up, gate, (int64_t) n * g->rows, glu_code(act), cb->stream), "kernel glu");
 		return;
 	}
-	cuda_flush(cb);
-	memset(&p->job, 0, sizeof(p->job));
-	p->job.count = 1;
-	p->job.glu = -1;
-	p->job.w[0] = *m;
-	p->job.y[0] = y;
-	p->x = x;
-	p->n = n;
-	if (cb->fuse)
-		p->kind = CUDA_PENDING_GEMV;
-	else
-		cuda_run_gemv(cb, &p->job, x, n);
+	memset(&job, 0, sizeof(job));
+	job.count = 2;
+	job.glu = glu_code(act);
+	job.w[0] = *g;
+	job.w[1] = *u;
+	job.y[0] = gate;
+	job.y[1] = up;
+	cuda_gemv(cb, &job, x, n);
 }
 
-/* glu(gate, up -> gate) right after the held gate and up matmuls: one job that writes act(gate) * up. */
-bool
-cuda_glu_fused(CudaBackend *cb, const float *gate, const float *up, float *out, int64_t n, int act)
-{
-	CudaPending *p = &cb->pend;
-
-	if (p->kind != CUDA_PENDING_GEMV || p->job.count != 2 || p->job.glu >= 0 || p->job.y[0] != gate ||
-		p->job.y[1] != up || out != gate || p->job.w[0].rows != p->job.w[1].rows ||
-		n != (int64_t) p->n * p->job.w[0].rows)
-		return false;
-	p->job.glu = act;
-	cuda_flush(cb);
-	return true;
-}
-
-/* x += y, held for the RMSNorm that usually reads x next. */
+/* x += r; y = rmsnorm(x): one kernel (two when y is r, which the sum must not overwrite mid-row). */
 void
-cuda_add_submit(CudaBackend *cb, float *x, const float *y, int64_t n)
+cuda_add_rmsnorm(LlmBackend *be, float *x, const float *r, const float *w, float *y, int n, int dim, float eps,
+				 bool add_one)
 {
-	CudaPending *p = &cb->pend;
+	CudaBackend *cb = cuda_of(be);
+	const float *wd;
 
-	cuda_flush(cb);
-	if (!cb->fuse)
+	if (cb->err_status != LLM_OK || (wd = cuda_const(cb, w, (size_t) dim)) == NULL)
+		return;
+	if (y == r)
 	{
-		cuda_ok(cb, llm_cuda_add(x, y, n, cb->stream), "kernel add");
+		if (cuda_ok(cb, llm_cuda_add(x, r, (int64_t) n * dim, cb->stream), "kernel add"))
+			cuda_ok(cb, llm_cuda_rmsnorm(x, wd, y, n, dim, eps, add_one, cb->stream), "kernel rmsnorm");
 		return;
 	}
-	p->kind = CUDA_PENDING_ADD;
-	p->ax = x;
-	p->ay = y;
-	p->an = n;
+	cuda_ok(cb, llm_cuda_add_rmsnorm(x, r, wd, y, n, dim, eps, add_one, cb->stream), "kernel add_rmsnorm");
 }
 
-/* rmsnorm(x -> y) after the held x += r: both in one kernel. */
-bool
-cuda_add_rmsnorm_fused(CudaBackend *cb, const float *x, const float *w, float *y, int n, int dim, float eps,
-					   bool add_one)
-{
-	CudaPending *p = &cb->pend;
-
-	if (p->kind != CUDA_PENDING_ADD || p->ax != x || p->an != (int64_t) n * dim || y == p->ay)
-		return false;
-	p->kind = CUDA_PENDING_NONE;
-	cuda_ok(cb, llm_cuda_add_rmsnorm(p->ax, p->ay, w, y, n, dim, eps, add_one, cb->stream), "kernel add_rmsnorm");
-	return true;
-}
-
-/* RoPE of x: launched with the held RoPE of the same positions and frequencies, else held. */
+/* RoPE of q and k at the same positions: one kernel over both (two when they are the same buffer). */
 void
-cuda_rope_submit(CudaBackend *cb, float *x, int n_heads, const int32_t *pos, int n, int head_dim, int rope_dim,
-				 const float *inv_freq, bool neox)
+cuda_rope_qk(LlmBackend *be, float *q, int n_heads, float *k, int n_kv_heads, const int32_t *pos, int n,
+			 int head_dim, int rope_dim, const float *inv_freq, LlmRopeMode mode)
 {
-	CudaPending *p = &cb->pend;
+	CudaBackend *cb = cuda_of(be);
+	const float *f;
+	const int32_t *pos_d;
+	bool		neox = mode == LLM_ROPE_NEOX;
 
-	if (p->kind == CUDA_PENDING_ROPE && p->rpos == pos && p->rn == n && p->rhd == head_dim &&
-		p->rdim == rope_dim && p->rfreq == inv_freq && p->rneox == neox && p->rx != x)
+	if (cb->err_status != LLM_OK || (f = cuda_const(cb, inv_freq, (size_t) (rope_dim / 2))) == NULL ||
+		(pos_d = cuda_step_positions(cb, pos, n)) == NULL)
+		return;
+	if (q == k)
 	{
-		p->kind = CUDA_PENDING_NONE;
-		cuda_ok(cb, llm_cuda_rope(p->rx, p->rheads, x, n_heads, pos, n, head_dim, rope_dim, inv_freq, neox, cb->stream),
-				"kernel rope");
+		if (cuda_ok(cb, llm_cuda_rope(q, n_heads, NULL, 0, pos_d, n, head_dim, rope_dim, f, neox, cb->stream),
+					"kernel rope"))
+			cuda_ok(cb, llm_cuda_rope(k, n_kv_heads, NULL, 0, pos_d, n, head_dim, rope_dim, f, neox, cb->stream),
+					"kernel rope");
 		return;
 	}
-	cuda_flush(cb);
-	if (!cb->fuse)
-	{
-		cuda_ok(cb, llm_cuda_rope(x, n_heads, NULL, 0, pos, n, head_dim, rope_dim, inv_freq, neox, cb->stream),
-				"kernel rope");
-		return;
-	}
-	p->kind = CUDA_PENDING_ROPE;
-	p->rx = x;
-	p->rheads = n_heads;
-	p->rpos = pos;
-	p->rn = n;
-	p->rhd = head_dim;
-	p->rdim = rope_dim;
-	p->rfreq = inv_freq;
-	p->rneox = neox;
+	cuda_ok(cb, llm_cuda_rope(q, n_heads, k, n_kv_heads, pos_d, n, head_dim, rope_dim, f, neox, cb->stream),
+			"kernel rope");
 }
