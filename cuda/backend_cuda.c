@@ -314,9 +314,9 @@ llm_cuda_device_count(void)
 	return n;
 }
 
-/* Create the CUDA backend on device 0: stream, cuBLAS handle, kernel limits. */
+/* Create the CUDA backend on device 0 with options opt: stream, cuBLAS handle, kernel limits. */
 LlmStatus
-llm_backend_cuda_new(LlmBackend **out, LlmError *err)
+llm_backend_cuda_new(const LlmBackendOptions *opt, LlmBackend **out, LlmError *err)
 {
 	CudaBackend *cb;
 	struct cudaDeviceProp prop;
@@ -332,12 +332,12 @@ llm_backend_cuda_new(LlmBackend **out, LlmError *err)
 	cb = calloc(1, sizeof(*cb));
 	if (cb == NULL)
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the CUDA backend");
-	cb->base.ops = getenv("LLM_CUDA_FUSE") == NULL || strcmp(getenv("LLM_CUDA_FUSE"), "0") != 0 ? &cuda_ops :
-		&cuda_ops_unfused;
+	cb->base.ops = opt->fuse ? &cuda_ops : &cuda_ops_unfused;
 	cb->base.device_storage = true;
 	cb->base.device_memory = true;
+	cb->base.deterministic = opt->deterministic;
 	cb->device = 0;
-	cb->force_fp32_gemm = getenv("LLM_CUDA_FP32_GEMM") != NULL && strcmp(getenv("LLM_CUDA_FP32_GEMM"), "1") == 0;
+	cb->force_fp32_gemm = opt->fp32_gemm;
 	if (!cuda_ok(cb, cudaSetDevice(cb->device), "cudaSetDevice") ||
 		!cuda_ok(cb, cudaGetDeviceProperties(&prop, cb->device), "cudaGetDeviceProperties") ||
 		!cuda_ok(cb, cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
@@ -354,7 +354,7 @@ llm_backend_cuda_new(LlmBackend **out, LlmError *err)
 	cb->sm_count = prop.multiProcessorCount;
 	cb->cc_major = prop.major;
 	/* Hopper's programmatic dependent launch hides most of the gap between kernels, where it works */
-	llm_cuda_set_pdl(prop.major >= 9 && (getenv("LLM_CUDA_PDL") == NULL || strcmp(getenv("LLM_CUDA_PDL"), "0") != 0));
+	llm_cuda_set_pdl(prop.major >= 9 && opt->pdl);
 	if (llm_cuda_pdl_on() && llm_cuda_pdl_probe(cb->stream) != cudaSuccess)
 	{
 		cudaGetLastError();
@@ -369,14 +369,6 @@ bool
 llm_cuda_is_backend(const LlmBackend *be)
 {
 	return be != NULL && (be->ops == &cuda_ops || be->ops == &cuda_ops_unfused);
-}
-
-/* Use the fused ops or not. */
-void
-llm_cuda_set_fuse(LlmBackend *be, bool on)
-{
-	if (llm_cuda_is_backend(be))
-		be->ops = on ? &cuda_ops : &cuda_ops_unfused;
 }
 
 /* The device's name. */

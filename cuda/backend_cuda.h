@@ -158,7 +158,7 @@ typedef struct CudaBackend
 
 	CudaStep	step;
 
-	bool		force_fp32_gemm;	/* LLM_CUDA_FP32_GEMM=1: the pre-sm_80 GEMM path everywhere (tests) */
+	bool		force_fp32_gemm;	/* LlmBackendOptions.fp32_gemm: the pre-sm_80 GEMM path everywhere (tests) */
 } CudaBackend;
 
 /* backend_cuda.c */

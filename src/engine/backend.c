@@ -20,21 +20,42 @@
  */
 #include "backend.h"
 
+#include <string.h>
+
 #pragma weak llm_cuda_device_count
 #pragma weak llm_backend_cuda_new
 
-/* Create the backend for device. */
+/* Defaults: 1 thread, not deterministic, fusion and programmatic dependent launch on. */
+void
+llm_backend_options_default(LlmBackendOptions *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->n_threads = 1;
+	o->fuse = true;
+	o->pdl = true;
+}
+
+/* Create the backend for device with options opt (NULL: the defaults). */
 LlmStatus
-llm_backend_new(LlmDevice device, int n_threads, LlmBackend **out, LlmError *err)
+llm_backend_new(LlmDevice device, const LlmBackendOptions *opt, LlmBackend **out, LlmError *err)
 {
 	bool		have_cuda = llm_backend_cuda_new != NULL && llm_cuda_device_count != NULL;
+	LlmBackendOptions def;
+	LlmStatus	st;
 
+	if (opt == NULL)
+	{
+		llm_backend_options_default(&def);
+		opt = &def;
+	}
 	if (have_cuda && (device == LLM_DEVICE_CUDA || (device == LLM_DEVICE_AUTO && llm_cuda_device_count() > 0)))
-		return llm_backend_cuda_new(out, err);
+		return llm_backend_cuda_new(opt, out, err);
 	if (device == LLM_DEVICE_CUDA)
 		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
 							 "this build of llm has no CUDA backend (build it where nvcc is found, or with WITH_CUDA=1)");
-	return llm_backend_cpu_new(n_threads, out, err);
+	if ((st = llm_backend_cpu_new(opt->n_threads, out, err)) == LLM_OK)
+		(*out)->deterministic = opt->deterministic;
+	return st;
 }
 
 /* y[i] = x w[i]^T for i < count: be's matmul_multi, else one matmul after another. */
