@@ -178,7 +178,6 @@ cuda_kv_store(LlmBackend *be, LlmKvCache *kv, int layer, LlmKvSeq *const *seq, c
 	CudaBackend *cb = (CudaBackend *) be;
 	CudaKvStore *s;
 
-	cuda_flush(cb);
 	if (cb->err_status != LLM_OK || n < 1 || (s = kv_store_of(cb, kv)) == NULL || !step_facts(cb, seq, pos, n))
 		return;
 	for (int i = 0; i < n; i++)
@@ -206,7 +205,6 @@ cuda_kv_move(LlmBackend *be, LlmKvCache *kv, const LlmKvSeq *seq, const LlmKvMov
 	int32_t    *h;
 	void	   *d;
 
-	cuda_flush(cb);
 	if (cb->err_status != LLM_OK || n < 1 || (s = kv_store_of(cb, kv)) == NULL ||
 		(d = cuda_stage(cb, (size_t) n * 4 * sizeof(int32_t), (void **) &h)) == NULL)
 		return;
@@ -391,7 +389,6 @@ cuda_attention(LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArg
 	size_t		ml_floats;
 	float	   *work;
 
-	cuda_flush(cb);
 	if (cb->err_status != LLM_OK || a->n < 1)
 		return;
 	if (!llm_cuda_attn_supported(a->head_dim, a->n_heads / a->n_kv_heads))
@@ -465,7 +462,6 @@ llm_cuda_kv_download(LlmBackend *be, const LlmKvCache *kv, void *k, void *v, flo
 
 	if (!llm_cuda_is_backend(be))
 		return llm_error_set(err, LLM_ERR_INVALID, "not a CUDA backend");
-	cuda_flush(cb);
 	if ((s = kv_store_of(cb, kv)) != NULL &&
 		cuda_ok(cb, cudaMemcpyAsync(k, s->dev.k, rows * kv->kv_dim * kv->elem_size, cudaMemcpyDeviceToHost, cb->stream), "cudaMemcpyAsync") &&
 		cuda_ok(cb, cudaMemcpyAsync(v, s->dev.v, rows * kv->kv_dim * kv->elem_size, cudaMemcpyDeviceToHost, cb->stream), "cudaMemcpyAsync") &&

@@ -14,6 +14,7 @@
 #include <string.h>
 
 static const LlmBackendOps cuda_ops;
+static const LlmBackendOps cuda_ops_unfused;
 
 /* Record the first error: "<what> failed: <CUDA's message>". */
 bool
@@ -122,7 +123,6 @@ cuda_free(LlmBackend *be, void *p)
 
 	if (p == NULL)
 		return;
-	cuda_flush(cb);
 	cudaStreamSynchronize(cb->stream);
 	cuda_ok(cb, cudaFree(p), "cudaFree");
 }
@@ -133,7 +133,6 @@ cuda_to_host(LlmBackend *be, void *dst, const void *src, size_t bytes)
 {
 	CudaBackend *cb = cuda_of(be);
 
-	cuda_flush(cb);
 	if (!live(cb) || bytes == 0)
 		return;
 	if (cuda_ok(cb, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream), "cudaMemcpyAsync (device to host)"))
@@ -146,7 +145,6 @@ cuda_to_device(LlmBackend *be, void *dst, const void *src, size_t bytes)
 {
 	CudaBackend *cb = cuda_of(be);
 
-	cuda_flush(cb);
 	if (!live(cb) || bytes == 0)
 		return;
 	if (cuda_ok(cb, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream), "cudaMemcpyAsync (host to device)"))
@@ -160,7 +158,6 @@ cuda_sync(LlmBackend *be, LlmError *err)
 	CudaBackend *cb = cuda_of(be);
 	LlmStatus	st;
 
-	cuda_flush(cb);
 	cuda_ok(cb, cudaStreamSynchronize(cb->stream), "cudaStreamSynchronize (an earlier kernel failed)");
 	cuda_stage_reset(cb);
 	st = cb->err_status;
@@ -181,7 +178,6 @@ cuda_get_rows(LlmBackend *be, const LlmWeight *w, const int32_t *ids, int n, flo
 	const CudaMat *m;
 	const int32_t *ids_d;
 
-	cuda_flush(cb);
 	if (!live(cb) || (m = cuda_mat(cb, w)) == NULL || (ids_d = cuda_upload_i32(cb, ids, (size_t) n)) == NULL)
 		return;
 	cuda_ok(cb, llm_cuda_get_rows(m, ids_d, n, scale, out, cb->stream), "kernel get_rows");
@@ -194,12 +190,8 @@ cuda_rmsnorm(LlmBackend *be, const float *x, const float *w, float *y, int n, in
 	CudaBackend *cb = cuda_of(be);
 	const float *wd;
 
-	if (!live(cb) || (wd = cuda_const(cb, w, (size_t) dim)) == NULL)
-		return;
-	if (cuda_add_rmsnorm_fused(cb, x, wd, y, n, dim, eps, add_one))
-		return;
-	cuda_flush(cb);
-	cuda_ok(cb, llm_cuda_rmsnorm(x, wd, y, n, dim, eps, add_one, cb->stream), "kernel rmsnorm");
+	if (live(cb) && (wd = cuda_const(cb, w, (size_t) dim)) != NULL)
+		cuda_ok(cb, llm_cuda_rmsnorm(x, wd, y, n, dim, eps, add_one, cb->stream), "kernel rmsnorm");
 }
 
 /* RoPE on n tokens. */
@@ -214,7 +206,8 @@ cuda_rope(LlmBackend *be, float *x, const int32_t *pos, int n, int n_heads, int 
 	if (!live(cb) || (f = cuda_const(cb, inv_freq, (size_t) (rope_dim / 2))) == NULL ||
 		(pos_d = cuda_step_positions(cb, pos, n)) == NULL)
 		return;
-	cuda_rope_submit(cb, x, n_heads, pos_d, n, head_dim, rope_dim, f, mode == LLM_ROPE_NEOX);
+	cuda_ok(cb, llm_cuda_rope(x, n_heads, NULL, 0, pos_d, n, head_dim, rope_dim, f, mode == LLM_ROPE_NEOX, cb->stream),
+			"kernel rope");
 }
 
 /* out = act(gate) * up. */
@@ -223,10 +216,8 @@ cuda_glu(LlmBackend *be, const float *gate, const float *up, float *out, int64_t
 {
 	CudaBackend *cb = cuda_of(be);
 
-	if (!live(cb) || cuda_glu_fused(cb, gate, up, out, n, act == LLM_ACT_SILU ? 0 : 1))
-		return;
-	cuda_flush(cb);
-	cuda_ok(cb, llm_cuda_glu(gate, up, out, n, act == LLM_ACT_SILU ? 0 : 1, cb->stream), "kernel glu");
+	if (live(cb))
+		cuda_ok(cb, llm_cuda_glu(gate, up, out, n, act == LLM_ACT_SILU ? 0 : 1, cb->stream), "kernel glu");
 }
 
 /* x += y. */
@@ -236,7 +227,7 @@ cuda_add(LlmBackend *be, float *x, const float *y, int64_t n)
 	CudaBackend *cb = cuda_of(be);
 
 	if (live(cb))
-		cuda_add_submit(cb, x, y, n);
+		cuda_ok(cb, llm_cuda_add(x, y, n, cb->stream), "kernel add");
 }
 
 /* Rows idx (host) of x. */
@@ -246,7 +237,6 @@ cuda_gather_rows(LlmBackend *be, const float *x, const int32_t *idx, int n, int 
 	CudaBackend *cb = cuda_of(be);
 	const int32_t *idx_d;
 
-	cuda_flush(cb);
 	if (!live(cb) || (idx_d = cuda_upload_i32(cb, idx, (size_t) n)) == NULL)
 		return;
 	cuda_ok(cb, llm_cuda_gather_rows(x, idx_d, n, width, out, cb->stream), "kernel gather_rows");
@@ -258,7 +248,6 @@ cuda_softcap(LlmBackend *be, float *x, int64_t n, float cap)
 {
 	CudaBackend *cb = cuda_of(be);
 
-	cuda_flush(cb);
 	if (live(cb))
 		cuda_ok(cb, llm_cuda_softcap(x, n, cap, cb->stream), "kernel softcap");
 }
@@ -270,7 +259,6 @@ cuda_argmax(LlmBackend *be, const float *x, int n, int width, int32_t *out)
 	CudaBackend *cb = cuda_of(be);
 	int32_t    *d;
 
-	cuda_flush(cb);
 	if (!live(cb) || n < 1 || (d = cuda_scratch(cb, &cb->act, (size_t) n * sizeof(int32_t), "argmax")) == NULL)
 		return;
 	if (cuda_ok(cb, llm_cuda_argmax(x, n, width, d, cb->stream), "kernel argmax"))
@@ -283,7 +271,6 @@ cuda_softmax(LlmBackend *be, float *x, int n, int width)
 {
 	CudaBackend *cb = cuda_of(be);
 
-	cuda_flush(cb);
 	if (live(cb))
 		cuda_ok(cb, llm_cuda_softmax(x, n, width, cb->stream), "kernel softmax");
 }
@@ -296,7 +283,6 @@ cuda_destroy(LlmBackend *be)
 {
 	CudaBackend *cb = cuda_of(be);
 
-	cuda_flush(cb);
 	if (cb->stream != NULL)
 		cudaStreamSynchronize(cb->stream);
 	cuda_weights_free(cb);
@@ -328,9 +314,9 @@ llm_cuda_device_count(void)
 	return n;
 }
 
-/* Create the CUDA backend on device 0: stream, cuBLAS handle, kernel limits. */
+/* Create the CUDA backend on device 0 with options opt: stream, cuBLAS handle, kernel limits. */
 LlmStatus
-llm_backend_cuda_new(LlmBackend **out, LlmError *err)
+llm_backend_cuda_new(const LlmBackendOptions *opt, LlmBackend **out, LlmError *err)
 {
 	CudaBackend *cb;
 	struct cudaDeviceProp prop;
@@ -346,12 +332,12 @@ llm_backend_cuda_new(LlmBackend **out, LlmError *err)
 	cb = calloc(1, sizeof(*cb));
 	if (cb == NULL)
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the CUDA backend");
-	cb->base.ops = &cuda_ops;
+	cb->base.ops = opt->fuse ? &cuda_ops : &cuda_ops_unfused;
 	cb->base.device_storage = true;
 	cb->base.device_memory = true;
+	cb->base.deterministic = opt->deterministic;
 	cb->device = 0;
-	cb->fuse = getenv("LLM_CUDA_FUSE") == NULL || strcmp(getenv("LLM_CUDA_FUSE"), "0") != 0;
-	cb->force_fp32_gemm = getenv("LLM_CUDA_FP32_GEMM") != NULL && strcmp(getenv("LLM_CUDA_FP32_GEMM"), "1") == 0;
+	cb->force_fp32_gemm = opt->fp32_gemm;
 	if (!cuda_ok(cb, cudaSetDevice(cb->device), "cudaSetDevice") ||
 		!cuda_ok(cb, cudaGetDeviceProperties(&prop, cb->device), "cudaGetDeviceProperties") ||
 		!cuda_ok(cb, cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
@@ -368,7 +354,7 @@ llm_backend_cuda_new(LlmBackend **out, LlmError *err)
 	cb->sm_count = prop.multiProcessorCount;
 	cb->cc_major = prop.major;
 	/* Hopper's programmatic dependent launch hides most of the gap between kernels, where it works */
-	llm_cuda_set_pdl(prop.major >= 9 && (getenv("LLM_CUDA_PDL") == NULL || strcmp(getenv("LLM_CUDA_PDL"), "0") != 0));
+	llm_cuda_set_pdl(prop.major >= 9 && opt->pdl);
 	if (llm_cuda_pdl_on() && llm_cuda_pdl_probe(cb->stream) != cudaSuccess)
 	{
 		cudaGetLastError();
@@ -382,18 +368,7 @@ llm_backend_cuda_new(LlmBackend **out, LlmError *err)
 bool
 llm_cuda_is_backend(const LlmBackend *be)
 {
-	return be != NULL && be->ops == &cuda_ops;
-}
-
-/* Turn holding ops back for fusion on or off. */
-void
-llm_cuda_set_fuse(LlmBackend *be, bool on)
-{
-	if (llm_cuda_is_backend(be))
-	{
-		cuda_flush(cuda_of(be));
-		cuda_of(be)->fuse = on;
-	}
+	return be != NULL && (be->ops == &cuda_ops || be->ops == &cuda_ops_unfused);
 }
 
 /* The device's name. */
@@ -403,26 +378,40 @@ llm_cuda_device_name(const LlmBackend *be)
 	return llm_cuda_is_backend(be) ? ((const CudaBackend *) be)->device_name : "";
 }
 
+/* The primitives, shared by both op tables. */
+#define CUDA_PRIMITIVE_OPS \
+	.name = "cuda", \
+	.prepare = cuda_prepare, \
+	.matmul = cuda_matmul, \
+	.get_rows = cuda_get_rows, \
+	.rmsnorm = cuda_rmsnorm, \
+	.rope = cuda_rope, \
+	.kv_store = cuda_kv_store, \
+	.attention = cuda_attention, \
+	.kv_move = cuda_kv_move, \
+	.glu = cuda_glu, \
+	.add = cuda_add, \
+	.alloc = cuda_alloc, \
+	.free = cuda_free, \
+	.to_host = cuda_to_host, \
+	.to_device = cuda_to_device, \
+	.gather_rows = cuda_gather_rows, \
+	.softcap = cuda_softcap, \
+	.argmax = cuda_argmax, \
+	.softmax = cuda_softmax, \
+	.sync = cuda_sync, \
+	.destroy = cuda_destroy
+
+/* With fusion: the fused ops of fused.c. */
 static const LlmBackendOps cuda_ops = {
-	.name = "cuda",
-	.prepare = cuda_prepare,
-	.matmul = cuda_matmul,
-	.get_rows = cuda_get_rows,
-	.rmsnorm = cuda_rmsnorm,
-	.rope = cuda_rope,
-	.kv_store = cuda_kv_store,
-	.attention = cuda_attention,
-	.kv_move = cuda_kv_move,
-	.glu = cuda_glu,
-	.add = cuda_add,
-	.alloc = cuda_alloc,
-	.free = cuda_free,
-	.to_host = cuda_to_host,
-	.to_device = cuda_to_device,
-	.gather_rows = cuda_gather_rows,
-	.softcap = cuda_softcap,
-	.argmax = cuda_argmax,
-	.softmax = cuda_softmax,
-	.sync = cuda_sync,
-	.destroy = cuda_destroy,
+	CUDA_PRIMITIVE_OPS,
+	.matmul_multi = cuda_matmul_multi,
+	.matmul_glu = cuda_matmul_glu,
+	.add_rmsnorm = cuda_add_rmsnorm,
+	.rope_qk = cuda_rope_qk,
+};
+
+/* Without: the forward pass composes the primitives (backend.c). */
+static const LlmBackendOps cuda_ops_unfused = {
+	CUDA_PRIMITIVE_OPS,
 };

@@ -116,41 +116,6 @@ typedef struct CudaStep
 	const int32_t *rope_pos_d;
 } CudaStep;
 
-/*
- * An op held back to be fused with the next (fuse.c): a GEMV job that more
- * matmuls of the same input may join, a residual add that the next
- * RMSNorm may absorb, or RoPE of Q waiting for RoPE of K.
- */
-typedef enum CudaPendingKind
-{
-	CUDA_PENDING_NONE,
-	CUDA_PENDING_GEMV,
-	CUDA_PENDING_ADD,
-	CUDA_PENDING_ROPE
-} CudaPendingKind;
-
-typedef struct CudaPending
-{
-	CudaPendingKind kind;
-	/* GEMV */
-	CudaGemvJob job;
-	const float *x;
-	int			n;
-	/* add: x (an) += y */
-	float	   *ax;
-	const float *ay;
-	int64_t		an;
-	/* RoPE of one tensor */
-	float	   *rx;
-	int			rheads;
-	const int32_t *rpos;		/* device */
-	int			rn;
-	int			rhd;
-	int			rdim;
-	const float *rfreq;			/* device */
-	bool		rneox;
-} CudaPending;
-
 typedef struct CudaBackend
 {
 	LlmBackend	base;			/* first: the engine sees only this */
@@ -193,9 +158,7 @@ typedef struct CudaBackend
 
 	CudaStep	step;
 
-	bool		fuse;			/* hold ops back to fuse them (LLM_CUDA_FUSE=0 turns it off) */
-	bool		force_fp32_gemm;	/* LLM_CUDA_FP32_GEMM=1: the pre-sm_80 GEMM path everywhere (tests) */
-	CudaPending pend;
+	bool		force_fp32_gemm;	/* LlmBackendOptions.fp32_gemm: the pre-sm_80 GEMM path everywhere (tests) */
 } CudaBackend;
 
 /* backend_cuda.c */
@@ -239,25 +202,23 @@ void		cuda_weights_free(CudaBackend *cb);
 /* matmul.c */
 
 void		cuda_matmul(LlmBackend *be, const LlmWeight *w, const float *x, float *y, int n);
-/* Run a GEMV job now (quantizing x first for the split layouts). */
+/* Run a GEMV job of n <= CUDA_GEMV_MAX_TOKENS tokens now (quantizing x first for the split layouts). */
 void		cuda_run_gemv(CudaBackend *cb, const CudaGemvJob *job, const float *x, int n);
+/* Whether matmuls of n tokens take the GEMV kernels (more go to cuBLAS, unless deterministic). */
+bool		cuda_gemv_takes(const CudaBackend *cb, int n);
+/* Run a GEMV job of any number of tokens, CUDA_GEMV_MAX_TOKENS at a time. */
+void		cuda_gemv(CudaBackend *cb, const CudaGemvJob *job, const float *x, int n);
 
-/* fuse.c */
+/* fused.c: the optional fused ops of backend.h */
 
-/* Launch whatever is held back; every op that does not fuse calls it first. */
-void		cuda_flush(CudaBackend *cb);
-/* y = x m^T for n <= CUDA_GEMV_MAX_TOKENS: joins the held GEMV job when it can. */
-void		cuda_gemv_submit(CudaBackend *cb, const CudaMat *m, const float *x, float *y, int n);
-/* Whether glu(gate, up -> gate) was fused into the held gate/up job (and launched). */
-bool		cuda_glu_fused(CudaBackend *cb, const float *gate, const float *up, float *out, int64_t n, int act);
-/* x += y, held back for the next RMSNorm. */
-void		cuda_add_submit(CudaBackend *cb, float *x, const float *y, int64_t n);
-/* Whether rmsnorm(x -> y) absorbed the held add of x (and was launched). */
-bool		cuda_add_rmsnorm_fused(CudaBackend *cb, const float *x, const float *w, float *y, int n, int dim,
-								   float eps, bool add_one);
-/* RoPE of x (device pos, inv_freq): held back, or launched together with a held RoPE of the same step. */
-void		cuda_rope_submit(CudaBackend *cb, float *x, int n_heads, const int32_t *pos, int n, int head_dim,
-							 int rope_dim, const float *inv_freq, bool neox);
+void		cuda_matmul_multi(LlmBackend *be, const LlmWeight *const *w, const float *x, float *const *y, int count,
+							  int n);
+void		cuda_matmul_glu(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x,
+							float *gate, float *up, int n, LlmActivation act);
+void		cuda_add_rmsnorm(LlmBackend *be, float *x, const float *r, const float *w, float *y, int n, int dim,
+							 float eps, bool add_one);
+void		cuda_rope_qk(LlmBackend *be, float *q, int n_heads, float *k, int n_kv_heads, const int32_t *pos, int n,
+						 int head_dim, int rope_dim, const float *inv_freq, LlmRopeMode mode);
 
 /* attn.c */
 

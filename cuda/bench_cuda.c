@@ -22,7 +22,8 @@
  * Before the models, the GEMV kernels alone on 8B-shaped matrices (the
  * bandwidth each reaches); after them, the 8B BF16 model again without op
  * fusion (BF16*) and without programmatic dependent launch (BF16+), to show
- * what each is worth.  --tiny runs toy shapes (on the CPU emulator).
+ * what each is worth (LlmBackendOptions; --no-fuse and --no-pdl turn them
+ * off for every run).  --tiny runs toy shapes (on the CPU emulator).
  *
  * Writes the table and bench/results/gpu_bench.{csv,json} (--out PREFIX).
  */
@@ -252,9 +253,9 @@ done:
 	return med;
 }
 
-/* Benchmark shape s in type t: prefill, decode at batch 1 and BATCH. */
+/* Benchmark shape s in type t on a backend with options opt: prefill, decode at batch 1 and BATCH. */
 static void
-bench_one(const Shape *s, LlmType t, const char *tname, int ctx, int steps, bool fuse, Result *r)
+bench_one(const Shape *s, LlmType t, const char *tname, int ctx, int steps, const LlmBackendOptions *opt, Result *r)
 {
 	LlmBackend *be = NULL;
 	BenchModel	bm;
@@ -277,9 +278,8 @@ bench_one(const Shape *s, LlmType t, const char *tname, int ctx, int steps, bool
 	memset(&bm, 0, sizeof(bm));
 	r->shape = s->name;
 	r->type = tname;
-	if (llm_backend_new(LLM_DEVICE_CUDA, 1, &be, &err) != LLM_OK)
+	if (llm_backend_new(LLM_DEVICE_CUDA, opt, &be, &err) != LLM_OK)
 		goto fail;
-	llm_cuda_set_fuse(be, fuse);
 	if (bench_model(be, s, t, &bm, &err) != LLM_OK ||
 		llm_kv_init(&kv, &kp, &err) != LLM_OK ||
 		llm_run_state_init(&rs, &bm.m.config, prefill_tokens > BATCH ? prefill_tokens : BATCH, &err) != LLM_OK)
@@ -477,10 +477,13 @@ main(int argc, char **argv)
 	bool		sweep = true;
 	int			shrink = 1;
 	bool		unfused = true;
+	LlmBackendOptions opt;
+	LlmBackendOptions variant;
 	LlmBackend *probe;
 	LlmError	err;
 	char		device[256];
 
+	llm_backend_options_default(&opt);
 	for (int i = 1; i < argc; i++)
 	{
 		if (strcmp(argv[i], "--ctx") == 0 && i + 1 < argc)
@@ -497,6 +500,10 @@ main(int argc, char **argv)
 			sweep = false;
 		else if (strcmp(argv[i], "--no-unfused") == 0)
 			unfused = false;
+		else if (strcmp(argv[i], "--no-fuse") == 0)
+			opt.fuse = false;
+		else if (strcmp(argv[i], "--no-pdl") == 0)
+			opt.pdl = false;
 		else if (strcmp(argv[i], "--tiny") == 0)
 		{
 			memcpy(shapes, tiny_shapes, sizeof(shapes));
@@ -505,7 +512,7 @@ main(int argc, char **argv)
 		}
 		else
 		{
-			fprintf(stderr, "usage: llm-gpu-bench [--ctx 512] [--steps 20] [--model 1B|8B] [--type BF16|Q8_0|Q4_0] [--out PREFIX] [--no-sweep] [--no-unfused] [--tiny]\n");
+			fprintf(stderr, "usage: llm-gpu-bench [--ctx 512] [--steps 20] [--model 1B|8B] [--type BF16|Q8_0|Q4_0] [--out PREFIX] [--no-sweep] [--no-unfused] [--no-fuse] [--no-pdl] [--tiny]\n");
 			return 2;
 		}
 	}
@@ -516,7 +523,7 @@ main(int argc, char **argv)
 		printf("SKIP: no CUDA device\n");
 		return 0;
 	}
-	if (llm_backend_new(LLM_DEVICE_CUDA, 1, &probe, &err) != LLM_OK)
+	if (llm_backend_new(LLM_DEVICE_CUDA, &opt, &probe, &err) != LLM_OK)
 	{
 		fprintf(stderr, "llm-gpu-bench: %s\n", err.msg);
 		return 1;
@@ -531,20 +538,19 @@ main(int argc, char **argv)
 			if ((only_shape && strcmp(only_shape, shapes[s].name) != 0) ||
 				(only_type && strcmp(only_type, types[t].name) != 0))
 				continue;
-			bench_one(&shapes[s], types[t].t, types[t].name, ctx, steps, true, &res[n]);
+			bench_one(&shapes[s], types[t].t, types[t].name, ctx, steps, &opt, &res[n]);
 			fprintf(stderr, "llm-gpu-bench: %s %s done\n", shapes[s].name, types[t].name);
 			n++;
 		}
 	/* what fusing launches and programmatic dependent launch buy: the 8B BF16 model without each */
 	if (unfused && (!only_shape || strcmp(only_shape, "8B") == 0) && (!only_type || strcmp(only_type, "BF16") == 0))
 	{
-		bool		pdl = llm_cuda_pdl_on();
-
-		bench_one(&shapes[1], LLM_TYPE_BF16, "BF16*", ctx, steps, false, &res[n++]);
-		setenv("LLM_CUDA_PDL", "0", 1);
-		bench_one(&shapes[1], LLM_TYPE_BF16, "BF16+", ctx, steps, true, &res[n++]);
-		unsetenv("LLM_CUDA_PDL");
-		llm_cuda_set_pdl(pdl);
+		variant = opt;
+		variant.fuse = false;
+		bench_one(&shapes[1], LLM_TYPE_BF16, "BF16*", ctx, steps, &variant, &res[n++]);
+		variant = opt;
+		variant.pdl = false;
+		bench_one(&shapes[1], LLM_TYPE_BF16, "BF16+", ctx, steps, &variant, &res[n++]);
 	}
 	write_results(out, res, n, device, ctx);
 	printf("\n%s, context %d, F16 KV cache; roofline = weight bytes per step / step time / %.1f TB/s%s\n", device,

@@ -23,9 +23,6 @@ const char *llm_cuda_device_name(const LlmBackend *be);
  */
 LlmStatus	llm_cuda_weight_random(LlmBackend *be, const LlmWeight *w, uint64_t seed, float std, LlmError *err);
 
-/* Hold ops back to fuse them (the default; LLM_CUDA_FUSE=0 starts without). */
-void		llm_cuda_set_fuse(LlmBackend *be, bool on);
-
 /* Device bytes held for weights. */
 size_t		llm_cuda_weight_bytes(const LlmBackend *be);
 

@@ -2,7 +2,7 @@
  * elementwise.cu
  *		The small ops between the matmuls: RMSNorm, RoPE, the gated
  *		activations (SwiGLU, GeGLU), residual adds, the logits' soft cap and
- *		gathering rows; and two fusions of them (fuse.c): a residual add with
+ *		gathering rows; and two fusions of them (fused.c): a residual add with
  *		the RMSNorm that reads its sum, and RoPE of Q and K in one launch.
  *		Each follows its scalar reference in cpu/ops_ref.c expression for
  *		expression (RMSNorm's sum of squares is a tree here, so only it

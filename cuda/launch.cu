@@ -3,7 +3,8 @@
  *		What every kernel launch of the CUDA backend shares: whether kernels
  *		go out as programmatic dependents of the kernel before them
  *		(common.cuh's llm_launch and pdl_wait).  The backend turns it on for
- *		sm_90 and newer unless LLM_CUDA_PDL=0.
+ *		sm_90 and newer unless its options say not to (LlmBackendOptions.pdl);
+ *		it is one switch for the process, set by the backend created last.
  */
 #include "common.cuh"
 

@@ -29,6 +29,8 @@
  */
 #include "backend_cuda.h"
 
+#include <string.h>
+
 #define WBF_MAX_BYTES ((size_t) 256 << 20)
 
 /*
@@ -115,7 +117,7 @@ gemm(CudaBackend *cb, const CudaMat *m, const float *x, float *y, int n)
 	}
 }
 
-/* Run a GEMV job now: the split layouts' activations are quantized once for all its matrices. */
+/* Run a GEMV job of n <= CUDA_GEMV_MAX_TOKENS tokens: the split layouts' activations are quantized once for all its matrices. */
 void
 cuda_run_gemv(CudaBackend *cb, const CudaGemvJob *job, const float *x, int n)
 {
@@ -133,28 +135,52 @@ cuda_run_gemv(CudaBackend *cb, const CudaGemvJob *job, const float *x, int n)
 	cuda_ok(cb, llm_cuda_gemv(job, x, xq, n, cb->stream), "kernel gemv");
 }
 
-/* y (n, rows) = x (n, cols) w^T: a GEMV (held for fusion, fuse.c) or cuBLAS. */
+/* Whether matmuls of n tokens take the GEMV kernels: up to CUDA_GEMV_MAX_TOKENS, or any number when deterministic. */
+bool
+cuda_gemv_takes(const CudaBackend *cb, int n)
+{
+	return n <= CUDA_GEMV_MAX_TOKENS || cb->base.deterministic;
+}
+
+/*
+ * Run a GEMV job of any number of tokens, CUDA_GEMV_MAX_TOKENS at a time:
+ * a token's bits from the GEMV kernels do not depend on the other tokens
+ * of the launch (test_cuda), so deterministic backends take this for
+ * every matmul.
+ */
+void
+cuda_gemv(CudaBackend *cb, const CudaGemvJob *job, const float *x, int n)
+{
+	CudaGemvJob part = *job;
+
+	for (int t = 0; t < n; t += CUDA_GEMV_MAX_TOKENS)
+	{
+		for (int i = 0; i < job->count; i++)
+			part.y[i] = job->y[i] + (size_t) t * job->w[i].rows;
+		cuda_run_gemv(cb, &part, x + (size_t) t * job->w[0].cols,
+					  n - t < CUDA_GEMV_MAX_TOKENS ? n - t : CUDA_GEMV_MAX_TOKENS);
+	}
+}
+
+/* y (n, rows) = x (n, cols) w^T: a GEMV, or cuBLAS for more tokens than it takes. */
 void
 cuda_matmul(LlmBackend *be, const LlmWeight *w, const float *x, float *y, int n)
 {
 	CudaBackend *cb = (CudaBackend *) be;
 	const CudaMat *m;
+	CudaGemvJob job;
 
 	if (cb->err_status != LLM_OK || n < 1 || (m = cuda_mat(cb, w)) == NULL)
 		return;
-	if (n > CUDA_GEMV_MAX_TOKENS && cb->base.deterministic)
+	if (!cuda_gemv_takes(cb, n))
 	{
-		/* a token's GEMV bits do not depend on the others of its launch (test_cuda): 8 at a time */
-		for (int t = 0; t < n; t += CUDA_GEMV_MAX_TOKENS)
-			cuda_gemv_submit(cb, m, x + (size_t) t * m->cols, y + (size_t) t * m->rows,
-							 n - t < CUDA_GEMV_MAX_TOKENS ? n - t : CUDA_GEMV_MAX_TOKENS);
-		return;
-	}
-	if (n > CUDA_GEMV_MAX_TOKENS)
-	{
-		cuda_flush(cb);
 		gemm(cb, m, x, y, n);
 		return;
 	}
-	cuda_gemv_submit(cb, m, x, y, n);
+	memset(&job, 0, sizeof(job));
+	job.count = 1;
+	job.glu = -1;
+	job.w[0] = *m;
+	job.y[0] = y;
+	cuda_gemv(cb, &job, x, n);
 }

@@ -22,7 +22,11 @@
  *
  * Without a CUDA device (or driver) it prints "SKIP: no CUDA device" and
  * passes.  Under the CPU emulator (cuda/emu) the same program runs the
- * kernels on the CPU.  --quick runs fewer shapes.
+ * kernels on the CPU.  --quick runs fewer shapes; --no-fuse, --no-pdl and
+ * --fp32-gemm create the backend with those options (LlmBackendOptions),
+ * to localise a failure.  The fused ops, and whole forward passes, also
+ * run on a second backend without fused ops: the results must be the same
+ * bits.
  */
 #include <math.h>
 #include <stdio.h>
@@ -49,8 +53,10 @@
 /* Kernel launches so far, in the CPU emulator only (NULL on a GPU). */
 extern long llm_cuda_emu_launches(void) __attribute__((weak));
 
-static LlmBackend *gpu;
+static LlmBackend *gpu;			/* with the options of the command line */
+static LlmBackend *gpu_unfused; /* the same without the fused ops */
 static LlmBackend *cpu;
+static LlmBackendOptions gpu_opts;
 static bool quick;
 
 /* ---- the closing table: worst error per check ---- */
@@ -473,6 +479,32 @@ test_matmul(void)
 			}
 		}
 	}
+
+	/* cuBLAS on weights decoded to float (the path of GPUs before sm_80), here on any GPU */
+	if (!gpu_opts.fp32_gemm)
+	{
+		LlmBackendOptions o = gpu_opts;
+		LlmBackend *saved = gpu;
+		LlmBackend *fp32 = NULL;
+		LlmError	err;
+
+		o.fp32_gemm = true;
+		TEST_CHECK(llm_backend_new(LLM_DEVICE_CUDA, &o, &fp32, &err) == LLM_OK, "backend: %s", err.msg);
+		gpu = fp32;
+		for (size_t t = 0; fp32 != NULL && t < sizeof(types) / sizeof(types[0]); t++)
+		{
+			LlmWeight	w;
+			char		fam[48];
+
+			if (quick && types[t].type != LLM_TYPE_Q8_0 && types[t].type != LLM_TYPE_Q4_K)
+				continue;
+			make_weight(&w, types[t].type, types[t].scheme, 67, 512);
+			snprintf(fam, sizeof(fam), "matmul %s cuBLAS FP32", types[t].name);
+			matmul_case(fam, &w, 12, types[t].gemv_tol);
+		}
+		llm_backend_free(fp32);
+		gpu = saved;
+	}
 }
 
 /* ---- the small ops ---- */
@@ -642,6 +674,272 @@ test_sampling(void)
 	gpu->ops->free(gpu, xd);
 	free(x);
 	free(p);
+}
+
+/* ---- the fused ops ---- */
+
+/* Download n floats of d after be's work is done. */
+static float *
+be_read(LlmBackend *be, const float *d, size_t n)
+{
+	LlmError	err;
+
+	TEST_CHECK(be->ops->sync(be, &err) == LLM_OK, "sync: %s", err.msg);
+	return dev_read(d, n);
+}
+
+/* A fused op's output a against the same without fused ops (b, bit for bit) and the reference (want). */
+static void
+fused_compare(const char *family, const char *label, const float *a, const float *b, const float *want, size_t n,
+			  double tol)
+{
+	TEST_CHECK(memcmp(a, b, n * sizeof(float)) == 0, "%s %s: with and without fused ops differ", family, label);
+	check_close(family, label, a, want, n, tol);
+}
+
+/* Launches of one fused GEMV job of n tokens of type (emulator): 8 tokens a launch, split layouts quantize first. */
+static long
+fused_launches(LlmType type, int n)
+{
+	long		chunks = (n + CUDA_GEMV_MAX_TOKENS - 1) / CUDA_GEMV_MAX_TOKENS;
+
+	return chunks * (type == LLM_TYPE_Q8_0 || type == LLM_TYPE_Q4_0 ? 2 : 1);
+}
+
+/*
+ * matmul_multi of Q, K and V shapes and matmul_glu of a gate and an up
+ * matrix of type, for n tokens (deterministic: as such a backend), on the
+ * GPU with and without fused ops and on the reference; mixed: K of
+ * another type, so Q, K and V cannot share a GEMV launch.
+ */
+static void
+fused_matmul_case(const char *name, LlmType type, LlmQuantScheme scheme, bool mixed, int n, bool det, double tol)
+{
+	LlmWeight	wq;
+	LlmWeight	wk;
+	LlmWeight	wv;
+	LlmWeight	wg;
+	LlmWeight	wu;
+	const LlmWeight *qkv[3] = {&wq, &wk, &wv};
+	int			cols = 256;
+	float	   *x = rand_floats((size_t) n * cols, 1.0f);
+	float	   *xd = dev_from(x, (size_t) n * cols);
+	float	   *want[3];
+	float	   *yd[2][3];
+	float	   *got[2][3];
+	char		fam[64];
+	char		lab[64];
+	LlmActivation act = n % 2 ? LLM_ACT_SILU : LLM_ACT_GELU_TANH;
+
+	make_weight(&wq, type, scheme, 48, cols);
+	make_weight(&wk, mixed ? LLM_TYPE_F16 : type, mixed ? LLM_QUANT_NONE : scheme, 16, cols);
+	make_weight(&wv, type, scheme, 16, cols);
+	make_weight(&wg, type, scheme, 40, cols);
+	make_weight(&wu, type, scheme, 40, cols);
+	gpu->deterministic = gpu_unfused->deterministic = det;
+	snprintf(lab, sizeof(lab), "%d tokens%s%s", n, mixed ? ", K in F16" : "", det ? ", deterministic" : "");
+
+	/* Q, K, V */
+	for (int i = 0; i < 3; i++)
+		want[i] = malloc((size_t) n * qkv[i]->rows * sizeof(float));
+	llm_be_matmul_multi(cpu, qkv, x, want, 3, n);
+	for (int b = 0; b < 2; b++)
+	{
+		for (int i = 0; i < 3; i++)
+		{
+			yd[b][i] = dev_new((size_t) n * qkv[i]->rows);
+			dev_poison(yd[b][i], (size_t) n * qkv[i]->rows);
+		}
+		{
+			long		l0;
+
+			llm_be_matmul_multi(b == 0 ? gpu : gpu_unfused, qkv, xd, yd[b], 3, n);	/* uploads the weights */
+			l0 = llm_cuda_emu_launches ? llm_cuda_emu_launches() : 0;
+			llm_be_matmul_multi(b == 0 ? gpu : gpu_unfused, qkv, xd, yd[b], 3, n);
+			if (llm_cuda_emu_launches && b == 0 && gpu_opts.fuse && !mixed && (n <= 8 || det))
+				TEST_CHECK(llm_cuda_emu_launches() - l0 == fused_launches(type, n),
+						   "matmul_multi %s, %d tokens: %ld launches, expected %ld", name, n,
+						   llm_cuda_emu_launches() - l0, fused_launches(type, n));
+		}
+		for (int i = 0; i < 3; i++)
+			got[b][i] = be_read(b == 0 ? gpu : gpu_unfused, yd[b][i], (size_t) n * qkv[i]->rows);
+	}
+	snprintf(fam, sizeof(fam), "matmul_multi %s %s", name, n > 8 && !det ? "cuBLAS" : "GEMV");
+	for (int i = 0; i < 3; i++)
+	{
+		fused_compare(fam, lab, got[0][i], got[1][i], want[i], (size_t) n * qkv[i]->rows, tol);
+		free(want[i]);
+		for (int b = 0; b < 2; b++)
+		{
+			free(got[b][i]);
+			gpu->ops->free(gpu, yd[b][i]);
+		}
+	}
+
+	/* gate and up with the GLU into gate */
+	want[0] = malloc((size_t) n * wg.rows * sizeof(float));
+	want[1] = malloc((size_t) n * wu.rows * sizeof(float));
+	llm_be_matmul_glu(cpu, &wg, &wu, x, want[0], want[1], n, act);
+	for (int b = 0; b < 2; b++)
+	{
+		yd[b][0] = dev_new((size_t) n * wg.rows);
+		yd[b][1] = dev_new((size_t) n * wu.rows);
+		dev_poison(yd[b][0], (size_t) n * wg.rows);
+		{
+			long		l0;
+
+			llm_be_matmul_glu(b == 0 ? gpu : gpu_unfused, &wg, &wu, xd, yd[b][0], yd[b][1], n, act);
+			l0 = llm_cuda_emu_launches ? llm_cuda_emu_launches() : 0;
+			llm_be_matmul_glu(b == 0 ? gpu : gpu_unfused, &wg, &wu, xd, yd[b][0], yd[b][1], n, act);
+			if (llm_cuda_emu_launches && b == 0 && gpu_opts.fuse && (n <= 8 || det))
+				TEST_CHECK(llm_cuda_emu_launches() - l0 == fused_launches(type, n),
+						   "matmul_glu %s, %d tokens: %ld launches, expected %ld", name, n,
+						   llm_cuda_emu_launches() - l0, fused_launches(type, n));
+		}
+		got[b][0] = be_read(b == 0 ? gpu : gpu_unfused, yd[b][0], (size_t) n * wg.rows);
+	}
+	snprintf(fam, sizeof(fam), "matmul_glu %s %s", name, n > 8 && !det ? "cuBLAS" : "GEMV");
+	fused_compare(fam, lab, got[0][0], got[1][0], want[0], (size_t) n * wg.rows, tol);
+	for (int b = 0; b < 2; b++)
+	{
+		free(got[b][0]);
+		dev_free(yd[b][0], yd[b][1], NULL);
+	}
+	free(want[0]);
+	free(want[1]);
+	gpu->deterministic = gpu_unfused->deterministic = gpu_opts.deterministic;
+	dev_free(xd, NULL, NULL);
+	free(x);
+}
+
+/* x += r; y = rmsnorm(x) in one op (y into another buffer and into r), both weight conventions. */
+static void
+fused_add_rmsnorm_case(int dim, bool add_one, bool into_r)
+{
+	int			n = 5;
+	size_t		len = (size_t) n * dim;
+	float	   *x = rand_floats(len, 3.0f);
+	float	   *r = rand_floats(len, 3.0f);
+	float	   *w = keep(rand_floats((size_t) dim, 1.0f));
+	float	   *want_y = malloc(len * sizeof(float));
+	float	   *got_x[2];
+	float	   *got_y[2];
+	char		lab[64];
+
+	for (int b = 0; b < 2; b++)
+	{
+		LlmBackend *be = b == 0 ? gpu : gpu_unfused;
+		float	   *xd = dev_from(x, len);
+		float	   *rd = dev_from(r, len);
+		float	   *yd = into_r ? rd : dev_new(len);
+
+		if (!into_r)
+			dev_poison(yd, len);
+		llm_be_add_rmsnorm(be, xd, rd, w, yd, n, dim, 1e-6f, add_one);
+		got_x[b] = be_read(be, xd, len);
+		got_y[b] = dev_read(yd, len);
+		dev_free(xd, rd, into_r ? NULL : yd);
+	}
+	llm_be_add_rmsnorm(cpu, x, r, w, into_r ? r : want_y, n, dim, 1e-6f, add_one);
+	snprintf(lab, sizeof(lab), "dim %d%s%s", dim, add_one ? ", 1 + w" : "", into_r ? ", y = r" : "");
+	fused_compare("add_rmsnorm (sum)", lab, got_x[0], got_x[1], x, len, TOL_FLOAT);
+	fused_compare("add_rmsnorm", lab, got_y[0], got_y[1], into_r ? r : want_y, len, TOL_FLOAT);
+	for (int b = 0; b < 2; b++)
+	{
+		free(got_x[b]);
+		free(got_y[b]);
+	}
+	free(x);
+	free(r);
+	free(want_y);
+}
+
+/* RoPE of q (8 heads) and k (2 heads) at the same positions in one op, both layouts, partial rotation. */
+static void
+fused_rope_case(LlmRopeMode mode, int rope_dim)
+{
+	int			n = 6;
+	int			hd = 64;
+	int			hq = 8;
+	int			hk = 2;
+	int32_t		pos[6] = {0, 1, 17, 300, 4095, 9000};
+	float	   *freq = keep(malloc((size_t) rope_dim / 2 * sizeof(float)));
+	float	   *q = rand_floats((size_t) n * hq * hd, 2.0f);
+	float	   *k = rand_floats((size_t) n * hk * hd, 2.0f);
+	float	   *got_q[2];
+	float	   *got_k[2];
+	char		lab[64];
+
+	for (int i = 0; i < rope_dim / 2; i++)
+		freq[i] = powf(10000.0f, -2.0f * i / rope_dim);
+	for (int b = 0; b < 2; b++)
+	{
+		LlmBackend *be = b == 0 ? gpu : gpu_unfused;
+		float	   *qd = dev_from(q, (size_t) n * hq * hd);
+		float	   *kd = dev_from(k, (size_t) n * hk * hd);
+
+		llm_be_rope_qk(be, qd, hq, kd, hk, pos, n, hd, rope_dim, freq, mode);
+		got_q[b] = be_read(be, qd, (size_t) n * hq * hd);
+		got_k[b] = dev_read(kd, (size_t) n * hk * hd);
+		dev_free(qd, kd, NULL);
+	}
+	llm_be_rope_qk(cpu, q, hq, k, hk, pos, n, hd, rope_dim, freq, mode);
+	snprintf(lab, sizeof(lab), "%s, rope_dim %d", mode == LLM_ROPE_NEOX ? "neox" : "adjacent", rope_dim);
+	fused_compare("rope_qk (q)", lab, got_q[0], got_q[1], q, (size_t) n * hq * hd, TOL_FLOAT);
+	fused_compare("rope_qk (k)", lab, got_k[0], got_k[1], k, (size_t) n * hk * hd, TOL_FLOAT);
+	for (int b = 0; b < 2; b++)
+	{
+		free(got_q[b]);
+		free(got_k[b]);
+	}
+	free(q);
+	free(k);
+}
+
+/*
+ * The fused ops against the same on a backend without them (bit for bit)
+ * and the reference's composition: GEMV-sized batches (one fused launch),
+ * 12 tokens (cuBLAS, or with deterministic the GEMV 8 at a time), and
+ * matrices that cannot share a launch.
+ */
+static void
+test_fused(void)
+{
+	static const struct
+	{
+		LlmType		type;
+		LlmQuantScheme scheme;
+		const char *name;
+		double		tol;
+	}			types[] = {
+		{LLM_TYPE_F16, LLM_QUANT_NONE, "F16", TOL_FLOAT},
+		{LLM_TYPE_BF16, LLM_QUANT_NONE, "BF16", TOL_FLOAT},
+		{LLM_TYPE_Q8_0, LLM_QUANT_NONE, "Q8_0", TOL_Q8ACT},
+		{LLM_TYPE_Q4_0, LLM_QUANT_INT4_G32, "INT4_G32", TOL_Q8ACT},
+		{LLM_TYPE_Q4_K, LLM_QUANT_NONE, "Q4_K", TOL_FLOAT},
+	};
+
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+	{
+		fused_matmul_case(types[t].name, types[t].type, types[t].scheme, false, 1, false, types[t].tol);
+		fused_matmul_case(types[t].name, types[t].type, types[t].scheme, false, 3, false, types[t].tol);
+		fused_matmul_case(types[t].name, types[t].type, types[t].scheme, false, 12, true, types[t].tol);
+		if (quick)
+			continue;
+		fused_matmul_case(types[t].name, types[t].type, types[t].scheme, false, 8, false, types[t].tol);
+		fused_matmul_case(types[t].name, types[t].type, types[t].scheme, false, 12, false, TOL_BF16);
+		fused_matmul_case(types[t].name, types[t].type, types[t].scheme, true, 2, false, types[t].tol);
+		fused_matmul_case(types[t].name, types[t].type, types[t].scheme, true, 12, false, TOL_BF16);
+	}
+	for (int add_one = 0; add_one < 2; add_one++)
+	{
+		fused_add_rmsnorm_case(300, add_one, false);
+		fused_add_rmsnorm_case(2048, add_one, false);
+		fused_add_rmsnorm_case(64, add_one, true);
+	}
+	fused_rope_case(LLM_ROPE_ADJACENT, 64);
+	fused_rope_case(LLM_ROPE_NEOX, 64);
+	fused_rope_case(LLM_ROPE_NEOX, 32);
 }
 
 /* ---- the KV cache and attention ---- */
@@ -928,31 +1226,39 @@ forward_case(const char *name, LlmModel *m, double tol)
 	};
 	LlmKvCache	kc;
 	LlmKvCache	kg;
+	LlmKvCache	ku;
 	LlmKvSeq	sc[2] = {{0}};
 	LlmKvSeq	sg[2] = {{0}};
+	LlmKvSeq	su[2] = {{0}};
 	LlmRunState rc;
 	LlmRunState rg;
+	LlmRunState ru;
 	LlmError	err;
 	int			past[2] = {0, 0};
 	static const int steps[3][2] = {{12, 5}, {1, 1}, {9, 0}};
 
 	TEST_CHECK(gpu->ops->prepare(gpu, m, &err) == LLM_OK, "prepare %s: %s", name, err.msg);
+	TEST_CHECK(gpu_unfused->ops->prepare(gpu_unfused, m, &err) == LLM_OK, "prepare %s: %s", name, err.msg);
 	TEST_CHECK(llm_kv_init(&kc, &kp, &err) == LLM_OK, "%s", err.msg);
 	kp.device_storage = true;
 	TEST_CHECK(llm_kv_init(&kg, &kp, &err) == LLM_OK, "%s", err.msg);
+	TEST_CHECK(llm_kv_init(&ku, &kp, &err) == LLM_OK, "%s", err.msg);
 	TEST_CHECK(llm_run_state_init(&rc, c, 32, &err) == LLM_OK, "%s", err.msg);
 	TEST_CHECK(llm_run_state_init(&rg, c, 32, &err) == LLM_OK, "%s", err.msg);
+	TEST_CHECK(llm_run_state_init(&ru, c, 32, &err) == LLM_OK, "%s", err.msg);
 	for (int st = 0; st < 3; st++)
 	{
 		int32_t		tok[32];
 		int32_t		pos[32];
 		LlmKvSeq   *bc[32];
 		LlmKvSeq   *bg[32];
+		LlmKvSeq   *bu[32];
 		bool		want[32];
 		int			n = 0;
 		int			n_out = 0;
 		float	   *lc;
 		float	   *lg;
+		float	   *lu;
 		LlmBatch	b;
 		char		lab[64];
 
@@ -964,6 +1270,7 @@ forward_case(const char *name, LlmModel *m, double tol)
 				pos[n] = past[s] + j;
 				bc[n] = &sc[s];
 				bg[n] = &sg[s];
+				bu[n] = &su[s];
 				want[n] = j == steps[st][s] - 1 || st == 2;
 				n_out += want[n];
 				n++;
@@ -972,13 +1279,15 @@ forward_case(const char *name, LlmModel *m, double tol)
 			{
 				TEST_CHECK(llm_kv_seq_reserve(&kc, &sc[s], past[s] + steps[st][s], &err) == LLM_OK, "%s", err.msg);
 				TEST_CHECK(llm_kv_seq_reserve(&kg, &sg[s], past[s] + steps[st][s], &err) == LLM_OK, "%s", err.msg);
+				TEST_CHECK(llm_kv_seq_reserve(&ku, &su[s], past[s] + steps[st][s], &err) == LLM_OK, "%s", err.msg);
 			}
 			past[s] += steps[st][s];
 		}
 		lc = malloc((size_t) n_out * c->n_vocab * sizeof(float));
 		lg = malloc((size_t) n_out * c->n_vocab * sizeof(float));
+		lu = malloc((size_t) n_out * c->n_vocab * sizeof(float));
 		for (size_t i = 0; i < (size_t) n_out * c->n_vocab; i++)
-			lg[i] = NAN;
+			lg[i] = lu[i] = NAN;
 		b = (LlmBatch) {n, tok, pos, bc, want};
 		TEST_CHECK(llm_forward(m, cpu, &kc, &rc, &b, lc, &err) == LLM_OK, "forward (cpu): %s", err.msg);
 		b.seq = bg;
@@ -986,8 +1295,7 @@ forward_case(const char *name, LlmModel *m, double tol)
 			long		l0 = llm_cuda_emu_launches ? llm_cuda_emu_launches() : 0;
 
 			TEST_CHECK(llm_forward(m, gpu, &kg, &rg, &b, lg, &err) == LLM_OK, "forward (cuda): %s", err.msg);
-			if (llm_cuda_emu_launches && st == 1 && m->weights.layers[0].q_norm == NULL &&
-				(getenv("LLM_CUDA_FUSE") == NULL || atoi(getenv("LLM_CUDA_FUSE")) != 0))
+			if (llm_cuda_emu_launches && st == 1 && m->weights.layers[0].q_norm == NULL && gpu_opts.fuse)
 			{
 				long		launches = llm_cuda_emu_launches() - l0;
 				LlmType		wt = m->weights.layers[0].wq.type;
@@ -1003,11 +1311,20 @@ forward_case(const char *name, LlmModel *m, double tol)
 						   name, launches, c->n_layers);
 			}
 		}
+		/* the same step without the fused ops: the same bits */
+		b.seq = bu;
+		TEST_CHECK(llm_forward(m, gpu_unfused, &ku, &ru, &b, lu, &err) == LLM_OK, "forward (cuda, unfused): %s",
+				   err.msg);
+		TEST_CHECK(memcmp(lg, lu, (size_t) n_out * c->n_vocab * sizeof(float)) == 0,
+				   "%s step %d: the logits with and without fused ops differ", name, st);
 		snprintf(lab, sizeof(lab), "step %d (%d tokens)", st, n);
 		check_close(name, lab, lg, lc, (size_t) n_out * c->n_vocab, tol);
 		free(lc);
 		free(lg);
+		free(lu);
 	}
+	printf("cuda: %s: logits with and without fused ops are the same bits\n", name);
+	llm_run_state_free(&ru);
 	llm_run_state_free(&rg);
 	llm_run_state_free(&rc);
 	for (int s = 0; s < 2; s++)
@@ -1016,9 +1333,12 @@ forward_case(const char *name, LlmModel *m, double tol)
 		llm_kv_seq_free(&sc[s]);
 		llm_kv_seq_release(&kg, &sg[s]);
 		llm_kv_seq_free(&sg[s]);
+		llm_kv_seq_release(&ku, &su[s]);
+		llm_kv_seq_free(&su[s]);
 	}
 	llm_kv_free(&kc);
 	llm_kv_free(&kg);
+	llm_kv_free(&ku);
 }
 
 /* Forward passes of stories260K (F32, then own INT8 and INT4) and, when cached, Gemma 3 270M (Q4_K_M). */
@@ -1070,7 +1390,8 @@ test_forward(void)
  * logprobs into tok and lp (DET_PROMPTS, DET_NEW), their counts into n.
  */
 static void
-det_run(LlmModel *m, const char *const *prompts, int max_seqs, int max_batch_tokens, int32_t *tok, float *lp, int *n)
+det_run(LlmModel *m, const char *const *prompts, int max_seqs, int max_batch_tokens, bool fuse, int32_t *tok,
+		float *lp, int *n)
 {
 	LlmEngineConfig ec;
 	LlmEngine  *e = NULL;
@@ -1081,6 +1402,8 @@ det_run(LlmModel *m, const char *const *prompts, int max_seqs, int max_batch_tok
 	llm_engine_config_default(&ec);
 	ec.device = LLM_DEVICE_CUDA;
 	ec.deterministic = true;
+	ec.gpu_fusion = fuse;
+	ec.gpu_pdl = gpu_opts.pdl;
 	ec.max_seqs = max_seqs;
 	ec.max_batch_tokens = max_batch_tokens;
 	ec.step_time_ms = 0;
@@ -1137,10 +1460,11 @@ test_deterministic(void)
 	char		path[1024];
 	LlmModel   *m;
 	LlmError	err;
-	int32_t		tok[2][DET_PROMPTS * DET_NEW];
-	float		lp[2][DET_PROMPTS * DET_NEW];
-	int			n[2][DET_PROMPTS] = {{0}};
+	int32_t		tok[3][DET_PROMPTS * DET_NEW];
+	float		lp[3][DET_PROMPTS * DET_NEW];
+	int			n[3][DET_PROMPTS] = {{0}};
 	int			diff = 0;
+	int			diff_unfused = 0;
 
 	snprintf(path, sizeof(path), "%s/models/stories260K.gguf", test_shared_dir());
 	if (llm_model_load(path, &m, &err) != LLM_OK)
@@ -1148,18 +1472,25 @@ test_deterministic(void)
 		TEST_CHECK(false, "load %s: %s", path, err.msg);
 		return;
 	}
-	det_run(m, prompts, 1, 512, tok[0], lp[0], n[0]);
-	det_run(m, prompts, DET_PROMPTS, 7, tok[1], lp[1], n[1]);
+	det_run(m, prompts, 1, 512, gpu_opts.fuse, tok[0], lp[0], n[0]);
+	det_run(m, prompts, DET_PROMPTS, 7, gpu_opts.fuse, tok[1], lp[1], n[1]);
+	det_run(m, prompts, DET_PROMPTS, 7, false, tok[2], lp[2], n[2]);
 	for (int i = 0; i < DET_PROMPTS; i++)
 	{
-		TEST_CHECK(n[0][i] == DET_NEW && n[1][i] == DET_NEW, "prompt %d: %d and %d tokens", i, n[0][i], n[1][i]);
+		TEST_CHECK(n[0][i] == DET_NEW && n[1][i] == DET_NEW && n[2][i] == DET_NEW, "prompt %d: %d, %d and %d tokens",
+				   i, n[0][i], n[1][i], n[2][i]);
 		diff += memcmp(tok[0] + i * DET_NEW, tok[1] + i * DET_NEW, (size_t) n[0][i] * sizeof(int32_t)) != 0 ||
 			memcmp(lp[0] + i * DET_NEW, lp[1] + i * DET_NEW, (size_t) n[0][i] * sizeof(float)) != 0;
+		diff_unfused += memcmp(tok[1] + i * DET_NEW, tok[2] + i * DET_NEW, (size_t) n[1][i] * sizeof(int32_t)) != 0 ||
+			memcmp(lp[1] + i * DET_NEW, lp[2] + i * DET_NEW, (size_t) n[1][i] * sizeof(float)) != 0;
 	}
 	TEST_CHECK(diff == 0, "deterministic: %d of %d prompts differ between alone and batched in chunks of 7", diff,
 			   DET_PROMPTS);
-	printf("cuda: deterministic, %d prompts alone vs together in steps of 7 tokens: %s\n", DET_PROMPTS,
-		   diff == 0 ? "same tokens and logprobs" : "DIFFER");
+	TEST_CHECK(diff_unfused == 0, "deterministic: %d of %d prompts differ between fused ops and none", diff_unfused,
+			   DET_PROMPTS);
+	printf("cuda: deterministic, %d prompts alone vs together in steps of 7 tokens: %s; without fused ops: %s\n",
+		   DET_PROMPTS, diff == 0 ? "same tokens and logprobs" : "DIFFER",
+		   diff_unfused == 0 ? "the same" : "DIFFER");
 	llm_model_free(m);
 }
 
@@ -1181,6 +1512,8 @@ generate(LlmModel *m, LlmDevice device, const char *prompt, int n_new)
 
 	llm_engine_config_default(&ec);
 	ec.device = device;
+	ec.gpu_fusion = gpu_opts.fuse;
+	ec.gpu_pdl = gpu_opts.pdl;
 	ec.kv_type = LLM_KV_F32;
 	ec.max_seqs = 1;
 	if (llm_engine_new(m, &ec, &e, &err) != LLM_OK ||
@@ -1320,19 +1653,32 @@ main(int argc, char **argv)
 	LlmError	err;
 	const char *only = NULL;
 
+	llm_backend_options_default(&gpu_opts);
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--quick") == 0)
 			quick = true;
+		else if (strcmp(argv[i], "--no-fuse") == 0)
+			gpu_opts.fuse = false;
+		else if (strcmp(argv[i], "--no-pdl") == 0)
+			gpu_opts.pdl = false;
+		else if (strcmp(argv[i], "--fp32-gemm") == 0)
+			gpu_opts.fp32_gemm = true;
+		else if (argv[i][0] == '-')
+		{
+			fprintf(stderr, "usage: test_cuda [--quick] [--no-fuse] [--no-pdl] [--fp32-gemm] "
+					"[matmul|ops|fused|attention|errors|forward|golden|deterministic]\n");
+			return 2;
+		}
 		else
 			only = argv[i];
 	if (llm_cuda_device_count() == 0)
 	{
 		/* still: asking for CUDA fails with a message, and auto falls back to the CPU */
 		LlmBackend *be = NULL;
-		LlmStatus	st = llm_backend_new(LLM_DEVICE_CUDA, 1, &be, &err);
+		LlmStatus	st = llm_backend_new(LLM_DEVICE_CUDA, &gpu_opts, &be, &err);
 		bool		ok = st != LLM_OK && strstr(err.msg, "no CUDA device") != NULL;
 
-		if (llm_backend_new(LLM_DEVICE_AUTO, 1, &be, &err) == LLM_OK)
+		if (llm_backend_new(LLM_DEVICE_AUTO, &gpu_opts, &be, &err) == LLM_OK)
 		{
 			ok = ok && !llm_cuda_is_backend(be) && !be->device_memory;
 			llm_backend_free(be);
@@ -1342,15 +1688,22 @@ main(int argc, char **argv)
 		printf("SKIP: no CUDA device%s\n", ok ? "" : " (and the device choice misbehaves)");
 		return ok ? 0 : 1;
 	}
-	if (llm_backend_new(LLM_DEVICE_CUDA, 1, &gpu, &err) != LLM_OK)
 	{
-		printf("cuda: could not create the backend: %s\n", err.msg);
-		return 1;
+		LlmBackendOptions plain = gpu_opts;
+
+		plain.fuse = false;
+		if (llm_backend_new(LLM_DEVICE_CUDA, &plain, &gpu_unfused, &err) != LLM_OK ||
+			llm_backend_new(LLM_DEVICE_CUDA, &gpu_opts, &gpu, &err) != LLM_OK)
+		{
+			printf("cuda: could not create the backend: %s\n", err.msg);
+			return 1;
+		}
 	}
 	if (llm_backend_cpu_new(1, &cpu, &err) != LLM_OK)
 		return 1;
 	cpu->ops = &llm_cpu_ref_ops;	/* the scalar reference, whatever the processor */
-	printf("cuda: device %s\n", llm_cuda_device_name(gpu));
+	printf("cuda: device %s%s%s%s\n", llm_cuda_device_name(gpu), gpu_opts.fuse ? "" : ", no fused ops",
+		   gpu_opts.pdl ? "" : ", no programmatic dependent launch", gpu_opts.fp32_gemm ? ", FP32 GEMM" : "");
 	if (only == NULL || strcmp(only, "matmul") == 0)
 		test_matmul();
 	if (only == NULL || strcmp(only, "ops") == 0)
@@ -1360,6 +1713,8 @@ main(int argc, char **argv)
 		test_elementwise();
 		test_sampling();
 	}
+	if (only == NULL || strcmp(only, "ops") == 0 || strcmp(only, "fused") == 0)
+		test_fused();
 	if (only == NULL || strcmp(only, "attention") == 0)
 		test_attention();
 	if (only == NULL || strcmp(only, "errors") == 0)
@@ -1372,6 +1727,7 @@ main(int argc, char **argv)
 		test_deterministic();
 	print_table();
 	llm_backend_free(gpu);
+	llm_backend_free(gpu_unfused);
 	llm_backend_free(cpu);
 	for (int i = 0; i < n_kept; i++)
 		free(kept[i]);

@@ -349,7 +349,6 @@ cuda_prepare(LlmBackend *be, const LlmModel *m, LlmError *err)
 	bool		ok;
 	LlmStatus	st;
 
-	cuda_flush(cb);
 	if (!llm_cuda_attn_supported(c->head_dim, c->n_heads / c->n_kv_heads))
 		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
 							 "the CUDA backend's attention does not take heads of %d with %d query heads per KV head",
@@ -386,7 +385,6 @@ llm_cuda_weight_random(LlmBackend *be, const LlmWeight *w, uint64_t seed, float 
 
 	if (!llm_cuda_is_backend(be))
 		return llm_error_set(err, LLM_ERR_INVALID, "not a CUDA backend");
-	cuda_flush(cb);
 	if (layout != CUDA_LAYOUT_F32 && layout != CUDA_LAYOUT_F16 && layout != CUDA_LAYOUT_BF16 &&
 		!(layout == CUDA_LAYOUT_Q8_0R && w->type == LLM_TYPE_Q8_0) && layout != CUDA_LAYOUT_Q4_0R)
 		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "no random weights of this type on the device");

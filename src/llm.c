@@ -26,6 +26,8 @@ char	   *llm_model = NULL;
 char	   *llm_model_dir = NULL;
 int			llm_device = LLM_DEVICE_AUTO;
 bool		llm_deterministic = false;
+bool		llm_gpu_fusion = true;
+bool		llm_gpu_pdl = true;
 int			llm_threads = 0;
 int			llm_max_batch_tokens = 512;
 int			llm_step_time_ms = 100;
@@ -159,6 +161,30 @@ LlmDefineSettings(void)
 							 "the worker next loads a model.",
 							 &llm_deterministic,
 							 false,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("llm.gpu_fusion",
+							 "Runs some steps of the forward pass as one GPU kernel each.",
+							 "On CUDA the Q, K and V projections share one matmul launch, the gate and up "
+							 "projections one with the activation, each residual add one with the norm after it, "
+							 "and RoPE of queries and keys one; answers are the same bits either way.  Off only "
+							 "to compare or to localise a fault.  Takes effect when the worker next loads a model.",
+							 &llm_gpu_fusion,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("llm.gpu_pdl",
+							 "Lets each GPU kernel start while the one before it finishes.",
+							 "Programmatic dependent launch, on CUDA devices of compute capability 9.0 and newer "
+							 "that take it (others ignore the setting); it hides most of the gap between kernels "
+							 "in decoding.  Off only to compare or to localise a fault.  Takes effect when the "
+							 "worker next loads a model.",
+							 &llm_gpu_pdl,
+							 true,
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);

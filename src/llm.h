@@ -32,6 +32,8 @@ extern char *llm_model;
 extern char *llm_model_dir;
 extern int	llm_device;
 extern bool llm_deterministic;
+extern bool llm_gpu_fusion;
+extern bool llm_gpu_pdl;
 extern int	llm_threads;
 extern int	llm_max_batch_tokens;
 extern int	llm_step_time_ms;

@@ -47,6 +47,8 @@ typedef struct LlmModelSettings
 	int			kv_type;
 	int			device;
 	bool		deterministic;
+	bool		gpu_fusion;
+	bool		gpu_pdl;
 	int			quantize;
 	char		quantize_calib[MAXPGPATH];	/* AWQ calibration text; "" = none or quantize none */
 } LlmModelSettings;
@@ -143,6 +145,8 @@ LlmWorkerReadSettings(LlmModelSettings *s)
 	s->kv_type = llm_kv_type;
 	s->device = llm_device;
 	s->deterministic = llm_deterministic;
+	s->gpu_fusion = llm_gpu_fusion;
+	s->gpu_pdl = llm_gpu_pdl;
 	s->quantize = llm_quantize;
 	if (llm_quantize != LLM_QUANT_NONE)
 		strlcpy(s->quantize_calib, llm_quantize_calib ? llm_quantize_calib : "", sizeof(s->quantize_calib));
@@ -284,6 +288,8 @@ LlmWorkerMakeConfig(const LlmModelSettings *s, int n_threads, int model_n_ctx, L
 	config->kv_cache_bytes = (size_t) s->kv_cache_mb * 1024 * 1024;
 	config->device = (LlmDevice) s->device;
 	config->deterministic = s->deterministic;
+	config->gpu_fusion = s->gpu_fusion;
+	config->gpu_pdl = s->gpu_pdl;
 	config->kv_sink_tokens = s->kv_sink_tokens;
 	config->evict_policy = (LlmEvictPolicy) s->kv_evict;
 	/* below 1: a fraction of the context (the model's, as the engine limits it) */

@@ -98,8 +98,8 @@ fi
 echo "gpu-check: tests done at $(elapsed) s"
 if [ $test_rc -ne 0 ]; then
     # localise a failure: the same checks without fusing launches, and without programmatic dependent launch
-    for v in "LLM_CUDA_FUSE=0" "LLM_CUDA_PDL=0" "LLM_CUDA_FUSE=0 LLM_CUDA_PDL=0"; do
-        env $v timeout 120 build/cuda/test_cuda --quick > "$LOG_DIR/gpu_test_variant.log" 2>&1
+    for v in "--no-fuse" "--no-pdl" "--no-fuse --no-pdl"; do
+        timeout 120 build/cuda/test_cuda --quick $v > "$LOG_DIR/gpu_test_variant.log" 2>&1
         echo "gpu-check: with $v: $(grep -E '^cuda: [0-9]+ passed' "$LOG_DIR/gpu_test_variant.log" || echo 'no summary')"
     done
 fi

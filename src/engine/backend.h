@@ -79,6 +79,27 @@ typedef struct LlmBackendOps
 	void		(*add) (LlmBackend *be, float *x, const float *y, int64_t n);
 
 	/*
+	 * Optional fused ops.  Each may be NULL; the forward pass reaches them
+	 * through llm_be_* (below), which then composes the ops above in the
+	 * order each comment gives.  A backend fills one in to save launches
+	 * or passes over memory (CUDA: cuda/fused.c), falling back to its own
+	 * primitives where the fusion does not apply.  Every buffer is distinct
+	 * unless a comment says otherwise.
+	 */
+	/* y[i] (n, w[i]->rows) = x (n, cols) w[i]^T, i < count (Q, K, V): matmul of each in turn */
+	void		(*matmul_multi) (LlmBackend *be, const LlmWeight *const *w, const float *x, float *const *y,
+								 int count, int n);
+	/* gate (n, rows) = act(x Wg^T) * (x Wu^T), up (n, rows) scratch: matmul Wg, matmul Wu, glu into gate */
+	void		(*matmul_glu) (LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x,
+							   float *gate, float *up, int n, LlmActivation act);
+	/* x (n, dim) += r; y (n, dim) = rmsnorm(x) as rmsnorm does it: add, then rmsnorm */
+	void		(*add_rmsnorm) (LlmBackend *be, float *x, const float *r, const float *w, float *y, int n, int dim,
+								float eps, bool add_one);
+	/* rope of q (n, n_heads * head_dim), then of k (n, n_kv_heads * head_dim), at the same positions */
+	void		(*rope_qk) (LlmBackend *be, float *q, int n_heads, float *k, int n_kv_heads, const int32_t *pos,
+							int n, int head_dim, int rope_dim, const float *inv_freq, LlmRopeMode mode);
+
+	/*
 	 * Memory and results.  The activations the forward pass hands to the ops
 	 * above live in the backend's memory (device memory on a GPU); index
 	 * arrays (ids, pos), block tables, slot_pos and H2O scores stay in host
@@ -114,20 +135,54 @@ struct LlmBackend
 	bool		device_storage; /* the KV pool's keys and values live in the backend (LlmKvParams) */
 	bool		device_memory;	/* activations live in memory only the backend reads (alloc, to_host) */
 	/*
-	 * Set by the engine before any op runs: give every token the bits it
-	 * gets alone, whatever else is in the call (the CPU kernels always do;
-	 * the CUDA backend then routes every matmul through its GEMV kernels,
-	 * 8 tokens at a time, and every token's attention through the decode
+	 * From LlmBackendOptions at creation: give every token the bits it gets
+	 * alone, whatever else is in the call (the CPU kernels always do; the
+	 * CUDA backend then routes every matmul through its GEMV kernels, 8
+	 * tokens at a time, and every token's attention through the decode
 	 * kernel in one key range).
 	 */
 	bool		deterministic;
 };
 
+/*
+ * How to create a backend (llm_backend_new).  The CUDA switches exist to
+ * compare and to localise a fault: results agree either way (test_cuda).
+ */
+typedef struct LlmBackendOptions
+{
+	int			n_threads;		/* CPU: compute threads */
+	bool		deterministic;	/* every token gets the bits it gets alone (LlmBackend) */
+	bool		fuse;			/* CUDA: the fused ops (cuda/fused.c); off: the primitives one by one */
+	/*
+	 * CUDA: kernels launch as programmatic dependents of the one before
+	 * (sm_90 and newer, where the device takes it).  One switch for the
+	 * process: the backend created last sets it.
+	 */
+	bool		pdl;
+	bool		fp32_gemm;		/* CUDA, tests only: cuBLAS on weights decoded to float (the pre-sm_80 path) */
+} LlmBackendOptions;
+
+/* Defaults: 1 thread, not deterministic, fusion and programmatic dependent launch on, no FP32 GEMM. */
+void		llm_backend_options_default(LlmBackendOptions *o);
+
+/*
+ * The fused steps of the forward pass (backend.c): be's optional op when it
+ * has one, else the composition its comment in LlmBackendOps gives.
+ */
+void		llm_be_matmul_multi(LlmBackend *be, const LlmWeight *const *w, const float *x, float *const *y,
+								int count, int n);
+void		llm_be_matmul_glu(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x,
+							  float *gate, float *up, int n, LlmActivation act);
+void		llm_be_add_rmsnorm(LlmBackend *be, float *x, const float *r, const float *w, float *y, int n, int dim,
+							   float eps, bool add_one);
+void		llm_be_rope_qk(LlmBackend *be, float *q, int n_heads, float *k, int n_kv_heads, const int32_t *pos,
+						   int n, int head_dim, int rope_dim, const float *inv_freq, LlmRopeMode mode);
+
 /* The CPU backend with the scalar reference kernels. */
 extern const LlmBackendOps llm_cpu_ref_ops;
 
-/* Create the backend for device (backend.c): CUDA, or the CPU with n_threads compute threads. */
-LlmStatus	llm_backend_new(LlmDevice device, int n_threads, LlmBackend **out, LlmError *err);
+/* Create the backend for device (backend.c): CUDA, or the CPU; opt NULL: the defaults. */
+LlmStatus	llm_backend_new(LlmDevice device, const LlmBackendOptions *opt, LlmBackend **out, LlmError *err);
 
 /* Create a CPU backend with n_threads compute threads. */
 LlmStatus	llm_backend_cpu_new(int n_threads, LlmBackend **out, LlmError *err);
@@ -153,7 +208,7 @@ LlmStatus	llm_cpu_sync(LlmBackend *be, LlmError *err);
 /* The number of CUDA devices this process sees; 0 when none or no driver (cuda/). */
 int			llm_cuda_device_count(void);
 
-/* Create the CUDA backend on device 0 (cuda/backend_cuda.c). */
-LlmStatus	llm_backend_cuda_new(LlmBackend **out, LlmError *err);
+/* Create the CUDA backend on device 0 with options opt (cuda/backend_cuda.c). */
+LlmStatus	llm_backend_cuda_new(const LlmBackendOptions *opt, LlmBackend **out, LlmError *err);
 
 #endif							/* LLM_BACKEND_H */

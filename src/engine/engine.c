@@ -119,6 +119,8 @@ llm_engine_config_default(LlmEngineConfig *c)
 	c->evict_policy = LLM_EVICT_H2O;
 	c->device = LLM_DEVICE_AUTO;
 	c->step_time_ms = 100;
+	c->gpu_fusion = true;
+	c->gpu_pdl = true;
 }
 
 
@@ -160,6 +162,7 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	LlmEngine  *e;
 	const LlmConfig *mc = &m->config;
 	LlmKvParams kp;
+	LlmBackendOptions bo;
 	LlmEvictRule rule;
 	size_t		block_bytes;
 	size_t		kv_bytes;
@@ -213,9 +216,13 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	};
 
 	e->max_out = cfg->max_seqs < cfg->max_batch_tokens ? cfg->max_seqs : cfg->max_batch_tokens;
-	if ((st = llm_backend_new(cfg->device, cfg->n_threads, &e->backend, err)) == LLM_OK)
-		e->backend->deterministic = cfg->deterministic;	/* before any op runs */
-	if (st || (e->backend->ops->prepare != NULL && (st = e->backend->ops->prepare(e->backend, m, err))))
+	llm_backend_options_default(&bo);
+	bo.n_threads = cfg->n_threads;
+	bo.deterministic = cfg->deterministic;
+	bo.fuse = cfg->gpu_fusion;
+	bo.pdl = cfg->gpu_pdl;
+	if ((st = llm_backend_new(cfg->device, &bo, &e->backend, err)) != LLM_OK ||
+		(e->backend->ops->prepare != NULL && (st = e->backend->ops->prepare(e->backend, m, err))))
 	{
 		llm_engine_free(e);
 		return st;

@@ -89,12 +89,15 @@ typedef struct LlmEngineConfig
 	LlmDevice	device;
 	int			step_time_ms;	/* size prompt chunks so a step takes about this long (pace.h); 0: off */
 	bool		deterministic;	/* GPU: batch-invariant kernels, slower (the CPU always is; backend.h) */
+	bool		gpu_fusion;		/* CUDA: fused ops, fewer launches (LlmBackendOptions.fuse) */
+	bool		gpu_pdl;		/* CUDA: programmatic dependent launch on sm_90+ (LlmBackendOptions.pdl) */
 } LlmEngineConfig;
 
 /*
  * Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks
  * of 16, f16 KV, prefix cache on, no eviction (H2O with 4 sinks when a
- * budget is set), device auto, steps paced to 100 ms.
+ * budget is set), device auto, steps paced to 100 ms, GPU fusion and
+ * programmatic dependent launch on.
  */
 void		llm_engine_config_default(LlmEngineConfig *c);
 

@@ -8,6 +8,15 @@
  * final RMSNorm and the vocabulary projection for the tokens that want
  * logits.  Every weight is applied to the whole batch at once (one matmul
  * per weight per step), and every op goes through the backend's table.
+ *
+ * Four steps go through the table's optional fused ops (backend.h's
+ * llm_be_*): Q, K and V as one multi-matrix matmul, gate and up with the
+ * GLU, RoPE of q and k, and each residual add with the RMSNorm that reads
+ * its sum next.  That norm is the next block's: the attention residual
+ * with the FFN norm, the FFN residual with the next layer's attention norm
+ * (so layer 0's attention norm comes right after the embeddings, and the
+ * last layer's residual is a plain add, followed by the gather of the rows
+ * that want logits and the output norm).
  */
 #include "forward.h"
 
@@ -162,13 +171,16 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 	if ((st = run_state_bind(s, be, n_out, err)) != LLM_OK)
 		return st;
 
-	/* token embeddings: x (n, dim) */
+	/* token embeddings: x (n, dim); the first layer's attention norm: xb = rmsnorm(x) */
 	ops->get_rows(be, &w->tok_embd, b->token, n, c->embd_scale, s->x);
+	ops->rmsnorm(be, s->x, w->layers[0].attn_norm, s->xb, n, dim, c->rms_eps, c->norm_add_one);
 
 	for (int l = 0; l < c->n_layers; l++)
 	{
 		const LlmLayerWeights *lw = &w->layers[l];
 		const float *inv_freq = lw->is_local ? m->rope_inv_freq_local : m->rope_inv_freq;
+		const LlmWeight *qkv_w[3] = {&lw->wq, &lw->wk, &lw->wv};
+		float	   *qkv_y[3] = {s->q, s->k, s->v};
 		LlmAttnArgs attn = {
 			.n = n,.q = s->q,.out = s->att,.seq = b->seq,.pos = b->pos,
 			.n_heads = c->n_heads,.n_kv_heads = c->n_kv_heads,.head_dim = c->head_dim,
@@ -176,20 +188,17 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 			.window = lw->is_local ? c->sliding_window : 0,
 		};
 
-		/* attention: xb = rmsnorm(x); q, k, v = xb Wq, xb Wk, xb Wv */
-		ops->rmsnorm(be, s->x, lw->attn_norm, s->xb, n, dim, c->rms_eps, c->norm_add_one);
+		/* attention: q, k, v = xb Wq, xb Wk, xb Wv, xb = rmsnorm(x) from the step before */
 		observe(s, l, LLM_INPUT_ATTN, s->xb, n, dim);
-		ops->matmul(be, &lw->wq, s->xb, s->q, n);
-		ops->matmul(be, &lw->wk, s->xb, s->k, n);
-		ops->matmul(be, &lw->wv, s->xb, s->v, n);
+		llm_be_matmul_multi(be, qkv_w, s->xb, qkv_y, 3, n);
 		if (lw->q_norm != NULL)
 			head_norm(be, c, s->q, n, c->n_heads, lw->q_norm);
 		if (lw->k_norm != NULL)
 			head_norm(be, c, s->k, n, c->n_kv_heads, lw->k_norm);
 
 		/* rotary position embedding of q and k; keys are cached rotated */
-		ops->rope(be, s->q, b->pos, n, c->n_heads, c->head_dim, c->rope_dim, inv_freq, c->rope_mode);
-		ops->rope(be, s->k, b->pos, n, c->n_kv_heads, c->head_dim, c->rope_dim, inv_freq, c->rope_mode);
+		llm_be_rope_qk(be, s->q, c->n_heads, s->k, c->n_kv_heads, b->pos, n, c->head_dim, c->rope_dim, inv_freq,
+					   c->rope_mode);
 		ops->kv_store(be, kv, l, b->seq, b->pos, s->k, s->v, n);
 
 		/* softmax(q k^T * scale) v over each token's cached positions, then Wo */
@@ -198,25 +207,33 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 		ops->matmul(be, &lw->wo, s->att, s->xb2, n);
 		if (lw->post_attn_norm != NULL)
 			ops->rmsnorm(be, s->xb2, lw->post_attn_norm, s->xb2, n, dim, c->rms_eps, c->norm_add_one);
-		ops->add(be, s->x, s->xb2, (int64_t) n * dim);
 
-		/* feed-forward: x += W_down (act(xb W_gate) * xb W_up) */
-		ops->rmsnorm(be, s->x, lw->ffn_norm, s->xb, n, dim, c->rms_eps, c->norm_add_one);
+		/* residual, and the feed-forward's norm: x += xb2; xb = rmsnorm(x) */
+		llm_be_add_rmsnorm(be, s->x, s->xb2, lw->ffn_norm, s->xb, n, dim, c->rms_eps, c->norm_add_one);
+
+		/* feed-forward: xb2 = W_down (act(xb W_gate) * xb W_up) */
 		observe(s, l, LLM_INPUT_FFN, s->xb, n, dim);
-		ops->matmul(be, &lw->w_gate, s->xb, s->hb, n);
-		ops->matmul(be, &lw->w_up, s->xb, s->hb2, n);
-		ops->glu(be, s->hb, s->hb2, s->hb, (int64_t) n * c->ffn_dim, c->act);
+		llm_be_matmul_glu(be, &lw->w_gate, &lw->w_up, s->xb, s->hb, s->hb2, n, c->act);
 		observe(s, l, LLM_INPUT_DOWN, s->hb, n, c->ffn_dim);
 		ops->matmul(be, &lw->w_down, s->hb, s->xb2, n);
 		if (lw->post_ffn_norm != NULL)
 			ops->rmsnorm(be, s->xb2, lw->post_ffn_norm, s->xb2, n, dim, c->rms_eps, c->norm_add_one);
-		ops->add(be, s->x, s->xb2, (int64_t) n * dim);
+
+		/* residual, and the next layer's attention norm: x += xb2; xb = rmsnorm(x) (the last: only the add) */
+		if (l + 1 < c->n_layers)
+			llm_be_add_rmsnorm(be, s->x, s->xb2, w->layers[l + 1].attn_norm, s->xb, n, dim, c->rms_eps,
+							   c->norm_add_one);
+		else
+			ops->add(be, s->x, s->xb2, (int64_t) n * dim);
 	}
 
 	if (s->observer != NULL && s->observer->step_done != NULL)
 		s->observer->step_done(s->observer->ctx, n);
 
-	/* final norm and vocabulary projection, only for the rows that want logits (host logits, through to_host) */
+	/*
+	 * final norm and vocabulary projection, only for the rows that want
+	 * logits (host logits, through to_host): gather them, then normalise
+	 */
 	if (n_out > 0)
 	{
 		float	   *out = be->device_memory ? s->logits : logits;	/* (n_out, n_vocab) */
