@@ -9,7 +9,10 @@
 # tokens/s, and the prompt tokens the prefix cache served against the
 # shared-prefix tokens after the first row.  Row by row runs only up to
 # ROW_BY_ROW_MAX rows (default 64): at 256 rows it takes many minutes.
-# Prints a table and writes bench/results/table_bench.{csv,json}.
+# MAX_TOKENS (default 24) and STOP (newline, the default: one sentence;
+# none: every row generates MAX_TOKENS) shape the answers.
+# Prints a table and writes bench/results/$NAME.{csv,json} (NAME default
+# table_bench).
 #
 #   bench/table_bench.sh [MODEL]
 set -euo pipefail
@@ -18,6 +21,8 @@ cd "$(dirname "$0")/.."
 ROWS=${ROWS:-"64 256"}
 ROW_BY_ROW_MAX=${ROW_BY_ROW_MAX:-64}
 MAX_TOKENS=${MAX_TOKENS:-24}
+STOP=${STOP:-newline}
+NAME=${NAME:-table_bench}
 THREADS=${THREADS:-2}
 OUT=bench/results
 mkdir -p "$OUT"
@@ -58,7 +63,12 @@ run() {
     echo "$(echo "$t1 - $t0" | bc -l) $((c1 - c0)) $((p1 - p0)) $((h1 - h0))"
 }
 
-csv=$OUT/table_bench.csv
+case $STOP in
+    newline) stop_sql="ARRAY[E'\\n']" ;;
+    none) stop_sql=NULL ;;
+    *) echo "table_bench: STOP is newline or none" >&2; exit 1 ;;
+esac
+csv=$OUT/$NAME.csv
 echo "rows,mode,seconds,rows_per_s,completion_tokens,tokens_per_s,prompt_tokens,cached_tokens,shared_prefix_tokens,hit_ratio" > "$csv"
 printf '%-5s %-6s %9s %8s %9s %8s %8s %8s %9s\n' rows mode seconds rows/s tokens tok/s cached shared hit
 for n in $ROWS; do
@@ -70,12 +80,12 @@ for n in $ROWS; do
         instr="Task $run_no. $instruction"
         prefix_tokens=$("${PSQL[@]}" -At -c "SELECT prompt_tokens FROM llm_generate_batch(ARRAY['$instr' || E'\n\nArticle: '], 0)")
         prompt_sql="'$instr' || E'\n\nArticle: ' || body || E'\nSummary:'"
-        call="llm_generate($prompt_sql, $MAX_TOKENS, stop => ARRAY[E'\n'])"
+        call="llm_generate($prompt_sql, $MAX_TOKENS, stop => $stop_sql)"
         case $mode in
             rows)  sql="SET llm.batch_rows = 0; SELECT id, $call FROM docs WHERE id <= $n" ;;
             node)  sql="SELECT id, $call FROM docs WHERE id <= $n" ;;
             batch) sql="SELECT b.* FROM (SELECT array_agg($prompt_sql ORDER BY id) AS p FROM docs WHERE id <= $n) d,
-                        llm_generate_batch(d.p, $MAX_TOKENS, stop => ARRAY[E'\n']) b" ;;
+                        llm_generate_batch(d.p, $MAX_TOKENS, stop => $stop_sql) b" ;;
         esac
         read -r secs ctok ptok hit <<< "$(run "$sql")"
         shared=$(( prefix_tokens * (n - 1) ))
@@ -86,7 +96,7 @@ for n in $ROWS; do
     done
 done
 
-python3 - "$csv" "$OUT/table_bench.json" <<'PY'
+python3 - "$csv" "$OUT/$NAME.json" <<'PY'
 import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 for r in rows:

@@ -48,8 +48,8 @@
 
 #include "llm.h"
 
-/* How long to sleep on the head row before looking at the others' answers (ms). */
-#define LLM_BATCH_POLL_MS	5
+/* How long to sleep on the head row before looking at the others' answers, while rows could be refilled (ms). */
+#define LLM_BATCH_POLL_MS	10
 
 struct BatchRow;
 
@@ -476,7 +476,7 @@ batch_take_answer(BatchState *bs, BatchRow *row, int c)
 		batch_copy_answer(bs, job, d.row, d.call);
 }
 
-/* Take every answer that has arrived; with wait_ms, first sleep up to that long on the head row's. */
+/* Take every answer that has arrived; with wait_ms, first sleep up to that long (-1: until it comes) on the head row's. */
 static void
 batch_collect(BatchState *bs, long wait_ms)
 {
@@ -556,7 +556,8 @@ batch_exec(CustomScanState *node)
 		while (batch_row(bs, 0)->n_answered < bs->n_calls)
 		{
 			CHECK_FOR_INTERRUPTS();
-			batch_collect(bs, LLM_BATCH_POLL_MS);
+			/* another row's answer frees room in the window only while there are rows to read */
+			batch_collect(bs, bs->child_done || bs->n_rows == bs->max_rows ? -1 : LLM_BATCH_POLL_MS);
 			batch_fill(bs);
 		}
 

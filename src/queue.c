@@ -155,7 +155,8 @@ LlmQueueSubmit(LlmJob *job)
 
 /*
  * Whether a submitted job's slot is DONE or ERROR, waiting up to timeout_ms
- * for it (0: just look).  Its result is then read by LlmQueueWait.
+ * for it (0: just look; -1: until it is).  Its result is then read by
+ * LlmQueueWait.
  */
 bool
 LlmQueuePoll(LlmJob *job, long timeout_ms)
@@ -170,9 +171,9 @@ LlmQueuePoll(LlmJob *job, long timeout_ms)
 		state = slot->state;
 		LWLockRelease(LlmState->lock);
 
-		if (state == LLM_SLOT_DONE || state == LLM_SLOT_ERROR || timeout_ms <= 0)
+		if (state == LLM_SLOT_DONE || state == LLM_SLOT_ERROR || timeout_ms == 0)
 			break;
-		/* the first call only prepares to sleep; the timeout ends the second */
+		/* the first call only prepares to sleep; a timeout ends the second */
 		if (ConditionVariableTimedSleep(&slot->cv, timeout_ms, LLM_WAIT_EVENT_REQUEST))
 			timeout_ms = 0;
 	}
