@@ -92,7 +92,8 @@ for n in $ROWS; do
         printf '%-5s %-6s %9.2f %8.2f %9d %8.1f %8d %8d %9.2f\n' "$n" "$mode" "$secs" \
             "$(echo "$n / $secs" | bc -l)" "$ctok" "$(echo "$ctok / $secs" | bc -l)" "$hit" "$shared" \
             "$(echo "$hit / $shared" | bc -l)"
-        echo "$n,$mode,$secs,$(echo "$n / $secs" | bc -l),$ctok,$(echo "$ctok / $secs" | bc -l),$ptok,$hit,$shared,$(echo "$hit / $shared" | bc -l)" >> "$csv"
+        printf '%d,%s,%.3f,%.3f,%d,%.1f,%d,%d,%d,%.3f\n' "$n" "$mode" "$secs" "$(echo "$n / $secs" | bc -l)" "$ctok" \
+            "$(echo "$ctok / $secs" | bc -l)" "$ptok" "$hit" "$shared" "$(echo "$hit / $shared" | bc -l)" >> "$csv"
     done
 done
 
