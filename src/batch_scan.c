@@ -214,8 +214,10 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 	bs->bound = intVal(linitial(cscan->custom_private));
 	bs->window = batch_window(bs->bound);
 
-	/* the calls are not evaluated as expressions: check what their evaluation would */
-	for (int i = list_length(cscan->custom_scan_tlist) - list_length(call_args); i < list_length(cscan->custom_scan_tlist); i++)
+	/* the calls (the scan tuple's last columns) are not evaluated as expressions: check what that would */
+	bs->n_calls = list_length(call_args);
+	bs->n_child = list_length(cscan->custom_scan_tlist) - bs->n_calls;
+	for (int i = bs->n_child; i < list_length(cscan->custom_scan_tlist); i++)
 	{
 		FuncExpr   *call = (FuncExpr *) list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr;
 		AclResult	aclresult = pg_proc_aclcheck(call->funcid, GetUserId(), ACL_EXECUTE);
@@ -224,8 +226,6 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 			aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(call->funcid));
 		InvokeFunctionExecuteHook(call->funcid);
 	}
-	bs->n_calls = list_length(call_args);
-	bs->n_child = list_length(cscan->custom_scan_tlist) - bs->n_calls;
 	bs->arg_states = palloc(sizeof(ExprState *) * bs->n_calls * LLM_GENERATE_NARGS);
 	foreach(lc, call_args)
 	{

@@ -19,8 +19,8 @@
  *   PACK_MIN_TOKENS tokens on (fewer take the GEMV's tiles with several
  *   tokens), a chunk of k at a time, F16/BF16 widened to float; Q8_0, Q4_0
  *   and Q4_1 from 2 tokens on, all of k, interleaved by block with the
- *   tokens' activations (below); Q4_K and Q6_K never (their tiles read the
- *   super-blocks where they lie).
+ *   tokens' activations (below); Q4_K, Q5_K and Q6_K never (their tiles
+ *   read the super-blocks where they lie).
  *
  * Float weights (F32, F16, BF16): 16 weights are widened to float (F16 by
  * vcvtph2ps, BF16 by a 16-bit shift, both exact) and multiplied with the
@@ -44,12 +44,12 @@
  * holds quants 4s .. 4s + 3 of block BLOCK_ORDER[e]), so 8 vpdpbusd leave
  * each block's whole dot product in its own lane with no reduction.
  *
- * Q4_K and Q6_K against Q8K activations, 64 values a step: vpmaddubsw
- * multiplies the unsigned quants (nibbles; Q6_K's six bits) by the
+ * Q4_K, Q5_K and Q6_K against Q8K activations, 64 values a step: vpmaddubsw
+ * multiplies the unsigned quants (nibbles; Q5_K's five bits, Q6_K's six) by the
  * activation bytes into int16 pairs (at most 2 * 63 * 127, no saturation),
  * and vpdpwssd multiplies those by the 16-bit sub-block scales and
  * accumulates in int32 for the whole super-block.  Q6_K's offset of 32 and
- * Q4_K's minimums are applied per super-block from the activations' sums
+ * Q4_K's and Q5_K's minimums are applied per super-block from the activations' sums
  * of 16 (vpmaddwd), as in ggml's vec_dot_q4_K_q8_K.
  */
 #include "cpu/matmul.h"
@@ -1146,11 +1146,18 @@ q4k_scales_mins(const uint8_t *scales)
 	return _mm_loadu_si128((const __m128i *) sm);
 }
 
-/* Tile of MR rows by NT tokens of a Q4_K weight against Q8K activations. */
+/*
+ * Tile of MR rows by NT tokens of a Q4_K weight, or with five a Q5_K one,
+ * against Q8K activations.  The two share their scales, minimums and low
+ * nibbles; Q5_K adds a fifth bit from qh (bit 2c of qh[l] for value l of
+ * sub-block 2c, bit 2c + 1 for sub-block 2c + 1), which makes its quants
+ * 0..31: vpmaddubsw's pairs stay below 2 * 31 * 127.
+ */
 KERN void
-tile_q4_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
+tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const bool five)
 {
 	const int64_t nb = a->k / LLM_QK_K;
+	const size_t bsize = five ? sizeof(LlmBlockQ5_K) : sizeof(LlmBlockQ4_K);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
 	const uint8_t *w[4];
 	const int8_t *xq[6];
@@ -1167,19 +1174,23 @@ tile_q4_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
 		__m512i		isum[4][6];
 		__m128i		sc[4];		/* 8 scales as int16 */
 		__m256i		mins[4];	/* 8 minimums as int16, each twice */
+		__m512i		qh[4];		/* Q5_K: the 32 bytes of fifth bits, in both halves */
 		float		d[4];
 		float		dmin[4];
 
 #pragma GCC unroll 4
 		for (int i = 0; i < MR; i++)
 		{
-			const LlmBlockQ4_K *blk = (const LlmBlockQ4_K *) (w[i] + b * sizeof(LlmBlockQ4_K));
+			const LlmBlockQ4_K *blk = (const LlmBlockQ4_K *) (w[i] + b * bsize);	/* Q5_K: the same head */
 			__m128i		sm = q4k_scales_mins(blk->scales);
 
 			sc[i] = _mm_cvtepu8_epi16(sm);
 			mins[i] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
 			d[i] = _cvtsh_ss(blk->d);
 			dmin[i] = _cvtsh_ss(blk->dmin);
+			if (five)
+				qh[i] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)
+																   ((const LlmBlockQ5_K *) blk)->qh));
 #pragma GCC unroll 6
 			for (int q = 0; q < NT; q++)
 				isum[i][q] = _mm512_setzero_si512();
@@ -1198,16 +1209,31 @@ tile_q4_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
 #pragma GCC unroll 4
 			for (int i = 0; i < MR; i++)
 			{
-				const LlmBlockQ4_K *blk = (const LlmBlockQ4_K *) (w[i] + b * sizeof(LlmBlockQ4_K));
+				const uint8_t *blk = w[i] + b * bsize;
+				const uint8_t *qs = five ? ((const LlmBlockQ5_K *) blk)->qs : ((const LlmBlockQ4_K *) blk)->qs;
 				__m512i		v;
 
-				_mm_prefetch((const char *) blk + pf + 36 * c, _MM_HINT_T0);
-				v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (blk->qs + 32 * c)));
+				_mm_prefetch((const char *) blk + pf + (five ? 44 : 36) * c, _MM_HINT_T0);
+				v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (qs + 32 * c)));
 
 				wq[i] = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64(4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
 																				4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
 																				0, 0, 0, 0)),
 										 _mm512_set1_epi8(0x0F));
+				if (five)
+				{
+					/* bit 2c of each qh byte for the low half, bit 2c + 1 for the high, moved to bit 4 */
+					__m512i		h = _mm512_srlv_epi16(qh[i], _mm512_set_epi64((2 * c + 1) * 0x0001000100010001LL,
+																			   (2 * c + 1) * 0x0001000100010001LL,
+																			   (2 * c + 1) * 0x0001000100010001LL,
+																			   (2 * c + 1) * 0x0001000100010001LL,
+																			   (2 * c) * 0x0001000100010001LL,
+																			   (2 * c) * 0x0001000100010001LL,
+																			   (2 * c) * 0x0001000100010001LL,
+																			   (2 * c) * 0x0001000100010001LL));
+
+					wq[i] = _mm512_or_si512(wq[i], _mm512_slli_epi16(_mm512_and_si512(h, _mm512_set1_epi8(0x01)), 4));
+				}
 				ws[i] = _mm512_permutexvar_epi16(idx, _mm512_castsi128_si512(sc[i]));
 			}
 #pragma GCC unroll 6
@@ -1342,9 +1368,11 @@ tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
 	store_tile(a, r, t, acc, MR, NT, false);
 }
 
-/* The tile calls of gemm_q4_k, for TOKEN_TILES (they use its locals). */
-#define CALL_Q4K(T, NT) tile_q4_k(a, r, T, K_MR, NT)
-#define CALL_Q4K1(T, NT) tile_q4_k(a, r, T, 1, NT)
+/* The tile calls of gemm_q4_k and gemm_q5_k, for TOKEN_TILES (they use their locals). */
+#define CALL_Q4K(T, NT) tile_q45_k(a, r, T, K_MR, NT, false)
+#define CALL_Q4K1(T, NT) tile_q45_k(a, r, T, 1, NT, false)
+#define CALL_Q5K(T, NT) tile_q45_k(a, r, T, K_MR, NT, true)
+#define CALL_Q5K1(T, NT) tile_q45_k(a, r, T, 1, NT, true)
 
 /* The gemm of Q4_K weights: tiles of K_MR rows by K_NT tokens. */
 static void
@@ -1356,6 +1384,18 @@ gemm_q4_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 		TOKEN_TILES(CALL_Q4K, K_NT);
 	for (; r < r1; r++)
 		TOKEN_TILES(CALL_Q4K1, K_NT);
+}
+
+/* The gemm of Q5_K weights: tiles of K_MR rows by K_NT tokens. */
+static void
+gemm_q5_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	int64_t		r = r0;
+
+	for (; r + K_MR <= r1; r += K_MR)
+		TOKEN_TILES(CALL_Q5K, K_NT);
+	for (; r < r1; r++)
+		TOKEN_TILES(CALL_Q5K1, K_NT);
 }
 
 /* The tile calls of gemm_q6_k, for TOKEN_TILES (they use its locals). */
@@ -1462,6 +1502,7 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q4_0] = gemm_q4_0,
 		[LLM_TYPE_Q4_1] = gemm_q4_1,
 		[LLM_TYPE_Q4_K] = gemm_q4_k,
+		[LLM_TYPE_Q5_K] = gemm_q5_k,
 		[LLM_TYPE_Q6_K] = gemm_q6_k,
 	},
 	.act = {
@@ -1469,6 +1510,7 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q4_0] = LLM_ACT_Q8,
 		[LLM_TYPE_Q4_1] = LLM_ACT_Q8,
 		[LLM_TYPE_Q4_K] = LLM_ACT_Q8K,
+		[LLM_TYPE_Q5_K] = LLM_ACT_Q8K,
 		[LLM_TYPE_Q6_K] = LLM_ACT_Q8K,
 	},
 	.quant_q8 = quant_q8,
