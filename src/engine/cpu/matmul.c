@@ -17,8 +17,8 @@
  *    while the group's activations stay in L2.  With one token (decode)
  *    the same split is a row-parallel GEMV.
  *
- * Types without a fast kernel at a level (AVX-512: Q5_0, Q5_1, Q2_K, Q3_K;
- * AVX2 also Q4_1 and Q5_K), and any
+ * Types without a fast kernel at a level (AVX-512: Q5_0, Q5_1;
+ * AVX2 also Q4_1, Q2_K, Q3_K and Q5_K), and any
  * call whose buffer cannot be allocated, use the scalar reference.
  */
 #include "cpu/attention.h"

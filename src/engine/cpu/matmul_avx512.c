@@ -19,8 +19,8 @@
  *   PACK_MIN_TOKENS tokens on (fewer take the GEMV's tiles with several
  *   tokens), a chunk of k at a time, F16/BF16 widened to float; Q8_0, Q4_0
  *   and Q4_1 from 2 tokens on, all of k, interleaved by block with the
- *   tokens' activations (below); Q4_K, Q5_K and Q6_K never (their tiles
- *   read the super-blocks where they lie).
+ *   tokens' activations (below); the K-quants never (their tiles read the
+ *   super-blocks where they lie).
  *
  * Float weights (F32, F16, BF16): 16 weights are widened to float (F16 by
  * vcvtph2ps, BF16 by a 16-bit shift, both exact) and multiplied with the
@@ -44,12 +44,13 @@
  * holds quants 4s .. 4s + 3 of block BLOCK_ORDER[e]), so 8 vpdpbusd leave
  * each block's whole dot product in its own lane with no reduction.
  *
- * Q4_K, Q5_K and Q6_K against Q8K activations, 64 values a step: vpmaddubsw
- * multiplies the unsigned quants (nibbles; Q5_K's five bits, Q6_K's six) by the
+ * The K-quants (Q2_K .. Q6_K) against Q8K activations, 64 values a step:
+ * vpmaddubsw multiplies the unsigned quants (Q2_K's two bits .. Q6_K's six) by the
  * activation bytes into int16 pairs (at most 2 * 63 * 127, no saturation),
  * and vpdpwssd multiplies those by the 16-bit sub-block scales and
- * accumulates in int32 for the whole super-block.  Q6_K's offset of 32 and
- * Q4_K's and Q5_K's minimums are applied per super-block from the activations' sums
+ * accumulates in int32 for the whole super-block.  Q3_K's offset of 4,
+ * Q6_K's of 32 and the minimums of Q2_K, Q4_K and Q5_K are applied per
+ * super-block from the activations' sums
  * of 16 (vpmaddwd), as in ggml's vec_dot_q4_K_q8_K.
  */
 #include "cpu/matmul.h"
@@ -1265,6 +1266,159 @@ tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, c
 	store_tile(a, r, t, acc, MR, NT, false);
 }
 
+/*
+ * Tile of MR rows by NT tokens of a Q2_K weight, or with three a Q3_K one,
+ * against Q8K activations.  Both have 16 sub-blocks of 16 and take value
+ * 128h + 32j + 16s + l's two low bits from bits 2j .. 2j + 1 of
+ * qs[32h + 16s + l]; 64 values a step (h = step / 2, j = 2 (step % 2) and
+ * one more) are sub-blocks 4 step .. 4 step + 3.
+ * - Q2_K: unsigned quants 0..3, 4-bit scales and minimums; the minimums
+ *   apply per sub-block from the activations' sums of 16, as Q4_K's do.
+ * - Q3_K: a third bit from bit 4h + j of hmask[16s + l], so u = 0..7 stands
+ *   for u - 4, with signed 6-bit scales: the offset of 4 applies from the
+ *   same sums, as Q6_K's offset of 32 does.
+ */
+KERN void
+tile_q23_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const bool three)
+{
+	const int64_t nb = a->k / LLM_QK_K;
+	const size_t bsize = three ? sizeof(LlmBlockQ3_K) : sizeof(LlmBlockQ2_K);
+	const size_t pf = PF_GROUPS * MR * a->row_bytes;
+	const uint8_t *w[4];
+	const int8_t *xq[6];
+	const float *xd[6];
+	const int16_t *xs[6];
+	__m512		acc[4][6];
+
+	tile_init(a, r, t, w, xq, xd, acc, MR, NT);
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+		xs[q] = (const int16_t *) ((const uint8_t *) xq[q] + llm_act_bsums_offset(a->k));
+	for (int64_t b = 0; b < nb; b++)
+	{
+		__m512i		isum[4][6];
+		__m256i		sc[4];		/* 16 scales as int16 */
+		__m256i		mins[4];	/* Q2_K: 16 minimums as int16 */
+		__m512i		hm[4];		/* Q3_K: the 32 bytes of high bits, in both halves */
+		float		d[4];
+		float		dmin[4];
+
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+		{
+			const uint8_t *blk = w[i] + b * bsize;
+
+			if (three)
+			{
+				const LlmBlockQ3_K *q3 = (const LlmBlockQ3_K *) blk;
+				int8_t		s8[16];
+
+				for (int k = 0; k < 16; k++)
+					s8[k] = (int8_t) llm_q3k_scale(k, q3->scales);
+				sc[i] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *) s8));
+				hm[i] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) q3->hmask));
+				d[i] = _cvtsh_ss(q3->d);
+			}
+			else
+			{
+				const LlmBlockQ2_K *q2 = (const LlmBlockQ2_K *) blk;
+				__m128i		raw = _mm_loadu_si128((const __m128i *) q2->scales);
+
+				sc[i] = _mm256_cvtepu8_epi16(_mm_and_si128(raw, _mm_set1_epi8(0x0F)));
+				mins[i] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)));
+				d[i] = _cvtsh_ss(q2->d);
+				dmin[i] = _cvtsh_ss(q2->dmin);
+			}
+#pragma GCC unroll 6
+			for (int q = 0; q < NT; q++)
+				isum[i][q] = _mm512_setzero_si512();
+		}
+#pragma GCC unroll 4
+		for (int st = 0; st < 4; st++)
+		{
+			const int	h = st / 2;
+			const int	j0 = 2 * (st % 2);	/* the low half's j; the high half's is j0 + 1 */
+			const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (4 * st + 3), 0x0001000100010001LL * (4 * st + 3),
+												 0x0001000100010001LL * (4 * st + 2), 0x0001000100010001LL * (4 * st + 2),
+												 0x0001000100010001LL * (4 * st + 1), 0x0001000100010001LL * (4 * st + 1),
+												 0x0001000100010001LL * (4 * st), 0x0001000100010001LL * (4 * st));
+			__m512i		wq[4];
+			__m512i		ws[4];
+
+#pragma GCC unroll 4
+			for (int i = 0; i < MR; i++)
+			{
+				const uint8_t *blk = w[i] + b * bsize;
+				const uint8_t *qs = three ? ((const LlmBlockQ3_K *) blk)->qs : ((const LlmBlockQ2_K *) blk)->qs;
+				__m512i		v;
+
+				_mm_prefetch((const char *) blk + pf + (three ? 28 : 21) * st, _MM_HINT_T0);
+				v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (qs + 32 * h)));
+				wq[i] = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64((2 * j0 + 2) * 0x0001000100010001LL,
+																				(2 * j0 + 2) * 0x0001000100010001LL,
+																				(2 * j0 + 2) * 0x0001000100010001LL,
+																				(2 * j0 + 2) * 0x0001000100010001LL,
+																				(2 * j0) * 0x0001000100010001LL,
+																				(2 * j0) * 0x0001000100010001LL,
+																				(2 * j0) * 0x0001000100010001LL,
+																				(2 * j0) * 0x0001000100010001LL)),
+										 _mm512_set1_epi8(0x03));
+				if (three)
+				{
+					/* bit 4h + j of each hmask byte, moved to bit 2 */
+					__m512i		hb = _mm512_srlv_epi16(hm[i], _mm512_set_epi64((4 * h + j0 + 1) * 0x0001000100010001LL,
+																				(4 * h + j0 + 1) * 0x0001000100010001LL,
+																				(4 * h + j0 + 1) * 0x0001000100010001LL,
+																				(4 * h + j0 + 1) * 0x0001000100010001LL,
+																				(4 * h + j0) * 0x0001000100010001LL,
+																				(4 * h + j0) * 0x0001000100010001LL,
+																				(4 * h + j0) * 0x0001000100010001LL,
+																				(4 * h + j0) * 0x0001000100010001LL));
+
+					wq[i] = _mm512_or_si512(wq[i], _mm512_slli_epi16(_mm512_and_si512(hb, _mm512_set1_epi8(0x01)), 2));
+				}
+				ws[i] = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc[i]));
+			}
+#pragma GCC unroll 6
+			for (int q = 0; q < NT; q++)
+			{
+				__m512i		av = _mm512_loadu_si512(xq[q] + b * LLM_QK_K + 64 * st);
+
+#pragma GCC unroll 4
+				for (int i = 0; i < MR; i++)
+					isum[i][q] = _mm512_dpwssd_epi32(isum[i][q], _mm512_maddubs_epi16(wq[i], av), ws[i]);
+			}
+		}
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+		{
+			float		dq = xd[q][b];
+			__m256i		bs = _mm256_loadu_si256((const __m256i *) (xs[q] + 16 * b));
+
+#pragma GCC unroll 4
+			for (int i = 0; i < MR; i++)
+			{
+				if (three)
+				{
+					/* the offset: 4 * sum over sub-blocks of scale * (sum of its activation quants) */
+					__m512i		off = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, _mm256_slli_epi16(sc[i], 2)));
+
+					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[i][q], off)),
+												_mm512_set1_ps(d[i] * dq), acc[i][q]);
+				}
+				else
+				{
+					__m512i		m = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, mins[i]));
+
+					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][q]), _mm512_set1_ps(d[i] * dq), acc[i][q]);
+					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(-dmin[i] * dq), acc[i][q]);
+				}
+			}
+		}
+	}
+	store_tile(a, r, t, acc, MR, NT, false);
+}
+
 /* Tile of MR rows by NT tokens of a Q6_K weight against Q8K activations. */
 KERN void
 tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
@@ -1398,6 +1552,36 @@ gemm_q5_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 		TOKEN_TILES(CALL_Q5K1, K_NT);
 }
 
+/* The tile calls of gemm_q2_k and gemm_q3_k, for TOKEN_TILES (they use their locals). */
+#define CALL_Q2K(T, NT) tile_q23_k(a, r, T, K_MR, NT, false)
+#define CALL_Q2K1(T, NT) tile_q23_k(a, r, T, 1, NT, false)
+#define CALL_Q3K(T, NT) tile_q23_k(a, r, T, K_MR, NT, true)
+#define CALL_Q3K1(T, NT) tile_q23_k(a, r, T, 1, NT, true)
+
+/* The gemm of Q2_K weights: tiles of K_MR rows by K_NT tokens. */
+static void
+gemm_q2_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	int64_t		r = r0;
+
+	for (; r + K_MR <= r1; r += K_MR)
+		TOKEN_TILES(CALL_Q2K, K_NT);
+	for (; r < r1; r++)
+		TOKEN_TILES(CALL_Q2K1, K_NT);
+}
+
+/* The gemm of Q3_K weights: tiles of K_MR rows by K_NT tokens. */
+static void
+gemm_q3_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	int64_t		r = r0;
+
+	for (; r + K_MR <= r1; r += K_MR)
+		TOKEN_TILES(CALL_Q3K, K_NT);
+	for (; r < r1; r++)
+		TOKEN_TILES(CALL_Q3K1, K_NT);
+}
+
 /* The tile calls of gemm_q6_k, for TOKEN_TILES (they use its locals). */
 #define CALL_Q6K(T, NT) tile_q6_k(a, r, T, K_MR, NT)
 #define CALL_Q6K1(T, NT) tile_q6_k(a, r, T, 1, NT)
@@ -1501,6 +1685,8 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q8_0] = gemm_q8_0,
 		[LLM_TYPE_Q4_0] = gemm_q4_0,
 		[LLM_TYPE_Q4_1] = gemm_q4_1,
+		[LLM_TYPE_Q2_K] = gemm_q2_k,
+		[LLM_TYPE_Q3_K] = gemm_q3_k,
 		[LLM_TYPE_Q4_K] = gemm_q4_k,
 		[LLM_TYPE_Q5_K] = gemm_q5_k,
 		[LLM_TYPE_Q6_K] = gemm_q6_k,
@@ -1509,6 +1695,8 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q8_0] = LLM_ACT_Q8,
 		[LLM_TYPE_Q4_0] = LLM_ACT_Q8,
 		[LLM_TYPE_Q4_1] = LLM_ACT_Q8,
+		[LLM_TYPE_Q2_K] = LLM_ACT_Q8K,
+		[LLM_TYPE_Q3_K] = LLM_ACT_Q8K,
 		[LLM_TYPE_Q4_K] = LLM_ACT_Q8K,
 		[LLM_TYPE_Q5_K] = LLM_ACT_Q8K,
 		[LLM_TYPE_Q6_K] = LLM_ACT_Q8K,
