@@ -83,7 +83,7 @@
 #define QP_NT 6
 #endif
 #define K_MR 2
-#define K_NT 4
+#define K_NT 6
 
 /* Prefetch the weights this many row tiles ahead (rows are contiguous, so this walks the chunk). */
 #ifndef PF_GROUPS
