@@ -1063,6 +1063,26 @@ test_k4_scales_mins(void)
 	TEST_CHECK(bad == 0, "llm_k4_scales_mins differs from llm_k4_scale_min %d times", bad);
 }
 
+/* llm_q3k_scales6 (the SIMD kernels' unpacking) gives llm_q3k_scale's scales, plus 32, on random bytes. */
+static void
+test_q3k_scales6(void)
+{
+	int			bad = 0;
+
+	for (int trial = 0; trial < 4096; trial++)
+	{
+		uint8_t		q[12];
+		uint8_t		all[16];
+
+		for (int i = 0; i < 12; i++)
+			q[i] = (uint8_t) (test_rng_next() >> 56);
+		llm_q3k_scales6(q, all);
+		for (int k = 0; k < 16; k++)
+			bad += all[k] - 32 != llm_q3k_scale(k, q);
+	}
+	TEST_CHECK(bad == 0, "llm_q3k_scales6 differs from llm_q3k_scale %d times", bad);
+}
+
 int
 main(void)
 {
@@ -1073,6 +1093,7 @@ main(void)
 	test_golden();
 	test_hand_q4_k();
 	test_k4_scales_mins();
+	test_q3k_scales6();
 	test_hand_q6_k();
 	test_hand_q8_0_q4_0();
 	test_half();

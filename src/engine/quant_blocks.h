@@ -201,4 +201,22 @@ llm_q3k_scale(int k, const uint8_t *q)
 	return (lo | (hi << 4)) - 32;
 }
 
+/*
+ * All sixteen 6-bit scales of a Q3_K block's 12 bytes q at once, unsigned
+ * (llm_q3k_scale(k) is out[k] - 32), by 32-bit masks: word w of out takes
+ * its low nibbles from q[0 .. 3] (w = 0, 2) or q[4 .. 7] (w = 1, 3), low or
+ * high (w >= 2), and its two high bits from bits 2w .. 2w + 1 of q[8 .. 11].
+ */
+static inline void
+llm_q3k_scales6(const uint8_t *q, uint8_t *out)
+{
+	uint32_t	u[3];
+	uint32_t	o[4];
+
+	memcpy(u, q, 12);
+	for (int w = 0; w < 4; w++)
+		o[w] = ((u[w & 1] >> (4 * (w >> 1))) & 0x0f0f0f0f) | (((u[2] >> (2 * w)) & 0x03030303) << 4);
+	memcpy(out, o, 16);
+}
+
 #endif							/* LLM_QUANT_BLOCKS_H */

@@ -1311,11 +1311,10 @@ tile_q23_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, c
 			if (three)
 			{
 				const LlmBlockQ3_K *q3 = (const LlmBlockQ3_K *) blk;
-				int8_t		s8[16];
+				uint8_t		s6[16];
 
-				for (int k = 0; k < 16; k++)
-					s8[k] = (int8_t) llm_q3k_scale(k, q3->scales);
-				sc[i] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *) s8));
+				llm_q3k_scales6(q3->scales, s6);
+				sc[i] = _mm256_cvtepi8_epi16(_mm_sub_epi8(_mm_loadu_si128((const __m128i *) s6), _mm_set1_epi8(32)));
 				hm[i] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) q3->hmask));
 				d[i] = _cvtsh_ss(q3->d);
 			}
