@@ -1148,14 +1148,108 @@ q4k_scales_mins(const uint8_t *scales)
 }
 
 /*
- * Tile of MR rows by NT tokens of a Q4_K weight, or with five a Q5_K one,
- * against Q8K activations.  The two share their scales, minimums and low
- * nibbles; Q5_K adds a fifth bit from qh (bit 2c of qh[l] for value l of
- * sub-block 2c, bit 2c + 1 for sub-block 2c + 1), which makes its quants
- * 0..31: vpmaddubsw's pairs stay below 2 * 31 * 127.
+ * A Q4_K or Q5_K super-block of one row as the tile's inner loop wants it:
+ * per 64-value chunk c the unsigned quants (sub-blocks 2c, 2c + 1) and
+ * their scales as int16 pairs, and the block's minimums and two scales.
+ * The tile makes one from the weights as it goes (one token tile), or reads
+ * those that K45 packing made once for a row tile (many token tiles).
+ */
+typedef struct K45Block
+{
+	__m512i		wq[4];
+	__m512i		ws[4];
+	__m256i		mins;			/* 8 minimums as int16, each twice */
+	float		d;
+	float		dmin;
+} K45Block;
+
+/* Super-blocks a row tile may have to be packed (longer rows are unpacked in the tile). */
+#define K45_PACK_BLOCKS 32
+
+/* The scales, minimums and (Q5_K) fifth bits of super-block blk. */
+KERN void
+q45_head(const uint8_t *blk, const bool five, __m128i *sc, K45Block *kb, __m512i *qh)
+{
+	const LlmBlockQ4_K *h = (const LlmBlockQ4_K *) blk;	/* Q5_K: the same head */
+	__m128i		sm = q4k_scales_mins(h->scales);
+
+	*sc = _mm_cvtepu8_epi16(sm);
+	kb->mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+	kb->d = _cvtsh_ss(h->d);
+	kb->dmin = _cvtsh_ss(h->dmin);
+	if (five)
+		*qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) ((const LlmBlockQ5_K *) blk)->qh));
+}
+
+/*
+ * Chunk c of super-block blk: values 64c .. 64c + 63, sub-blocks 2c (low
+ * nibbles) and 2c + 1 (high); Q5_K's fifth bit is bit 2c of qh[l] (low
+ * half) or 2c + 1 (high half), moved to bit 4.
  */
 KERN void
-tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const bool five)
+q45_chunk(const uint8_t *blk, int c, const bool five, __m128i sc, __m512i qh, __m512i *wq, __m512i *ws)
+{
+	const uint8_t *qs = five ? ((const LlmBlockQ5_K *) blk)->qs : ((const LlmBlockQ4_K *) blk)->qs;
+	const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (2 * c + 1), 0x0001000100010001LL * (2 * c + 1),
+										 0x0001000100010001LL * (2 * c + 1), 0x0001000100010001LL * (2 * c + 1),
+										 0x0001000100010001LL * (2 * c), 0x0001000100010001LL * (2 * c),
+										 0x0001000100010001LL * (2 * c), 0x0001000100010001LL * (2 * c));
+	__m512i		v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (qs + 32 * c)));
+
+	*wq = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64(4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
+																  4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
+																  0, 0, 0, 0)),
+						   _mm512_set1_epi8(0x0F));
+	if (five)
+	{
+		__m512i		h = _mm512_srlv_epi16(qh, _mm512_set_epi64((2 * c + 1) * 0x0001000100010001LL,
+															   (2 * c + 1) * 0x0001000100010001LL,
+															   (2 * c + 1) * 0x0001000100010001LL,
+															   (2 * c + 1) * 0x0001000100010001LL,
+															   (2 * c) * 0x0001000100010001LL,
+															   (2 * c) * 0x0001000100010001LL,
+															   (2 * c) * 0x0001000100010001LL,
+															   (2 * c) * 0x0001000100010001LL));
+
+		*wq = _mm512_or_si512(*wq, _mm512_slli_epi16(_mm512_and_si512(h, _mm512_set1_epi8(0x01)), 4));
+	}
+	*ws = _mm512_permutexvar_epi16(idx, _mm512_castsi128_si512(sc));
+}
+
+/* Unpack the MR rows from r of a Q4_K or Q5_K weight into pk (super-block b of row i at pk[b * MR + i]). */
+KERN void
+pack_q45_k(const LlmGemmArgs *a, int64_t r, const int MR, const bool five, K45Block *pk)
+{
+	const int64_t nb = a->k / LLM_QK_K;
+	const size_t bsize = five ? sizeof(LlmBlockQ5_K) : sizeof(LlmBlockQ4_K);
+
+	for (int i = 0; i < MR; i++)
+	{
+		const uint8_t *row = a->w + (size_t) (r + i) * a->row_bytes;
+
+		for (int64_t b = 0; b < nb; b++)
+		{
+			K45Block   *kb = &pk[b * MR + i];
+			__m128i		sc;
+			__m512i		qh = _mm512_setzero_si512();
+
+			q45_head(row + b * bsize, five, &sc, kb, &qh);
+			for (int c = 0; c < 4; c++)
+				q45_chunk(row + b * bsize, c, five, sc, qh, &kb->wq[c], &kb->ws[c]);
+		}
+	}
+}
+
+/*
+ * Tile of MR rows by NT tokens of a Q4_K weight, or with five a Q5_K one,
+ * against Q8K activations, from the weights or (pk) from their packing.
+ * The two types share their scales, minimums and low nibbles; Q5_K adds a
+ * fifth bit, which makes its quants 0..31: vpmaddubsw's pairs stay below
+ * 2 * 31 * 127.  Both sources give the inner loop the same vectors, so a
+ * row's bits do not depend on which.
+ */
+KERN void
+tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const bool five, const K45Block *pk)
 {
 	const int64_t nb = a->k / LLM_QK_K;
 	const size_t bsize = five ? sizeof(LlmBlockQ5_K) : sizeof(LlmBlockQ4_K);
@@ -1174,24 +1268,20 @@ tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, c
 	{
 		__m512i		isum[4][6];
 		__m128i		sc[4];		/* 8 scales as int16 */
-		__m256i		mins[4];	/* 8 minimums as int16, each twice */
 		__m512i		qh[4];		/* Q5_K: the 32 bytes of fifth bits, in both halves */
-		float		d[4];
-		float		dmin[4];
+		K45Block	kb[4];		/* the block's head when not packed */
+		const K45Block *h[4];
 
 #pragma GCC unroll 4
 		for (int i = 0; i < MR; i++)
 		{
-			const LlmBlockQ4_K *blk = (const LlmBlockQ4_K *) (w[i] + b * bsize);	/* Q5_K: the same head */
-			__m128i		sm = q4k_scales_mins(blk->scales);
-
-			sc[i] = _mm_cvtepu8_epi16(sm);
-			mins[i] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-			d[i] = _cvtsh_ss(blk->d);
-			dmin[i] = _cvtsh_ss(blk->dmin);
-			if (five)
-				qh[i] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)
-																   ((const LlmBlockQ5_K *) blk)->qh));
+			if (pk != NULL)
+				h[i] = &pk[b * MR + i];
+			else
+			{
+				q45_head(w[i] + b * bsize, five, &sc[i], &kb[i], &qh[i]);
+				h[i] = &kb[i];
+			}
 #pragma GCC unroll 6
 			for (int q = 0; q < NT; q++)
 				isum[i][q] = _mm512_setzero_si512();
@@ -1199,43 +1289,22 @@ tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, c
 #pragma GCC unroll 4
 		for (int c = 0; c < 4; c++)
 		{
-			/* values 64c .. 64c + 63: sub-blocks 2c (low nibbles) and 2c + 1 (high) */
-			const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (2 * c + 1), 0x0001000100010001LL * (2 * c + 1),
-												 0x0001000100010001LL * (2 * c + 1), 0x0001000100010001LL * (2 * c + 1),
-												 0x0001000100010001LL * (2 * c), 0x0001000100010001LL * (2 * c),
-												 0x0001000100010001LL * (2 * c), 0x0001000100010001LL * (2 * c));
 			__m512i		wq[4];
 			__m512i		ws[4];
 
 #pragma GCC unroll 4
 			for (int i = 0; i < MR; i++)
 			{
-				const uint8_t *blk = w[i] + b * bsize;
-				const uint8_t *qs = five ? ((const LlmBlockQ5_K *) blk)->qs : ((const LlmBlockQ4_K *) blk)->qs;
-				__m512i		v;
-
-				_mm_prefetch((const char *) blk + pf + (five ? 44 : 36) * c, _MM_HINT_T0);
-				v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (qs + 32 * c)));
-
-				wq[i] = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64(4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
-																				4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
-																				0, 0, 0, 0)),
-										 _mm512_set1_epi8(0x0F));
-				if (five)
+				if (pk != NULL)
 				{
-					/* bit 2c of each qh byte for the low half, bit 2c + 1 for the high, moved to bit 4 */
-					__m512i		h = _mm512_srlv_epi16(qh[i], _mm512_set_epi64((2 * c + 1) * 0x0001000100010001LL,
-																			   (2 * c + 1) * 0x0001000100010001LL,
-																			   (2 * c + 1) * 0x0001000100010001LL,
-																			   (2 * c + 1) * 0x0001000100010001LL,
-																			   (2 * c) * 0x0001000100010001LL,
-																			   (2 * c) * 0x0001000100010001LL,
-																			   (2 * c) * 0x0001000100010001LL,
-																			   (2 * c) * 0x0001000100010001LL));
-
-					wq[i] = _mm512_or_si512(wq[i], _mm512_slli_epi16(_mm512_and_si512(h, _mm512_set1_epi8(0x01)), 4));
+					wq[i] = h[i]->wq[c];
+					ws[i] = h[i]->ws[c];
 				}
-				ws[i] = _mm512_permutexvar_epi16(idx, _mm512_castsi128_si512(sc[i]));
+				else
+				{
+					_mm_prefetch((const char *) w[i] + b * bsize + pf + (five ? 44 : 36) * c, _MM_HINT_T0);
+					q45_chunk(w[i] + b * bsize, c, five, sc[i], qh[i], &wq[i], &ws[i]);
+				}
 			}
 #pragma GCC unroll 6
 			for (int q = 0; q < NT; q++)
@@ -1256,10 +1325,10 @@ tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, c
 #pragma GCC unroll 4
 			for (int i = 0; i < MR; i++)
 			{
-				__m512i		m = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, mins[i]));
+				__m512i		m = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, h[i]->mins));
 
-				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][q]), _mm512_set1_ps(d[i] * dq), acc[i][q]);
-				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(-dmin[i] * dq), acc[i][q]);
+				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][q]), _mm512_set1_ps(h[i]->d * dq), acc[i][q]);
+				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(-h[i]->dmin * dq), acc[i][q]);
 			}
 		}
 	}
@@ -1521,34 +1590,49 @@ tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
 	store_tile(a, r, t, acc, MR, NT, false);
 }
 
-/* The tile calls of gemm_q4_k and gemm_q5_k, for TOKEN_TILES (they use their locals). */
-#define CALL_Q4K(T, NT) tile_q45_k(a, r, T, K_MR, NT, false)
-#define CALL_Q4K1(T, NT) tile_q45_k(a, r, T, 1, NT, false)
-#define CALL_Q5K(T, NT) tile_q45_k(a, r, T, K_MR, NT, true)
-#define CALL_Q5K1(T, NT) tile_q45_k(a, r, T, 1, NT, true)
+/* The tile calls of gemm_q45_k, for TOKEN_TILES (they use its locals). */
+#define CALL_Q45K(T, NT) tile_q45_k(a, r, T, K_MR, NT, five, NULL)
+#define CALL_Q45K_PACKED(T, NT) tile_q45_k(a, r, T, K_MR, NT, five, pk)
+#define CALL_Q45K1(T, NT) tile_q45_k(a, r, T, 1, NT, five, NULL)
 
-/* The gemm of Q4_K weights: tiles of K_MR rows by K_NT tokens. */
+/*
+ * The gemm of Q4_K or Q5_K weights: tiles of K_MR rows by K_NT tokens.
+ * With more than one token tile, each row tile is unpacked once (pk, on
+ * the stack) and every token tile reads it.
+ */
+KERN void
+gemm_q45_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const bool five)
+{
+	_Alignas(64) K45Block pk[K45_PACK_BLOCKS * K_MR];
+	const bool	pack = t1 - t0 > K_NT && a->k / LLM_QK_K <= K45_PACK_BLOCKS;
+	int64_t		r = r0;
+
+	for (; r + K_MR <= r1; r += K_MR)
+	{
+		if (pack)
+		{
+			pack_q45_k(a, r, K_MR, five, pk);
+			TOKEN_TILES(CALL_Q45K_PACKED, K_NT);
+		}
+		else
+			TOKEN_TILES(CALL_Q45K, K_NT);
+	}
+	for (; r < r1; r++)
+		TOKEN_TILES(CALL_Q45K1, K_NT);
+}
+
+/* The gemm of Q4_K weights. */
 static void
 gemm_q4_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
-	int64_t		r = r0;
-
-	for (; r + K_MR <= r1; r += K_MR)
-		TOKEN_TILES(CALL_Q4K, K_NT);
-	for (; r < r1; r++)
-		TOKEN_TILES(CALL_Q4K1, K_NT);
+	gemm_q45_k(a, r0, r1, t0, t1, false);
 }
 
-/* The gemm of Q5_K weights: tiles of K_MR rows by K_NT tokens. */
+/* The gemm of Q5_K weights. */
 static void
 gemm_q5_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
-	int64_t		r = r0;
-
-	for (; r + K_MR <= r1; r += K_MR)
-		TOKEN_TILES(CALL_Q5K, K_NT);
-	for (; r < r1; r++)
-		TOKEN_TILES(CALL_Q5K1, K_NT);
+	gemm_q45_k(a, r0, r1, t0, t1, true);
 }
 
 /* The tile calls of gemm_q2_k and gemm_q3_k, for TOKEN_TILES (they use their locals). */
