@@ -1148,33 +1148,34 @@ q4k_scales_mins(const uint8_t *scales)
 }
 
 /*
- * A Q4_K or Q5_K super-block of one row as the tile's inner loop wants it:
- * per 64-value chunk c the unsigned quants (sub-blocks 2c, 2c + 1) and
- * their scales as int16 pairs, and the block's minimums and two scales.
+ * A K-quant super-block of one row as the tile's inner loop wants it: per
+ * 64-value chunk the unsigned quants and their sub-block scales as int16
+ * pairs, and per block what the activations' sums of 16 are multiplied by
+ * (Q4_K/Q5_K: the minimums; Q6_K: 32 times the scales) and the scales.
  * The tile makes one from the weights as it goes (one token tile), or reads
- * those that K45 packing made once for a row tile (many token tiles).
+ * those that packing made once for a row tile (many token tiles).
  */
-typedef struct K45Block
+typedef struct KBlock
 {
 	__m512i		wq[4];
 	__m512i		ws[4];
-	__m256i		mins;			/* 8 minimums as int16, each twice */
+	__m256i		sums;			/* int16 factors of the activations' 16 sums of 16 */
 	float		d;
-	float		dmin;
-} K45Block;
+	float		dmin;			/* Q4_K, Q5_K */
+} KBlock;
 
 /* Super-blocks a row tile may have to be packed (longer rows are unpacked in the tile). */
-#define K45_PACK_BLOCKS 32
+#define K_PACK_BLOCKS 32
 
 /* The scales, minimums and (Q5_K) fifth bits of super-block blk. */
 KERN void
-q45_head(const uint8_t *blk, const bool five, __m128i *sc, K45Block *kb, __m512i *qh)
+q45_head(const uint8_t *blk, const bool five, __m128i *sc, KBlock *kb, __m512i *qh)
 {
 	const LlmBlockQ4_K *h = (const LlmBlockQ4_K *) blk;	/* Q5_K: the same head */
 	__m128i		sm = q4k_scales_mins(h->scales);
 
 	*sc = _mm_cvtepu8_epi16(sm);
-	kb->mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+	kb->sums = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));	/* 8 minimums, each twice */
 	kb->d = _cvtsh_ss(h->d);
 	kb->dmin = _cvtsh_ss(h->dmin);
 	if (five)
@@ -1218,7 +1219,7 @@ q45_chunk(const uint8_t *blk, int c, const bool five, __m128i sc, __m512i qh, __
 
 /* Unpack the MR rows from r of a Q4_K or Q5_K weight into pk (super-block b of row i at pk[b * MR + i]). */
 KERN void
-pack_q45_k(const LlmGemmArgs *a, int64_t r, const int MR, const bool five, K45Block *pk)
+pack_q45_k(const LlmGemmArgs *a, int64_t r, const int MR, const bool five, KBlock *pk)
 {
 	const int64_t nb = a->k / LLM_QK_K;
 	const size_t bsize = five ? sizeof(LlmBlockQ5_K) : sizeof(LlmBlockQ4_K);
@@ -1229,7 +1230,7 @@ pack_q45_k(const LlmGemmArgs *a, int64_t r, const int MR, const bool five, K45Bl
 
 		for (int64_t b = 0; b < nb; b++)
 		{
-			K45Block   *kb = &pk[b * MR + i];
+			KBlock   *kb = &pk[b * MR + i];
 			__m128i		sc;
 			__m512i		qh = _mm512_setzero_si512();
 
@@ -1249,7 +1250,7 @@ pack_q45_k(const LlmGemmArgs *a, int64_t r, const int MR, const bool five, K45Bl
  * row's bits do not depend on which.
  */
 KERN void
-tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const bool five, const K45Block *pk)
+tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const bool five, const KBlock *pk)
 {
 	const int64_t nb = a->k / LLM_QK_K;
 	const size_t bsize = five ? sizeof(LlmBlockQ5_K) : sizeof(LlmBlockQ4_K);
@@ -1269,8 +1270,8 @@ tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, c
 		__m512i		isum[4][6];
 		__m128i		sc[4];		/* 8 scales as int16 */
 		__m512i		qh[4];		/* Q5_K: the 32 bytes of fifth bits, in both halves */
-		K45Block	kb[4];		/* the block's head when not packed */
-		const K45Block *h[4];
+		KBlock	kb[4];		/* the block's head when not packed */
+		const KBlock *h[4];
 
 #pragma GCC unroll 4
 		for (int i = 0; i < MR; i++)
@@ -1325,7 +1326,7 @@ tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, c
 #pragma GCC unroll 4
 			for (int i = 0; i < MR; i++)
 			{
-				__m512i		m = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, h[i]->mins));
+				__m512i		m = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, h[i]->sums));
 
 				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][q]), _mm512_set1_ps(h[i]->d * dq), acc[i][q]);
 				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(-h[i]->dmin * dq), acc[i][q]);
@@ -1487,9 +1488,78 @@ tile_q23_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, c
 	store_tile(a, r, t, acc, MR, NT, false);
 }
 
-/* Tile of MR rows by NT tokens of a Q6_K weight against Q8K activations. */
+/* The scales of Q6_K super-block blk (16 as int16, and 32 times them for the offset) and d. */
 KERN void
-tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
+q6_head(const uint8_t *blk, __m256i *sc, KBlock *kb)
+{
+	const LlmBlockQ6_K *q6 = (const LlmBlockQ6_K *) blk;
+
+	*sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *) q6->scales));
+	kb->sums = _mm256_slli_epi16(*sc, 5);
+	kb->d = _cvtsh_ss(q6->d);
+	kb->dmin = 0;
+}
+
+/*
+ * Chunk s of Q6_K super-block blk: values 64s .. 64s + 63 (h = s / 2, g = 2
+ * (s % 2) + 0 or 1), sub-blocks 4s .. 4s + 3.
+ */
+KERN void
+q6_chunk(const uint8_t *blk, int s, __m256i sc, __m512i *wq, __m512i *ws)
+{
+	const LlmBlockQ6_K *q6 = (const LlmBlockQ6_K *) blk;
+	const int	h = s / 2;
+	const int	odd = s % 2;
+	const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (4 * s + 3), 0x0001000100010001LL * (4 * s + 3),
+										 0x0001000100010001LL * (4 * s + 2), 0x0001000100010001LL * (4 * s + 2),
+										 0x0001000100010001LL * (4 * s + 1), 0x0001000100010001LL * (4 * s + 1),
+										 0x0001000100010001LL * (4 * s), 0x0001000100010001LL * (4 * s));
+	__m512i		qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (q6->qh + 32 * h)));
+	__m512i		ql = _mm512_loadu_si512(q6->ql + 64 * h);
+	__m512i		lo;
+	__m512i		hi;
+
+	/* low four bits: ql's low nibbles (g = 0, 1), or its high ones (g = 2, 3) */
+	lo = odd ? _mm512_srli_epi16(ql, 4) : ql;
+	/* high two bits, to bits 4-5: qh bits 2g .. 2g + 1, g = 2 odd (first 32 values) or 2 odd + 1 */
+	if (odd)
+		hi = _mm512_srlv_epi16(qh, _mm512_set_epi64(2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
+													2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
+													0, 0, 0, 0));
+	else
+		hi = _mm512_sllv_epi16(qh, _mm512_set_epi64(2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
+													2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
+													4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
+													4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL));
+	*wq = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi8(0x0F)), _mm512_and_si512(hi, _mm512_set1_epi8(0x30)));
+	*ws = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc));
+}
+
+/* Unpack the MR rows from r of a Q6_K weight into pk (super-block b of row i at pk[b * MR + i]). */
+KERN void
+pack_q6_k(const LlmGemmArgs *a, int64_t r, const int MR, KBlock *pk)
+{
+	const int64_t nb = a->k / LLM_QK_K;
+
+	for (int i = 0; i < MR; i++)
+	{
+		const uint8_t *row = a->w + (size_t) (r + i) * a->row_bytes;
+
+		for (int64_t b = 0; b < nb; b++)
+		{
+			KBlock	   *kb = &pk[b * MR + i];
+			__m256i		sc;
+
+			q6_head(row + b * sizeof(LlmBlockQ6_K), &sc, kb);
+			for (int c = 0; c < 4; c++)
+				q6_chunk(row + b * sizeof(LlmBlockQ6_K), c, sc, &kb->wq[c], &kb->ws[c]);
+		}
+	}
+}
+
+/* Tile of MR rows by NT tokens of a Q6_K weight against Q8K activations, from the weights or (pk) their packing. */
+KERN void
+tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const KBlock *pk)
 {
 	const int64_t nb = a->k / LLM_QK_K;
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
@@ -1507,15 +1577,19 @@ tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
 	{
 		__m512i		isum[4][6];
 		__m256i		sc[4];		/* 16 scales as int16 */
-		float		d[4];
+		KBlock		kb[4];		/* the block's head when not packed */
+		const KBlock *h[4];
 
 #pragma GCC unroll 4
 		for (int i = 0; i < MR; i++)
 		{
-			const LlmBlockQ6_K *blk = (const LlmBlockQ6_K *) (w[i] + b * sizeof(LlmBlockQ6_K));
-
-			sc[i] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *) blk->scales));
-			d[i] = _cvtsh_ss(blk->d);
+			if (pk != NULL)
+				h[i] = &pk[b * MR + i];
+			else
+			{
+				q6_head(w[i] + b * sizeof(LlmBlockQ6_K), &sc[i], &kb[i]);
+				h[i] = &kb[i];
+			}
 #pragma GCC unroll 6
 			for (int q = 0; q < NT; q++)
 				isum[i][q] = _mm512_setzero_si512();
@@ -1523,42 +1597,22 @@ tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
 #pragma GCC unroll 4
 		for (int s = 0; s < 4; s++)
 		{
-			/* values 64s .. 64s + 63 (h = s / 2, g = 2 (s % 2) + 0 or 1): sub-blocks 4s .. 4s + 3 */
-			const int	h = s / 2;
-			const int	odd = s % 2;
-			const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (4 * s + 3), 0x0001000100010001LL * (4 * s + 3),
-												 0x0001000100010001LL * (4 * s + 2), 0x0001000100010001LL * (4 * s + 2),
-												 0x0001000100010001LL * (4 * s + 1), 0x0001000100010001LL * (4 * s + 1),
-												 0x0001000100010001LL * (4 * s), 0x0001000100010001LL * (4 * s));
 			__m512i		wq[4];
 			__m512i		ws[4];
 
 #pragma GCC unroll 4
 			for (int i = 0; i < MR; i++)
 			{
-				const LlmBlockQ6_K *blk = (const LlmBlockQ6_K *) (w[i] + b * sizeof(LlmBlockQ6_K));
-				__m512i		ql;
-				__m512i		qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (blk->qh + 32 * h)));
-				__m512i		lo;
-				__m512i		hi;
-
-				_mm_prefetch((const char *) blk + pf + 64 * s, _MM_HINT_T0);
-				ql = _mm512_loadu_si512(blk->ql + 64 * h);
-				/* low four bits: ql's low nibbles (g = 0, 1), or its high ones (g = 2, 3) */
-				lo = odd ? _mm512_srli_epi16(ql, 4) : ql;
-				/* high two bits, to bits 4-5: qh bits 2g .. 2g + 1, g = 2 odd (first 32 values) or 2 odd + 1 */
-				if (odd)
-					hi = _mm512_srlv_epi16(qh, _mm512_set_epi64(2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
-																2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
-																0, 0, 0, 0));
+				if (pk != NULL)
+				{
+					wq[i] = h[i]->wq[s];
+					ws[i] = h[i]->ws[s];
+				}
 				else
-					hi = _mm512_sllv_epi16(qh, _mm512_set_epi64(2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
-																2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
-																4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
-																4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL));
-				wq[i] = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi8(0x0F)),
-										_mm512_and_si512(hi, _mm512_set1_epi8(0x30)));
-				ws[i] = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc[i]));
+				{
+					_mm_prefetch((const char *) w[i] + b * sizeof(LlmBlockQ6_K) + pf + 64 * s, _MM_HINT_T0);
+					q6_chunk(w[i] + b * sizeof(LlmBlockQ6_K), s, sc[i], &wq[i], &ws[i]);
+				}
 			}
 #pragma GCC unroll 6
 			for (int q = 0; q < NT; q++)
@@ -1580,10 +1634,10 @@ tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
 			for (int i = 0; i < MR; i++)
 			{
 				/* the offset: 32 * sum over sub-blocks of scale * (sum of its activation quants) */
-				__m512i		off = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, _mm256_slli_epi16(sc[i], 5)));
+				__m512i		off = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, h[i]->sums));
 
 				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[i][q], off)),
-											_mm512_set1_ps(d[i] * dq), acc[i][q]);
+											_mm512_set1_ps(h[i]->d * dq), acc[i][q]);
 			}
 		}
 	}
@@ -1603,8 +1657,8 @@ tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
 KERN void
 gemm_q45_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const bool five)
 {
-	_Alignas(64) K45Block pk[K45_PACK_BLOCKS * K_MR];
-	const bool	pack = t1 - t0 > K_NT && a->k / LLM_QK_K <= K45_PACK_BLOCKS;
+	_Alignas(64) KBlock pk[K_PACK_BLOCKS * K_MR];
+	const bool	pack = t1 - t0 > K_NT && a->k / LLM_QK_K <= K_PACK_BLOCKS;
 	int64_t		r = r0;
 
 	for (; r + K_MR <= r1; r += K_MR)
@@ -1666,17 +1720,28 @@ gemm_q3_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 }
 
 /* The tile calls of gemm_q6_k, for TOKEN_TILES (they use its locals). */
-#define CALL_Q6K(T, NT) tile_q6_k(a, r, T, K_MR, NT)
-#define CALL_Q6K1(T, NT) tile_q6_k(a, r, T, 1, NT)
+#define CALL_Q6K(T, NT) tile_q6_k(a, r, T, K_MR, NT, NULL)
+#define CALL_Q6K_PACKED(T, NT) tile_q6_k(a, r, T, K_MR, NT, pk)
+#define CALL_Q6K1(T, NT) tile_q6_k(a, r, T, 1, NT, NULL)
 
-/* The gemm of Q6_K weights: tiles of K_MR rows by K_NT tokens. */
+/* The gemm of Q6_K weights: tiles of K_MR rows by K_NT tokens, packed as gemm_q45_k's are. */
 static void
 gemm_q6_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
+	_Alignas(64) KBlock pk[K_PACK_BLOCKS * K_MR];
+	const bool	pack = t1 - t0 > K_NT && a->k / LLM_QK_K <= K_PACK_BLOCKS;
 	int64_t		r = r0;
 
 	for (; r + K_MR <= r1; r += K_MR)
-		TOKEN_TILES(CALL_Q6K, K_NT);
+	{
+		if (pack)
+		{
+			pack_q6_k(a, r, K_MR, pk);
+			TOKEN_TILES(CALL_Q6K_PACKED, K_NT);
+		}
+		else
+			TOKEN_TILES(CALL_Q6K, K_NT);
+	}
 	for (; r < r1; r++)
 		TOKEN_TILES(CALL_Q6K1, K_NT);
 }
