@@ -11,8 +11,10 @@
 # built by hand, never in CI) only Q8_0 and Q4_0 are made, by
 # llm-random-model, and llama.cpp's columns stay empty.
 #
-# Per model: llm-cli bench -p 128 -n 64 -b 1 after a warm-up run, and
-# llama-bench -p 128 -n 64 -r 3, THREADS threads (default 2).  The roofline is the read bandwidth that
+# Per model: llm-cli bench -p 128 -n 64 -b 1 after a warm-up run (the
+# median of three), and llama-bench -p 128 -n 64 -r 3 (its mean), THREADS
+# threads (default 2).  The machine is shared: ratios move by about 15%
+# between runs.  The roofline is the read bandwidth that
 # bench/stream_probe.c measures at THREADS threads divided by the weight
 # bytes one decode step reads (bench/gguf_decode_bytes.py).  Prints a table
 # and writes bench/results/quant_bench.{csv,json}.
@@ -66,8 +68,10 @@ for entry in "${models[@]}"; do
     bytes=$(python3 bench/gguf_decode_bytes.py "$m")
     # a warm-up run first: the file in the page cache, the processor clocked up
     bin/llm-cli bench -m "$m" -p 128 -n 8 -b 1 --threads "$THREADS" --step-ms 0 >/dev/null 2>&1
-    read -r pp tg <<< "$(bin/llm-cli bench -m "$m" -p 128 -n 64 -b 1 --threads "$THREADS" --step-ms 0 2>/dev/null |
-        awk -F'|' 'NR == 3 { print $5, $6 }')"
+    # the median of three runs, as llama-bench's three repetitions
+    read -r pp tg <<< "$(for rep in 1 2 3; do
+        bin/llm-cli bench -m "$m" -p 128 -n 64 -b 1 --threads "$THREADS" --step-ms 0 2>/dev/null | awk -F'|' 'NR == 3 { print $5, $6 }'
+    done | python3 -c 'import sys, statistics as st; r = [l.split() for l in sys.stdin if l.strip()]; print(st.median(float(a) for a, _ in r), st.median(float(b) for _, b in r))')"
     cpp_pp=""; cpp_tg=""
     if [ -n "${LLAMA_CPP_BIN:-}" ]; then
         read -r cpp_pp cpp_tg <<< "$(LD_LIBRARY_PATH=$LLAMA_CPP_BIN "$LLAMA_CPP_BIN/llama-bench" -m "$m" -p 128 -n 64 \
