@@ -1161,7 +1161,7 @@ typedef struct KBlock
 	__m512i		ws[4];
 	__m256i		sums;			/* int16 factors of the activations' 16 sums of 16 */
 	float		d;
-	float		dmin;			/* Q4_K, Q5_K */
+	float		dmin;			/* Q2_K, Q4_K, Q5_K */
 } KBlock;
 
 /* Super-blocks a row tile may have to be packed (longer rows are unpacked in the tile). */
@@ -1337,19 +1337,114 @@ tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, c
 }
 
 /*
- * Tile of MR rows by NT tokens of a Q2_K weight, or with three a Q3_K one,
- * against Q8K activations.  Both have 16 sub-blocks of 16 and take value
- * 128h + 32j + 16s + l's two low bits from bits 2j .. 2j + 1 of
- * qs[32h + 16s + l]; 64 values a step (h = step / 2, j = 2 (step % 2) and
- * one more) are sub-blocks 4 step .. 4 step + 3.
+ * Q2_K and Q3_K have 16 sub-blocks of 16 and take value 128h + 32j + 16s +
+ * l's two low bits from bits 2j .. 2j + 1 of qs[32h + 16s + l]; 64 values a
+ * step (h = step / 2, j = 2 (step % 2) and one more) are sub-blocks
+ * 4 step .. 4 step + 3.
  * - Q2_K: unsigned quants 0..3, 4-bit scales and minimums; the minimums
  *   apply per sub-block from the activations' sums of 16, as Q4_K's do.
  * - Q3_K: a third bit from bit 4h + j of hmask[16s + l], so u = 0..7 stands
  *   for u - 4, with signed 6-bit scales: the offset of 4 applies from the
  *   same sums, as Q6_K's offset of 32 does.
  */
+
+/* The scales (as int16), the sums' factors and d (Q2_K: dmin) of super-block blk; Q3_K's high bits into hm. */
 KERN void
-tile_q23_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const bool three)
+q23_head(const uint8_t *blk, const bool three, __m256i *sc, KBlock *kb, __m512i *hm)
+{
+	if (three)
+	{
+		const LlmBlockQ3_K *q3 = (const LlmBlockQ3_K *) blk;
+		uint8_t		s6[16];
+
+		llm_q3k_scales6(q3->scales, s6);
+		*sc = _mm256_cvtepi8_epi16(_mm_sub_epi8(_mm_loadu_si128((const __m128i *) s6), _mm_set1_epi8(32)));
+		kb->sums = _mm256_slli_epi16(*sc, 2);
+		*hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) q3->hmask));
+		kb->d = _cvtsh_ss(q3->d);
+		kb->dmin = 0;
+	}
+	else
+	{
+		const LlmBlockQ2_K *q2 = (const LlmBlockQ2_K *) blk;
+		__m128i		raw = _mm_loadu_si128((const __m128i *) q2->scales);
+
+		*sc = _mm256_cvtepu8_epi16(_mm_and_si128(raw, _mm_set1_epi8(0x0F)));
+		kb->sums = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)));
+		kb->d = _cvtsh_ss(q2->d);
+		kb->dmin = _cvtsh_ss(q2->dmin);
+	}
+}
+
+/* Step st of Q2_K or Q3_K super-block blk: 64 unsigned quants and their scales. */
+KERN void
+q23_chunk(const uint8_t *blk, int st, const bool three, __m256i sc, __m512i hm, __m512i *wq, __m512i *ws)
+{
+	const int	h = st / 2;
+	const int	j0 = 2 * (st % 2);	/* the low half's j; the high half's is j0 + 1 */
+	const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (4 * st + 3), 0x0001000100010001LL * (4 * st + 3),
+										 0x0001000100010001LL * (4 * st + 2), 0x0001000100010001LL * (4 * st + 2),
+										 0x0001000100010001LL * (4 * st + 1), 0x0001000100010001LL * (4 * st + 1),
+										 0x0001000100010001LL * (4 * st), 0x0001000100010001LL * (4 * st));
+	const uint8_t *qs = three ? ((const LlmBlockQ3_K *) blk)->qs : ((const LlmBlockQ2_K *) blk)->qs;
+	__m512i		v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (qs + 32 * h)));
+
+	*wq = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64((2 * j0 + 2) * 0x0001000100010001LL,
+																  (2 * j0 + 2) * 0x0001000100010001LL,
+																  (2 * j0 + 2) * 0x0001000100010001LL,
+																  (2 * j0 + 2) * 0x0001000100010001LL,
+																  (2 * j0) * 0x0001000100010001LL,
+																  (2 * j0) * 0x0001000100010001LL,
+																  (2 * j0) * 0x0001000100010001LL,
+																  (2 * j0) * 0x0001000100010001LL)),
+						   _mm512_set1_epi8(0x03));
+	if (three)
+	{
+		/* bit 4h + j of each hmask byte, moved to bit 2 */
+		__m512i		hb = _mm512_srlv_epi16(hm, _mm512_set_epi64((4 * h + j0 + 1) * 0x0001000100010001LL,
+																(4 * h + j0 + 1) * 0x0001000100010001LL,
+																(4 * h + j0 + 1) * 0x0001000100010001LL,
+																(4 * h + j0 + 1) * 0x0001000100010001LL,
+																(4 * h + j0) * 0x0001000100010001LL,
+																(4 * h + j0) * 0x0001000100010001LL,
+																(4 * h + j0) * 0x0001000100010001LL,
+																(4 * h + j0) * 0x0001000100010001LL));
+
+		*wq = _mm512_or_si512(*wq, _mm512_slli_epi16(_mm512_and_si512(hb, _mm512_set1_epi8(0x01)), 2));
+	}
+	*ws = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc));
+}
+
+/* Unpack the MR rows from r of a Q2_K or Q3_K weight into pk (super-block b of row i at pk[b * MR + i]). */
+KERN void
+pack_q23_k(const LlmGemmArgs *a, int64_t r, const int MR, const bool three, KBlock *pk)
+{
+	const int64_t nb = a->k / LLM_QK_K;
+	const size_t bsize = three ? sizeof(LlmBlockQ3_K) : sizeof(LlmBlockQ2_K);
+
+	for (int i = 0; i < MR; i++)
+	{
+		const uint8_t *row = a->w + (size_t) (r + i) * a->row_bytes;
+
+		for (int64_t b = 0; b < nb; b++)
+		{
+			KBlock	   *kb = &pk[b * MR + i];
+			__m256i		sc;
+			__m512i		hm = _mm512_setzero_si512();
+
+			q23_head(row + b * bsize, three, &sc, kb, &hm);
+			for (int st = 0; st < 4; st++)
+				q23_chunk(row + b * bsize, st, three, sc, hm, &kb->wq[st], &kb->ws[st]);
+		}
+	}
+}
+
+/*
+ * Tile of MR rows by NT tokens of a Q2_K weight, or with three a Q3_K one,
+ * against Q8K activations, from the weights or (pk) their packing.
+ */
+KERN void
+tile_q23_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const bool three, const KBlock *pk)
 {
 	const int64_t nb = a->k / LLM_QK_K;
 	const size_t bsize = three ? sizeof(LlmBlockQ3_K) : sizeof(LlmBlockQ2_K);
@@ -1368,35 +1463,19 @@ tile_q23_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, c
 	{
 		__m512i		isum[4][6];
 		__m256i		sc[4];		/* 16 scales as int16 */
-		__m256i		mins[4];	/* Q2_K: 16 minimums as int16 */
 		__m512i		hm[4];		/* Q3_K: the 32 bytes of high bits, in both halves */
-		float		d[4];
-		float		dmin[4];
+		KBlock		kb[4];		/* the block's head when not packed */
+		const KBlock *h[4];
 
 #pragma GCC unroll 4
 		for (int i = 0; i < MR; i++)
 		{
-			const uint8_t *blk = w[i] + b * bsize;
-
-			if (three)
-			{
-				const LlmBlockQ3_K *q3 = (const LlmBlockQ3_K *) blk;
-				uint8_t		s6[16];
-
-				llm_q3k_scales6(q3->scales, s6);
-				sc[i] = _mm256_cvtepi8_epi16(_mm_sub_epi8(_mm_loadu_si128((const __m128i *) s6), _mm_set1_epi8(32)));
-				hm[i] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) q3->hmask));
-				d[i] = _cvtsh_ss(q3->d);
-			}
+			if (pk != NULL)
+				h[i] = &pk[b * MR + i];
 			else
 			{
-				const LlmBlockQ2_K *q2 = (const LlmBlockQ2_K *) blk;
-				__m128i		raw = _mm_loadu_si128((const __m128i *) q2->scales);
-
-				sc[i] = _mm256_cvtepu8_epi16(_mm_and_si128(raw, _mm_set1_epi8(0x0F)));
-				mins[i] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)));
-				d[i] = _cvtsh_ss(q2->d);
-				dmin[i] = _cvtsh_ss(q2->dmin);
+				q23_head(w[i] + b * bsize, three, &sc[i], &kb[i], &hm[i]);
+				h[i] = &kb[i];
 			}
 #pragma GCC unroll 6
 			for (int q = 0; q < NT; q++)
@@ -1405,48 +1484,22 @@ tile_q23_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, c
 #pragma GCC unroll 4
 		for (int st = 0; st < 4; st++)
 		{
-			const int	h = st / 2;
-			const int	j0 = 2 * (st % 2);	/* the low half's j; the high half's is j0 + 1 */
-			const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (4 * st + 3), 0x0001000100010001LL * (4 * st + 3),
-												 0x0001000100010001LL * (4 * st + 2), 0x0001000100010001LL * (4 * st + 2),
-												 0x0001000100010001LL * (4 * st + 1), 0x0001000100010001LL * (4 * st + 1),
-												 0x0001000100010001LL * (4 * st), 0x0001000100010001LL * (4 * st));
 			__m512i		wq[4];
 			__m512i		ws[4];
 
 #pragma GCC unroll 4
 			for (int i = 0; i < MR; i++)
 			{
-				const uint8_t *blk = w[i] + b * bsize;
-				const uint8_t *qs = three ? ((const LlmBlockQ3_K *) blk)->qs : ((const LlmBlockQ2_K *) blk)->qs;
-				__m512i		v;
-
-				_mm_prefetch((const char *) blk + pf + (three ? 28 : 21) * st, _MM_HINT_T0);
-				v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (qs + 32 * h)));
-				wq[i] = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64((2 * j0 + 2) * 0x0001000100010001LL,
-																				(2 * j0 + 2) * 0x0001000100010001LL,
-																				(2 * j0 + 2) * 0x0001000100010001LL,
-																				(2 * j0 + 2) * 0x0001000100010001LL,
-																				(2 * j0) * 0x0001000100010001LL,
-																				(2 * j0) * 0x0001000100010001LL,
-																				(2 * j0) * 0x0001000100010001LL,
-																				(2 * j0) * 0x0001000100010001LL)),
-										 _mm512_set1_epi8(0x03));
-				if (three)
+				if (pk != NULL)
 				{
-					/* bit 4h + j of each hmask byte, moved to bit 2 */
-					__m512i		hb = _mm512_srlv_epi16(hm[i], _mm512_set_epi64((4 * h + j0 + 1) * 0x0001000100010001LL,
-																				(4 * h + j0 + 1) * 0x0001000100010001LL,
-																				(4 * h + j0 + 1) * 0x0001000100010001LL,
-																				(4 * h + j0 + 1) * 0x0001000100010001LL,
-																				(4 * h + j0) * 0x0001000100010001LL,
-																				(4 * h + j0) * 0x0001000100010001LL,
-																				(4 * h + j0) * 0x0001000100010001LL,
-																				(4 * h + j0) * 0x0001000100010001LL));
-
-					wq[i] = _mm512_or_si512(wq[i], _mm512_slli_epi16(_mm512_and_si512(hb, _mm512_set1_epi8(0x01)), 2));
+					wq[i] = h[i]->wq[st];
+					ws[i] = h[i]->ws[st];
 				}
-				ws[i] = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc[i]));
+				else
+				{
+					_mm_prefetch((const char *) w[i] + b * bsize + pf + (three ? 28 : 21) * st, _MM_HINT_T0);
+					q23_chunk(w[i] + b * bsize, st, three, sc[i], hm[i], &wq[i], &ws[i]);
+				}
 			}
 #pragma GCC unroll 6
 			for (int q = 0; q < NT; q++)
@@ -1467,20 +1520,15 @@ tile_q23_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, c
 #pragma GCC unroll 4
 			for (int i = 0; i < MR; i++)
 			{
-				if (three)
-				{
-					/* the offset: 4 * sum over sub-blocks of scale * (sum of its activation quants) */
-					__m512i		off = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, _mm256_slli_epi16(sc[i], 2)));
+				__m512i		m = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, h[i]->sums));
 
-					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[i][q], off)),
-												_mm512_set1_ps(d[i] * dq), acc[i][q]);
-				}
+				if (three)		/* the offset: 4 * sum over sub-blocks of scale * (sum of its activation quants) */
+					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[i][q], m)),
+												_mm512_set1_ps(h[i]->d * dq), acc[i][q]);
 				else
 				{
-					__m512i		m = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, mins[i]));
-
-					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][q]), _mm512_set1_ps(d[i] * dq), acc[i][q]);
-					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(-dmin[i] * dq), acc[i][q]);
+					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][q]), _mm512_set1_ps(h[i]->d * dq), acc[i][q]);
+					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(-h[i]->dmin * dq), acc[i][q]);
 				}
 			}
 		}
@@ -1689,34 +1737,45 @@ gemm_q5_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 	gemm_q45_k(a, r0, r1, t0, t1, true);
 }
 
-/* The tile calls of gemm_q2_k and gemm_q3_k, for TOKEN_TILES (they use their locals). */
-#define CALL_Q2K(T, NT) tile_q23_k(a, r, T, K_MR, NT, false)
-#define CALL_Q2K1(T, NT) tile_q23_k(a, r, T, 1, NT, false)
-#define CALL_Q3K(T, NT) tile_q23_k(a, r, T, K_MR, NT, true)
-#define CALL_Q3K1(T, NT) tile_q23_k(a, r, T, 1, NT, true)
+/* The tile calls of gemm_q23_k, for TOKEN_TILES (they use its locals). */
+#define CALL_Q23K(T, NT) tile_q23_k(a, r, T, K_MR, NT, three, NULL)
+#define CALL_Q23K_PACKED(T, NT) tile_q23_k(a, r, T, K_MR, NT, three, pk)
+#define CALL_Q23K1(T, NT) tile_q23_k(a, r, T, 1, NT, three, NULL)
 
-/* The gemm of Q2_K weights: tiles of K_MR rows by K_NT tokens. */
+/* The gemm of Q2_K or Q3_K weights: tiles of K_MR rows by K_NT tokens, packed as gemm_q45_k's are. */
+KERN void
+gemm_q23_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const bool three)
+{
+	_Alignas(64) KBlock pk[K_PACK_BLOCKS * K_MR];
+	const bool	pack = t1 - t0 > K_NT && a->k / LLM_QK_K <= K_PACK_BLOCKS;
+	int64_t		r = r0;
+
+	for (; r + K_MR <= r1; r += K_MR)
+	{
+		if (pack)
+		{
+			pack_q23_k(a, r, K_MR, three, pk);
+			TOKEN_TILES(CALL_Q23K_PACKED, K_NT);
+		}
+		else
+			TOKEN_TILES(CALL_Q23K, K_NT);
+	}
+	for (; r < r1; r++)
+		TOKEN_TILES(CALL_Q23K1, K_NT);
+}
+
+/* The gemm of Q2_K weights. */
 static void
 gemm_q2_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
-	int64_t		r = r0;
-
-	for (; r + K_MR <= r1; r += K_MR)
-		TOKEN_TILES(CALL_Q2K, K_NT);
-	for (; r < r1; r++)
-		TOKEN_TILES(CALL_Q2K1, K_NT);
+	gemm_q23_k(a, r0, r1, t0, t1, false);
 }
 
-/* The gemm of Q3_K weights: tiles of K_MR rows by K_NT tokens. */
+/* The gemm of Q3_K weights. */
 static void
 gemm_q3_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
-	int64_t		r = r0;
-
-	for (; r + K_MR <= r1; r += K_MR)
-		TOKEN_TILES(CALL_Q3K, K_NT);
-	for (; r < r1; r++)
-		TOKEN_TILES(CALL_Q3K1, K_NT);
+	gemm_q23_k(a, r0, r1, t0, t1, true);
 }
 
 /* The tile calls of gemm_q6_k, for TOKEN_TILES (they use its locals). */
