@@ -1151,7 +1151,8 @@ q4k_scales_mins(const uint8_t *scales)
  * A K-quant super-block of one row as the tile's inner loop wants it: per
  * 64-value chunk the unsigned quants and their sub-block scales as int16
  * pairs, and per block what the activations' sums of 16 are multiplied by
- * (Q4_K/Q5_K: the minimums; Q6_K: 32 times the scales) and the scales.
+ * (Q2_K, Q4_K, Q5_K: the minimums; Q3_K, Q6_K: 4 or 32 times the scales)
+ * and the scales.
  * The tile makes one from the weights as it goes (one token tile), or reads
  * those that packing made once for a row tile (many token tiles).
  */
