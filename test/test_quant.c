@@ -1037,11 +1037,16 @@ test_own_quantizers(void)
 	}
 }
 
-/* llm_k4_scales_mins (the SIMD kernels' unpacking) gives llm_k4_scale_min's scales and mins, on random bytes. */
+/*
+ * The SIMD kernels' whole-block scale unpacking, on random bytes:
+ * llm_k4_scales_mins gives llm_k4_scale_min's scales and mins (Q4_K, Q5_K),
+ * llm_q3k_scales6 gives llm_q3k_scale's scales plus 32 (Q3_K).
+ */
 static void
-test_k4_scales_mins(void)
+test_k_scale_unpacking(void)
 {
-	int			bad = 0;
+	int			bad_k4 = 0;
+	int			bad_q3 = 0;
 
 	for (int trial = 0; trial < 4096; trial++)
 	{
@@ -1057,30 +1062,14 @@ test_k4_scales_mins(void)
 						m;
 
 			llm_k4_scale_min(j, q, &sc, &m);
-			bad += all[j] != sc || all[8 + j] != m;
+			bad_k4 += all[j] != sc || all[8 + j] != m;
 		}
-	}
-	TEST_CHECK(bad == 0, "llm_k4_scales_mins differs from llm_k4_scale_min %d times", bad);
-}
-
-/* llm_q3k_scales6 (the SIMD kernels' unpacking) gives llm_q3k_scale's scales, plus 32, on random bytes. */
-static void
-test_q3k_scales6(void)
-{
-	int			bad = 0;
-
-	for (int trial = 0; trial < 4096; trial++)
-	{
-		uint8_t		q[12];
-		uint8_t		all[16];
-
-		for (int i = 0; i < 12; i++)
-			q[i] = (uint8_t) (test_rng_next() >> 56);
 		llm_q3k_scales6(q, all);
 		for (int k = 0; k < 16; k++)
-			bad += all[k] - 32 != llm_q3k_scale(k, q);
+			bad_q3 += all[k] - 32 != llm_q3k_scale(k, q);
 	}
-	TEST_CHECK(bad == 0, "llm_q3k_scales6 differs from llm_q3k_scale %d times", bad);
+	TEST_CHECK(bad_k4 == 0, "llm_k4_scales_mins differs from llm_k4_scale_min %d times", bad_k4);
+	TEST_CHECK(bad_q3 == 0, "llm_q3k_scales6 differs from llm_q3k_scale %d times", bad_q3);
 }
 
 int
@@ -1092,8 +1081,7 @@ main(void)
 	test_own_quantizers();
 	test_golden();
 	test_hand_q4_k();
-	test_k4_scales_mins();
-	test_q3k_scales6();
+	test_k_scale_unpacking();
 	test_hand_q6_k();
 	test_hand_q8_0_q4_0();
 	test_half();

@@ -1135,7 +1135,7 @@ gemm_q4_0(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 	gemm_q(LLM_TYPE_Q4_0, a, r0, r1, t0, t1);
 }
 
-/* ---- Q4_K, Q6_K ---- */
+/* ---- the K-quants: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K ---- */
 
 /* The eight 6-bit scales (bytes 0-7) and minimums (bytes 8-15) of a Q4_K super-block. */
 KERN __m128i
@@ -1168,14 +1168,52 @@ typedef struct KBlock
 /* Super-blocks a row tile may have to be packed (longer rows are unpacked in the tile). */
 #define K_PACK_BLOCKS 32
 
-/* The scales, minimums and (Q5_K) fifth bits of super-block blk. */
+/* Bytes of one super-block of K-quant type t. */
+KERN size_t
+k_block_bytes(const LlmType t)
+{
+	switch (t)
+	{
+		case LLM_TYPE_Q2_K:
+			return sizeof(LlmBlockQ2_K);
+		case LLM_TYPE_Q3_K:
+			return sizeof(LlmBlockQ3_K);
+		case LLM_TYPE_Q4_K:
+			return sizeof(LlmBlockQ4_K);
+		case LLM_TYPE_Q5_K:
+			return sizeof(LlmBlockQ5_K);
+		default:
+			return sizeof(LlmBlockQ6_K);
+	}
+}
+
+/* How far apart the tile prefetches a super-block's four chunks (bytes). */
+KERN size_t
+k_prefetch_step(const LlmType t)
+{
+	switch (t)
+	{
+		case LLM_TYPE_Q2_K:
+			return 21;
+		case LLM_TYPE_Q3_K:
+			return 28;
+		case LLM_TYPE_Q4_K:
+			return 36;
+		case LLM_TYPE_Q5_K:
+			return 44;
+		default:
+			return 64;
+	}
+}
+
+/* The scales of Q4_K or Q5_K super-block blk as int16, its minimums and two scales; Q5_K's fifth bits into qh. */
 KERN void
-q45_head(const uint8_t *blk, const bool five, __m128i *sc, KBlock *kb, __m512i *qh)
+q45_head(const uint8_t *blk, const bool five, __m256i *sc, KBlock *kb, __m512i *qh)
 {
 	const LlmBlockQ4_K *h = (const LlmBlockQ4_K *) blk;	/* Q5_K: the same head */
 	__m128i		sm = q4k_scales_mins(h->scales);
 
-	*sc = _mm_cvtepu8_epi16(sm);
+	*sc = _mm256_zextsi128_si256(_mm_cvtepu8_epi16(sm));
 	kb->sums = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));	/* 8 minimums, each twice */
 	kb->d = _cvtsh_ss(h->d);
 	kb->dmin = _cvtsh_ss(h->dmin);
@@ -1189,7 +1227,7 @@ q45_head(const uint8_t *blk, const bool five, __m128i *sc, KBlock *kb, __m512i *
  * half) or 2c + 1 (high half), moved to bit 4.
  */
 KERN void
-q45_chunk(const uint8_t *blk, int c, const bool five, __m128i sc, __m512i qh, __m512i *wq, __m512i *ws)
+q45_chunk(const uint8_t *blk, int c, const bool five, __m256i sc, __m512i qh, __m512i *wq, __m512i *ws)
 {
 	const uint8_t *qs = five ? ((const LlmBlockQ5_K *) blk)->qs : ((const LlmBlockQ4_K *) blk)->qs;
 	const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (2 * c + 1), 0x0001000100010001LL * (2 * c + 1),
@@ -1215,126 +1253,7 @@ q45_chunk(const uint8_t *blk, int c, const bool five, __m128i sc, __m512i qh, __
 
 		*wq = _mm512_or_si512(*wq, _mm512_slli_epi16(_mm512_and_si512(h, _mm512_set1_epi8(0x01)), 4));
 	}
-	*ws = _mm512_permutexvar_epi16(idx, _mm512_castsi128_si512(sc));
-}
-
-/* Unpack the MR rows from r of a Q4_K or Q5_K weight into pk (super-block b of row i at pk[b * MR + i]). */
-KERN void
-pack_q45_k(const LlmGemmArgs *a, int64_t r, const int MR, const bool five, KBlock *pk)
-{
-	const int64_t nb = a->k / LLM_QK_K;
-	const size_t bsize = five ? sizeof(LlmBlockQ5_K) : sizeof(LlmBlockQ4_K);
-
-	for (int i = 0; i < MR; i++)
-	{
-		const uint8_t *row = a->w + (size_t) (r + i) * a->row_bytes;
-
-		for (int64_t b = 0; b < nb; b++)
-		{
-			KBlock   *kb = &pk[b * MR + i];
-			__m128i		sc;
-			__m512i		qh = _mm512_setzero_si512();
-
-			q45_head(row + b * bsize, five, &sc, kb, &qh);
-			for (int c = 0; c < 4; c++)
-				q45_chunk(row + b * bsize, c, five, sc, qh, &kb->wq[c], &kb->ws[c]);
-		}
-	}
-}
-
-/*
- * Tile of MR rows by NT tokens of a Q4_K weight, or with five a Q5_K one,
- * against Q8K activations, from the weights or (pk) from their packing.
- * The two types share their scales, minimums and low nibbles; Q5_K adds a
- * fifth bit, which makes its quants 0..31: vpmaddubsw's pairs stay below
- * 2 * 31 * 127.  Both sources give the inner loop the same vectors, so a
- * row's bits do not depend on which.
- */
-KERN void
-tile_q45_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const bool five, const KBlock *pk)
-{
-	const int64_t nb = a->k / LLM_QK_K;
-	const size_t bsize = five ? sizeof(LlmBlockQ5_K) : sizeof(LlmBlockQ4_K);
-	const size_t pf = PF_GROUPS * MR * a->row_bytes;
-	const uint8_t *w[4];
-	const int8_t *xq[6];
-	const float *xd[6];
-	const int16_t *xs[6];
-	__m512		acc[4][6];
-
-	tile_init(a, r, t, w, xq, xd, acc, MR, NT);
-#pragma GCC unroll 6
-	for (int q = 0; q < NT; q++)
-		xs[q] = (const int16_t *) ((const uint8_t *) xq[q] + llm_act_bsums_offset(a->k));
-	for (int64_t b = 0; b < nb; b++)
-	{
-		__m512i		isum[4][6];
-		__m128i		sc[4];		/* 8 scales as int16 */
-		__m512i		qh[4];		/* Q5_K: the 32 bytes of fifth bits, in both halves */
-		KBlock	kb[4];		/* the block's head when not packed */
-		const KBlock *h[4];
-
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-		{
-			if (pk != NULL)
-				h[i] = &pk[b * MR + i];
-			else
-			{
-				q45_head(w[i] + b * bsize, five, &sc[i], &kb[i], &qh[i]);
-				h[i] = &kb[i];
-			}
-#pragma GCC unroll 6
-			for (int q = 0; q < NT; q++)
-				isum[i][q] = _mm512_setzero_si512();
-		}
-#pragma GCC unroll 4
-		for (int c = 0; c < 4; c++)
-		{
-			__m512i		wq[4];
-			__m512i		ws[4];
-
-#pragma GCC unroll 4
-			for (int i = 0; i < MR; i++)
-			{
-				if (pk != NULL)
-				{
-					wq[i] = h[i]->wq[c];
-					ws[i] = h[i]->ws[c];
-				}
-				else
-				{
-					_mm_prefetch((const char *) w[i] + b * bsize + pf + (five ? 44 : 36) * c, _MM_HINT_T0);
-					q45_chunk(w[i] + b * bsize, c, five, sc[i], qh[i], &wq[i], &ws[i]);
-				}
-			}
-#pragma GCC unroll 6
-			for (int q = 0; q < NT; q++)
-			{
-				__m512i		av = _mm512_loadu_si512(xq[q] + b * LLM_QK_K + 64 * c);
-
-#pragma GCC unroll 4
-				for (int i = 0; i < MR; i++)
-					isum[i][q] = _mm512_dpwssd_epi32(isum[i][q], _mm512_maddubs_epi16(wq[i], av), ws[i]);
-			}
-		}
-#pragma GCC unroll 6
-		for (int q = 0; q < NT; q++)
-		{
-			float		dq = xd[q][b];
-			__m256i		bs = _mm256_loadu_si256((const __m256i *) (xs[q] + 16 * b));
-
-#pragma GCC unroll 4
-			for (int i = 0; i < MR; i++)
-			{
-				__m512i		m = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, h[i]->sums));
-
-				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][q]), _mm512_set1_ps(h[i]->d * dq), acc[i][q]);
-				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(-h[i]->dmin * dq), acc[i][q]);
-			}
-		}
-	}
-	store_tile(a, r, t, acc, MR, NT, false);
+	*ws = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc));
 }
 
 /*
@@ -1416,127 +1335,6 @@ q23_chunk(const uint8_t *blk, int st, const bool three, __m256i sc, __m512i hm, 
 	*ws = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc));
 }
 
-/* Unpack the MR rows from r of a Q2_K or Q3_K weight into pk (super-block b of row i at pk[b * MR + i]). */
-KERN void
-pack_q23_k(const LlmGemmArgs *a, int64_t r, const int MR, const bool three, KBlock *pk)
-{
-	const int64_t nb = a->k / LLM_QK_K;
-	const size_t bsize = three ? sizeof(LlmBlockQ3_K) : sizeof(LlmBlockQ2_K);
-
-	for (int i = 0; i < MR; i++)
-	{
-		const uint8_t *row = a->w + (size_t) (r + i) * a->row_bytes;
-
-		for (int64_t b = 0; b < nb; b++)
-		{
-			KBlock	   *kb = &pk[b * MR + i];
-			__m256i		sc;
-			__m512i		hm = _mm512_setzero_si512();
-
-			q23_head(row + b * bsize, three, &sc, kb, &hm);
-			for (int st = 0; st < 4; st++)
-				q23_chunk(row + b * bsize, st, three, sc, hm, &kb->wq[st], &kb->ws[st]);
-		}
-	}
-}
-
-/*
- * Tile of MR rows by NT tokens of a Q2_K weight, or with three a Q3_K one,
- * against Q8K activations, from the weights or (pk) their packing.
- */
-KERN void
-tile_q23_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const bool three, const KBlock *pk)
-{
-	const int64_t nb = a->k / LLM_QK_K;
-	const size_t bsize = three ? sizeof(LlmBlockQ3_K) : sizeof(LlmBlockQ2_K);
-	const size_t pf = PF_GROUPS * MR * a->row_bytes;
-	const uint8_t *w[4];
-	const int8_t *xq[6];
-	const float *xd[6];
-	const int16_t *xs[6];
-	__m512		acc[4][6];
-
-	tile_init(a, r, t, w, xq, xd, acc, MR, NT);
-#pragma GCC unroll 6
-	for (int q = 0; q < NT; q++)
-		xs[q] = (const int16_t *) ((const uint8_t *) xq[q] + llm_act_bsums_offset(a->k));
-	for (int64_t b = 0; b < nb; b++)
-	{
-		__m512i		isum[4][6];
-		__m256i		sc[4];		/* 16 scales as int16 */
-		__m512i		hm[4];		/* Q3_K: the 32 bytes of high bits, in both halves */
-		KBlock		kb[4];		/* the block's head when not packed */
-		const KBlock *h[4];
-
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-		{
-			if (pk != NULL)
-				h[i] = &pk[b * MR + i];
-			else
-			{
-				q23_head(w[i] + b * bsize, three, &sc[i], &kb[i], &hm[i]);
-				h[i] = &kb[i];
-			}
-#pragma GCC unroll 6
-			for (int q = 0; q < NT; q++)
-				isum[i][q] = _mm512_setzero_si512();
-		}
-#pragma GCC unroll 4
-		for (int st = 0; st < 4; st++)
-		{
-			__m512i		wq[4];
-			__m512i		ws[4];
-
-#pragma GCC unroll 4
-			for (int i = 0; i < MR; i++)
-			{
-				if (pk != NULL)
-				{
-					wq[i] = h[i]->wq[st];
-					ws[i] = h[i]->ws[st];
-				}
-				else
-				{
-					_mm_prefetch((const char *) w[i] + b * bsize + pf + (three ? 28 : 21) * st, _MM_HINT_T0);
-					q23_chunk(w[i] + b * bsize, st, three, sc[i], hm[i], &wq[i], &ws[i]);
-				}
-			}
-#pragma GCC unroll 6
-			for (int q = 0; q < NT; q++)
-			{
-				__m512i		av = _mm512_loadu_si512(xq[q] + b * LLM_QK_K + 64 * st);
-
-#pragma GCC unroll 4
-				for (int i = 0; i < MR; i++)
-					isum[i][q] = _mm512_dpwssd_epi32(isum[i][q], _mm512_maddubs_epi16(wq[i], av), ws[i]);
-			}
-		}
-#pragma GCC unroll 6
-		for (int q = 0; q < NT; q++)
-		{
-			float		dq = xd[q][b];
-			__m256i		bs = _mm256_loadu_si256((const __m256i *) (xs[q] + 16 * b));
-
-#pragma GCC unroll 4
-			for (int i = 0; i < MR; i++)
-			{
-				__m512i		m = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, h[i]->sums));
-
-				if (three)		/* the offset: 4 * sum over sub-blocks of scale * (sum of its activation quants) */
-					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[i][q], m)),
-												_mm512_set1_ps(h[i]->d * dq), acc[i][q]);
-				else
-				{
-					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][q]), _mm512_set1_ps(h[i]->d * dq), acc[i][q]);
-					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(-h[i]->dmin * dq), acc[i][q]);
-				}
-			}
-		}
-	}
-	store_tile(a, r, t, acc, MR, NT, false);
-}
-
 /* The scales of Q6_K super-block blk (16 as int16, and 32 times them for the offset) and d. */
 KERN void
 q6_head(const uint8_t *blk, __m256i *sc, KBlock *kb)
@@ -1584,11 +1382,40 @@ q6_chunk(const uint8_t *blk, int s, __m256i sc, __m512i *wq, __m512i *ws)
 	*ws = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc));
 }
 
-/* Unpack the MR rows from r of a Q6_K weight into pk (super-block b of row i at pk[b * MR + i]). */
+/*
+ * The head of super-block blk of type t: its scales as int16 (sc), the
+ * KBlock's per-block fields, and the high bits the chunks merge (hi: Q3_K's
+ * hmask, Q5_K's qh).
+ */
 KERN void
-pack_q6_k(const LlmGemmArgs *a, int64_t r, const int MR, KBlock *pk)
+k_head(const uint8_t *blk, const LlmType t, __m256i *sc, KBlock *kb, __m512i *hi)
+{
+	if (t == LLM_TYPE_Q2_K || t == LLM_TYPE_Q3_K)
+		q23_head(blk, t == LLM_TYPE_Q3_K, sc, kb, hi);
+	else if (t == LLM_TYPE_Q4_K || t == LLM_TYPE_Q5_K)
+		q45_head(blk, t == LLM_TYPE_Q5_K, sc, kb, hi);
+	else
+		q6_head(blk, sc, kb);
+}
+
+/* Chunk c of super-block blk of type t: 64 unsigned quants and their scales. */
+KERN void
+k_chunk(const uint8_t *blk, int c, const LlmType t, __m256i sc, __m512i hi, __m512i *wq, __m512i *ws)
+{
+	if (t == LLM_TYPE_Q2_K || t == LLM_TYPE_Q3_K)
+		q23_chunk(blk, c, t == LLM_TYPE_Q3_K, sc, hi, wq, ws);
+	else if (t == LLM_TYPE_Q4_K || t == LLM_TYPE_Q5_K)
+		q45_chunk(blk, c, t == LLM_TYPE_Q5_K, sc, hi, wq, ws);
+	else
+		q6_chunk(blk, c, sc, wq, ws);
+}
+
+/* Unpack the MR rows from r of a type-t weight into pk (super-block b of row i at pk[b * MR + i]). */
+KERN void
+pack_k(const LlmGemmArgs *a, int64_t r, const int MR, const LlmType t, KBlock *pk)
 {
 	const int64_t nb = a->k / LLM_QK_K;
+	const size_t bsize = k_block_bytes(t);
 
 	for (int i = 0; i < MR; i++)
 	{
@@ -1598,19 +1425,28 @@ pack_q6_k(const LlmGemmArgs *a, int64_t r, const int MR, KBlock *pk)
 		{
 			KBlock	   *kb = &pk[b * MR + i];
 			__m256i		sc;
+			__m512i		hi = _mm512_setzero_si512();
 
-			q6_head(row + b * sizeof(LlmBlockQ6_K), &sc, kb);
+			k_head(row + b * bsize, t, &sc, kb, &hi);
 			for (int c = 0; c < 4; c++)
-				q6_chunk(row + b * sizeof(LlmBlockQ6_K), c, sc, &kb->wq[c], &kb->ws[c]);
+				k_chunk(row + b * bsize, c, t, sc, hi, &kb->wq[c], &kb->ws[c]);
 		}
 	}
 }
 
-/* Tile of MR rows by NT tokens of a Q6_K weight against Q8K activations, from the weights or (pk) their packing. */
+/*
+ * Tile of MR rows by NT tokens of a type-t weight against Q8K activations,
+ * from the weights or (pk) from their packing.  Both sources give the inner
+ * loop the same vectors, so a row's bits do not depend on which.  The sums
+ * of 16 enter as minimums (Q2_K, Q4_K, Q5_K: a second FMA by -dmin) or as
+ * an offset subtracted in int32 (Q3_K, Q6_K).
+ */
 KERN void
-tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const KBlock *pk)
+tile_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const LlmType kt, const KBlock *pk)
 {
+	const bool	offset = kt == LLM_TYPE_Q3_K || kt == LLM_TYPE_Q6_K;
 	const int64_t nb = a->k / LLM_QK_K;
+	const size_t bsize = k_block_bytes(kt);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
 	const uint8_t *w[4];
 	const int8_t *xq[6];
@@ -1625,7 +1461,8 @@ tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, co
 	for (int64_t b = 0; b < nb; b++)
 	{
 		__m512i		isum[4][6];
-		__m256i		sc[4];		/* 16 scales as int16 */
+		__m256i		sc[4];		/* the scales as int16 */
+		__m512i		hi[4];		/* Q3_K, Q5_K: the high bits, in both halves */
 		KBlock		kb[4];		/* the block's head when not packed */
 		const KBlock *h[4];
 
@@ -1636,7 +1473,7 @@ tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, co
 				h[i] = &pk[b * MR + i];
 			else
 			{
-				q6_head(w[i] + b * sizeof(LlmBlockQ6_K), &sc[i], &kb[i]);
+				k_head(w[i] + b * bsize, kt, &sc[i], &kb[i], &hi[i]);
 				h[i] = &kb[i];
 			}
 #pragma GCC unroll 6
@@ -1644,7 +1481,7 @@ tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, co
 				isum[i][q] = _mm512_setzero_si512();
 		}
 #pragma GCC unroll 4
-		for (int s = 0; s < 4; s++)
+		for (int c = 0; c < 4; c++)
 		{
 			__m512i		wq[4];
 			__m512i		ws[4];
@@ -1654,19 +1491,19 @@ tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, co
 			{
 				if (pk != NULL)
 				{
-					wq[i] = h[i]->wq[s];
-					ws[i] = h[i]->ws[s];
+					wq[i] = h[i]->wq[c];
+					ws[i] = h[i]->ws[c];
 				}
 				else
 				{
-					_mm_prefetch((const char *) w[i] + b * sizeof(LlmBlockQ6_K) + pf + 64 * s, _MM_HINT_T0);
-					q6_chunk(w[i] + b * sizeof(LlmBlockQ6_K), s, sc[i], &wq[i], &ws[i]);
+					_mm_prefetch((const char *) w[i] + b * bsize + pf + k_prefetch_step(kt) * c, _MM_HINT_T0);
+					k_chunk(w[i] + b * bsize, c, kt, sc[i], hi[i], &wq[i], &ws[i]);
 				}
 			}
 #pragma GCC unroll 6
 			for (int q = 0; q < NT; q++)
 			{
-				__m512i		av = _mm512_loadu_si512(xq[q] + b * LLM_QK_K + 64 * s);
+				__m512i		av = _mm512_loadu_si512(xq[q] + b * LLM_QK_K + 64 * c);
 
 #pragma GCC unroll 4
 				for (int i = 0; i < MR; i++)
@@ -1682,29 +1519,34 @@ tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, co
 #pragma GCC unroll 4
 			for (int i = 0; i < MR; i++)
 			{
-				/* the offset: 32 * sum over sub-blocks of scale * (sum of its activation quants) */
-				__m512i		off = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, h[i]->sums));
+				__m512i		m = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, h[i]->sums));
 
-				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[i][q], off)),
-											_mm512_set1_ps(h[i]->d * dq), acc[i][q]);
+				if (offset)
+					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[i][q], m)),
+												_mm512_set1_ps(h[i]->d * dq), acc[i][q]);
+				else
+				{
+					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][q]), _mm512_set1_ps(h[i]->d * dq), acc[i][q]);
+					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(-h[i]->dmin * dq), acc[i][q]);
+				}
 			}
 		}
 	}
 	store_tile(a, r, t, acc, MR, NT, false);
 }
 
-/* The tile calls of gemm_q45_k, for TOKEN_TILES (they use its locals). */
-#define CALL_Q45K(T, NT) tile_q45_k(a, r, T, K_MR, NT, five, NULL)
-#define CALL_Q45K_PACKED(T, NT) tile_q45_k(a, r, T, K_MR, NT, five, pk)
-#define CALL_Q45K1(T, NT) tile_q45_k(a, r, T, 1, NT, five, NULL)
+/* The tile calls of gemm_k, for TOKEN_TILES (they use its locals). */
+#define CALL_K(T, NT) tile_k(a, r, T, K_MR, NT, kt, NULL)
+#define CALL_K_PACKED(T, NT) tile_k(a, r, T, K_MR, NT, kt, pk)
+#define CALL_K1(T, NT) tile_k(a, r, T, 1, NT, kt, NULL)
 
 /*
- * The gemm of Q4_K or Q5_K weights: tiles of K_MR rows by K_NT tokens.
- * With more than one token tile, each row tile is unpacked once (pk, on
- * the stack) and every token tile reads it.
+ * The gemm of type-kt weights: tiles of K_MR rows by K_NT tokens.  With
+ * more than one token tile, each row tile is unpacked once (pk, on the
+ * stack) and every token tile reads it.
  */
 KERN void
-gemm_q45_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const bool five)
+gemm_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const LlmType kt)
 {
 	_Alignas(64) KBlock pk[K_PACK_BLOCKS * K_MR];
 	const bool	pack = t1 - t0 > K_NT && a->k / LLM_QK_K <= K_PACK_BLOCKS;
@@ -1714,96 +1556,49 @@ gemm_q45_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const b
 	{
 		if (pack)
 		{
-			pack_q45_k(a, r, K_MR, five, pk);
-			TOKEN_TILES(CALL_Q45K_PACKED, K_NT);
+			pack_k(a, r, K_MR, kt, pk);
+			TOKEN_TILES(CALL_K_PACKED, K_NT);
 		}
 		else
-			TOKEN_TILES(CALL_Q45K, K_NT);
+			TOKEN_TILES(CALL_K, K_NT);
 	}
 	for (; r < r1; r++)
-		TOKEN_TILES(CALL_Q45K1, K_NT);
-}
-
-/* The gemm of Q4_K weights. */
-static void
-gemm_q4_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
-{
-	gemm_q45_k(a, r0, r1, t0, t1, false);
-}
-
-/* The gemm of Q5_K weights. */
-static void
-gemm_q5_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
-{
-	gemm_q45_k(a, r0, r1, t0, t1, true);
-}
-
-/* The tile calls of gemm_q23_k, for TOKEN_TILES (they use its locals). */
-#define CALL_Q23K(T, NT) tile_q23_k(a, r, T, K_MR, NT, three, NULL)
-#define CALL_Q23K_PACKED(T, NT) tile_q23_k(a, r, T, K_MR, NT, three, pk)
-#define CALL_Q23K1(T, NT) tile_q23_k(a, r, T, 1, NT, three, NULL)
-
-/* The gemm of Q2_K or Q3_K weights: tiles of K_MR rows by K_NT tokens, packed as gemm_q45_k's are. */
-KERN void
-gemm_q23_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const bool three)
-{
-	_Alignas(64) KBlock pk[K_PACK_BLOCKS * K_MR];
-	const bool	pack = t1 - t0 > K_NT && a->k / LLM_QK_K <= K_PACK_BLOCKS;
-	int64_t		r = r0;
-
-	for (; r + K_MR <= r1; r += K_MR)
-	{
-		if (pack)
-		{
-			pack_q23_k(a, r, K_MR, three, pk);
-			TOKEN_TILES(CALL_Q23K_PACKED, K_NT);
-		}
-		else
-			TOKEN_TILES(CALL_Q23K, K_NT);
-	}
-	for (; r < r1; r++)
-		TOKEN_TILES(CALL_Q23K1, K_NT);
+		TOKEN_TILES(CALL_K1, K_NT);
 }
 
 /* The gemm of Q2_K weights. */
 static void
 gemm_q2_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
-	gemm_q23_k(a, r0, r1, t0, t1, false);
+	gemm_k(a, r0, r1, t0, t1, LLM_TYPE_Q2_K);
 }
 
 /* The gemm of Q3_K weights. */
 static void
 gemm_q3_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
-	gemm_q23_k(a, r0, r1, t0, t1, true);
+	gemm_k(a, r0, r1, t0, t1, LLM_TYPE_Q3_K);
 }
 
-/* The tile calls of gemm_q6_k, for TOKEN_TILES (they use its locals). */
-#define CALL_Q6K(T, NT) tile_q6_k(a, r, T, K_MR, NT, NULL)
-#define CALL_Q6K_PACKED(T, NT) tile_q6_k(a, r, T, K_MR, NT, pk)
-#define CALL_Q6K1(T, NT) tile_q6_k(a, r, T, 1, NT, NULL)
+/* The gemm of Q4_K weights. */
+static void
+gemm_q4_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_k(a, r0, r1, t0, t1, LLM_TYPE_Q4_K);
+}
 
-/* The gemm of Q6_K weights: tiles of K_MR rows by K_NT tokens, packed as gemm_q45_k's are. */
+/* The gemm of Q5_K weights. */
+static void
+gemm_q5_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_k(a, r0, r1, t0, t1, LLM_TYPE_Q5_K);
+}
+
+/* The gemm of Q6_K weights. */
 static void
 gemm_q6_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
-	_Alignas(64) KBlock pk[K_PACK_BLOCKS * K_MR];
-	const bool	pack = t1 - t0 > K_NT && a->k / LLM_QK_K <= K_PACK_BLOCKS;
-	int64_t		r = r0;
-
-	for (; r + K_MR <= r1; r += K_MR)
-	{
-		if (pack)
-		{
-			pack_q6_k(a, r, K_MR, pk);
-			TOKEN_TILES(CALL_Q6K_PACKED, K_NT);
-		}
-		else
-			TOKEN_TILES(CALL_Q6K, K_NT);
-	}
-	for (; r < r1; r++)
-		TOKEN_TILES(CALL_Q6K1, K_NT);
+	gemm_k(a, r0, r1, t0, t1, LLM_TYPE_Q6_K);
 }
 
 /* ---- activation quantizers (bit-exact with quantize_act.c) ---- */
