@@ -260,7 +260,7 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &bs->cancel_cb);
 }
 
-/* Free ring row r: its memory (its jobs were answered or cancelled). */
+/* Free a ring row: cancel what it still has in flight, drop its memory, clear its counts. */
 static void
 batch_free_row(BatchState *bs, BatchRow *row)
 {
@@ -309,11 +309,10 @@ batch_read_row(BatchState *bs)
 													  &args[a].isnull);
 		LlmJobFromArgs(job, args);
 		if (job->prompt != NULL)
-			job->prompt = pnstrdup(job->prompt, job->prompt_len);	/* it may point into the child's tuple */
+			job->prompt = pnstrdup(job->prompt, job->prompt_len);	/* it may point into the arguments' memory */
 	}
 	MemoryContextSwitchTo(old);
 	ResetExprContext(econtext); /* the arguments' values: the job has its copies */
-	row->n_submitted = row->n_answered = 0;
 	bs->n_rows++;
 	bs->n_read++;
 	return true;

@@ -18,10 +18,10 @@
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "lib/stringinfo.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
@@ -41,7 +41,6 @@ PG_FUNCTION_INFO_V1(llm_generate_batch);
 #define LLM_ARG_STOP		6
 #define LLM_ARG_CHAT		7
 #define LLM_ARG_ON_ERROR	8
-#define LLM_N_ARGS			LLM_GENERATE_NARGS
 
 /* Error out when a parameter that has no NULL meaning is NULL. */
 static void
@@ -205,7 +204,7 @@ LlmIsGenerateFunc(Oid funcid)
 	if (!HeapTupleIsValid(tuple))
 		return false;
 	is_c = ((Form_pg_proc) GETSTRUCT(tuple))->prolang == ClanguageId &&
-		((Form_pg_proc) GETSTRUCT(tuple))->pronargs == LLM_N_ARGS;
+		((Form_pg_proc) GETSTRUCT(tuple))->pronargs == LLM_GENERATE_NARGS;
 	ReleaseSysCache(tuple);
 	if (!is_c)
 		return false;
