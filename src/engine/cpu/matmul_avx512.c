@@ -78,10 +78,7 @@
 #define F_MR 4
 #define F_NT 6
 #define Q_MR 4
-#define Q_NT 3
-#ifndef QP_NT
-#define QP_NT 6
-#endif
+#define Q_NT 3					/* packed too: 12 integer and 12 float sums stay in registers (6 tokens: 19% slower) */
 #define K_MR 2
 #define K_NT 6
 
@@ -939,11 +936,16 @@ q_group_packed_sums(const QGroupPack *pk, const uint8_t *const *xi, __m512i p[4]
 #pragma GCC unroll 6
 		for (int q = 0; q < NT; q++)
 		{
+			/* loaded once for the Q_MR rows (as a memory operand, once for each: 15% slower) */
+			__m512i		xa = half ? _mm512_zextsi256_si512(_mm256_load_si256((const __m256i *) (xi[q] + 64 * s)))
+				: _mm512_load_si512(xi[q] + 64 * s);
+
+			__asm__("" : "+v"(xa));
 #pragma GCC unroll 4
 			for (int i = 0; i < Q_MR; i++)
 				p[i][q] = half ? _mm512_zextsi256_si512(_mm256_dpbusd_epi32(_mm512_castsi512_si256(p[i][q]), _mm512_castsi512_si256(wq[i]),
-																			_mm256_load_si256((const __m256i *) (xi[q] + 64 * s))))
-					: _mm512_dpbusd_epi32(p[i][q], wq[i], _mm512_load_si512(xi[q] + 64 * s));
+																			_mm512_castsi512_si256(xa)))
+					: _mm512_dpbusd_epi32(p[i][q], wq[i], xa);
 		}
 	}
 }
@@ -951,13 +953,13 @@ q_group_packed_sums(const QGroupPack *pk, const uint8_t *const *xi, __m512i p[4]
 /*
  * One group of 16 blocks (or 8: lanes 8-15 zero) from block b of Q_MR
  * packed rows (pk) by NT tokens (xi: their interleaved quants of the
- * group), added into acc: each block's integer dot product whole in its
- * lane after 8 steps, then q_group_dot's subtraction, convert and FMA, so
- * the bits are q_group's.
+ * group), added into acc (registers): each block's integer dot product
+ * whole in its lane after 8 steps, then q_group_dot's subtraction, convert
+ * and FMA, so the bits are q_group's.
  */
 KERN void
 q_group_packed(LlmType type, const QGroupPack *pk, const uint8_t *const *xi, const float *const *xd,
-			   const int32_t *const *xs, int64_t b, float facc[4][6][16], const int NT, const bool half)
+			   const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int NT, const bool half)
 {
 	const __mmask16 m = half ? 0x00FF : 0xFFFF;
 	__m512i		p[4][6];
@@ -976,13 +978,10 @@ q_group_packed(LlmType type, const QGroupPack *pk, const uint8_t *const *xi, con
 		for (int i = 0; i < Q_MR; i++)
 		{
 			/* (permuted scales times permuted scales: the bits of q_group's permuted product) */
-			__m512		acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(p[i][q], off)),
-											  _mm512_mul_ps(_mm512_load_ps(pk[i].d), dav),
-											  _mm512_load_ps(facc[i][q]));
-
+			acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(p[i][q], off)),
+										_mm512_mul_ps(_mm512_load_ps(pk[i].d), dav), acc[i][q]);
 			if (type == LLM_TYPE_Q4_1)
-				acc = q_group_mins(xs[q], b, m, _mm512_mul_ps(_mm512_load_ps(pk[i].m), dav), acc);
-			_mm512_store_ps(facc[i][q], acc);
+				acc[i][q] = q_group_mins(xs[q], b, m, _mm512_mul_ps(_mm512_load_ps(pk[i].m), dav), acc[i][q]);
 		}
 	}
 }
@@ -1019,28 +1018,13 @@ tile_q(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack
 		xi[q] = xi0 + (size_t) q * xi_stride;
 	}
 	if (pk != NULL && ng > 0)
-	{
-		/* the float sums in memory, touched once a group: the registers are the integer sums' */
-		_Alignas(64) float facc[4][6][16];
-
-#pragma GCC unroll 6
-		for (int q = 0; q < NT; q++)
-#pragma GCC unroll 4
-			for (int i = 0; i < Q_MR; i++)
-				_mm512_store_ps(facc[i][q], _mm512_setzero_ps());
 		for (; b < ng; b += 16, pk += Q_MR)
 		{
-			q_group_packed(type, pk, xi, xd, xs, b, facc, NT, ng - b < 16);
+			q_group_packed(type, pk, xi, xd, xs, b, acc, NT, ng - b < 16);
 #pragma GCC unroll 6
 			for (int q = 0; q < NT; q++)
 				xi[q] += 512;
 		}
-#pragma GCC unroll 6
-		for (int q = 0; q < NT; q++)
-#pragma GCC unroll 4
-			for (int i = 0; i < Q_MR; i++)
-				acc[i][q] = _mm512_load_ps(facc[i][q]);
-	}
 	for (; b < ng; b += 16)
 	{
 		if (ng - b >= 16)
@@ -1102,7 +1086,7 @@ gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 			pack_q_groups(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk);
 			if (type != LLM_TYPE_Q4_1)
 				pack_q_tail(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, q_group_blocks(nb), nb, tail);
-			TOKEN_TILES(CALL_Q_PACKED, QP_NT);
+			TOKEN_TILES(CALL_Q_PACKED, Q_NT);
 		}
 		else
 			TOKEN_TILES(CALL_Q, Q_NT);
