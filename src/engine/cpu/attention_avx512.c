@@ -17,6 +17,8 @@
 
 #include <immintrin.h>
 
+#include "cpu/exp_avx512.h"
+
 /* 16 stored values from p + d (f32, f16 or int8), masked to the first n. */
 static inline __attribute__((always_inline)) __m512
 load16(const void *p, int d, int n, LlmKvType type)
@@ -162,33 +164,6 @@ avx512_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt
 		accum_typed(acc, w, v, stride, nt, hd, LLM_KV_I8);
 }
 
-/*
- * exp(x) of 16 lanes for x <= 0: x = n ln 2 + r with n = round(x / ln 2)
- * (ln 2 in two parts, Cody and Waite), exp(r) by a degree-6 polynomial
- * (Taylor; |r| <= ln 2 / 2, relative error about 2e-7), times 2^n by
- * vscalefps; x below -104 (and -infinity) gives exactly 0.
- */
-static inline __m512
-exp16(__m512 x)
-{
-	const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
-	const __m512 ln2_hi = _mm512_set1_ps(0.693359375f);
-	const __m512 ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
-	__mmask16	tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_LT_OQ);
-	__m512		xc = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);	/* NaN stays NaN */
-	__m512		n = _mm512_roundscale_ps(_mm512_mul_ps(xc, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-	__m512		r = _mm512_fnmadd_ps(n, ln2_lo, _mm512_fnmadd_ps(n, ln2_hi, xc));
-	__m512		p = _mm512_set1_ps(1.0f / 720.0f);
-
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-	return _mm512_maskz_mov_ps((__mmask16) ~tiny, _mm512_scalef_ps(p, n));
-}
-
 /* s_j = exp(s_j - m), 16 at a time (the tail masked); their sum, lanes then _mm512_reduce_add_ps. */
 static float
 avx512_exp_sum(float *s, int nt, float m)
@@ -200,7 +175,7 @@ avx512_exp_sum(float *s, int nt, float m)
 	{
 		int			n = nt - j;
 		__mmask16	mk = n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1);
-		__m512		e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + j), vm));
+		__m512		e = llm_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + j), vm));
 
 		e = _mm512_maskz_mov_ps(mk, e);
 		_mm512_mask_storeu_ps(s + j, mk, e);

@@ -21,6 +21,7 @@
  * AVX2 also Q4_1, Q2_K, Q3_K and Q5_K), and any
  * call whose buffer cannot be allocated, use the scalar reference.
  */
+#include "cpu/activation.h"
 #include "cpu/attention.h"
 #include "cpu/matmul.h"
 
@@ -188,7 +189,14 @@ attention_avx512(LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnA
 	llm_cpu_attention(be, kv, layer, a, &llm_attn_kernels_avx512);
 }
 
-/* Build the op tables: the reference's, with the matmul and attention of each level. */
+/* The GLU op of the AVX-512 level. */
+static void
+glu_avx512(LlmBackend *be, const float *gate, const float *up, float *out, int64_t n, LlmActivation act)
+{
+	llm_cpu_glu(be, gate, up, out, n, act, llm_glu_range_avx512);
+}
+
+/* Build the op tables: the reference's, with the matmul, attention and GLU of each level. */
 static void
 build_isa_ops(void)
 {
@@ -203,6 +211,8 @@ build_isa_ops(void)
 	isa_ops[LLM_CPU_ISA_AVX512].matmul = matmul_avx512;
 	if (llm_attn_kernels_avx512.name != NULL)
 		isa_ops[LLM_CPU_ISA_AVX512].attention = attention_avx512;
+	if (llm_glu_range_avx512 != NULL)
+		isa_ops[LLM_CPU_ISA_AVX512].glu = glu_avx512;
 #if defined(__x86_64__) && defined(__GNUC__)
 	isa_ops[LLM_CPU_ISA_AVX2].kv_store = llm_cpu_kv_store_f16c;
 	isa_ops[LLM_CPU_ISA_AVX512].kv_store = llm_cpu_kv_store_f16c;

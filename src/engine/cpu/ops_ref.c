@@ -7,6 +7,7 @@
  * element-wise ops by ranges; attention is in cpu/attention.c.
  */
 #include "backend.h"
+#include "cpu/activation.h"
 #include "cpu/attention.h"
 #include "cpu/matmul.h"
 
@@ -128,6 +129,19 @@ gelu_tanh(float x)
 	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
+/* out[i] = act(gate[i]) * up[i] for i < n, by libm. */
+void
+llm_glu_range_ref(const float *gate, const float *up, float *out, int64_t n, LlmActivation act)
+{
+	for (int64_t i = 0; i < n; i++)
+	{
+		float		g = gate[i];
+		float		a = act == LLM_ACT_SILU ? g / (1.0f + expf(-g)) : gelu_tanh(g);
+
+		out[i] = a * up[i];
+	}
+}
+
 typedef struct GluTask
 {
 	const float *gate;
@@ -135,6 +149,7 @@ typedef struct GluTask
 	float	   *out;
 	int64_t		n;
 	LlmActivation act;
+	LlmGluRange range;
 } GluTask;
 
 /* One range of act(gate) * up. */
@@ -145,22 +160,24 @@ glu_task(void *arg, int chunk)
 	int64_t		i0 = (int64_t) chunk * ELEMS_PER_TASK;
 	int64_t		i1 = i0 + ELEMS_PER_TASK < t->n ? i0 + ELEMS_PER_TASK : t->n;
 
-	for (int64_t i = i0; i < i1; i++)
-	{
-		float		g = t->gate[i];
-		float		a = t->act == LLM_ACT_SILU ? g / (1.0f + expf(-g)) : gelu_tanh(g);
-
-		t->out[i] = a * t->up[i];
-	}
+	t->range(t->gate + i0, t->up + i0, t->out + i0, i1 - i0, t->act);
 }
 
-/* out (n) = act(gate) * up. */
+/* out (n) = act(gate) * up by range, ELEMS_PER_TASK elements a task. */
+void
+llm_cpu_glu(LlmBackend *be, const float *gate, const float *up, float *out, int64_t n, LlmActivation act,
+			LlmGluRange range)
+{
+	GluTask		t = {gate, up, out, n, act, range};
+
+	llm_pool_run(be->pool, (int) ((n + ELEMS_PER_TASK - 1) / ELEMS_PER_TASK), glu_task, &t);
+}
+
+/* out (n) = act(gate) * up, the reference's. */
 static void
 ref_glu(LlmBackend *be, const float *gate, const float *up, float *out, int64_t n, LlmActivation act)
 {
-	GluTask		t = {gate, up, out, n, act};
-
-	llm_pool_run(be->pool, (int) ((n + ELEMS_PER_TASK - 1) / ELEMS_PER_TASK), glu_task, &t);
+	llm_cpu_glu(be, gate, up, out, n, act, llm_glu_range_ref);
 }
 
 /* x (n) += y (n). */
