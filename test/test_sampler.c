@@ -259,6 +259,37 @@ test_greedy(void)
 	TEST_CHECK(greedy(f, 3) == 0, "finite beats -inf and NaN: %d", greedy(f, 3));
 	TEST_CHECK(greedy(g, 4) == 1, "+inf: %d", greedy(g, 4));
 	TEST_CHECK(greedy(h, 3) == 1, "all negative: %d", greedy(h, 3));
+
+	/*
+	 * Against the plain scan (NaN as -infinity, first of the highest) on
+	 * random rows of 1 to 70 logits drawn from few values, so ties, -0 and
+	 * +0, infinities and NaN fall in every lane and tail.
+	 */
+	{
+		const float vals[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, INFINITY, -INFINITY, NAN};
+		float		row[70];
+		int			bad = 0;
+
+		for (int trial = 0; trial < 4000; trial++)
+		{
+			int			n = 1 + (int) (test_rng_next() % 70);
+			int			want = 0;
+			float		best;
+
+			for (int i = 0; i < n; i++)
+				row[i] = trial % 7 == 0 ? vals[6 + test_rng_next() % 2]	/* only -infinity and NaN */
+					: vals[test_rng_next() % (trial % 2 ? 8 : 4 + trial % 5)];
+			best = isnan(row[0]) ? -INFINITY : row[0];
+			for (int i = 1; i < n; i++)
+				if ((isnan(row[i]) ? -INFINITY : row[i]) > best)
+				{
+					best = row[i];
+					want = i;
+				}
+			bad += greedy(row, n) != want;
+		}
+		TEST_CHECK(bad == 0, "greedy agrees with the plain scan on random rows: %d of 4000 differ", bad);
+	}
 }
 
 /* Same seed, same draws; different seed, different draws. */

@@ -93,6 +93,43 @@ logit_key(float x)
 	return isnan(x) ? -INFINITY : x;
 }
 
+/*
+ * The id of the highest logit_key in logits (n >= 1), the lowest on ties.
+ * First the maximum, in 8 independent lanes (no chain of compares through
+ * the vocabulary; x > m ? x : m is maxps's own rule, so NaN is passed over
+ * and the compiler vectorizes it), then its first place, where a NaN
+ * counts as -infinity when that is the maximum.
+ */
+static int32_t
+logits_argmax(const float *logits, int n)
+{
+	float		lane[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+	float		top = -INFINITY;
+	int			i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++)
+			lane[j] = logits[i + j] > lane[j] ? logits[i + j] : lane[j];
+	for (; i < n; i++)
+		lane[0] = logits[i] > lane[0] ? logits[i] : lane[0];
+	for (int j = 0; j < 8; j++)
+		top = lane[j] > top ? lane[j] : top;
+	/* its first place: 8 at a time to the first group that holds it, then within that group */
+	for (i = 0; i + 8 <= n; i += 8)
+	{
+		int			hit = 0;
+
+		for (int j = 0; j < 8; j++)
+			hit |= (logits[i + j] == top) | (top == -INFINITY && logits[i + j] != logits[i + j]);
+		if (hit)
+			break;
+	}
+	for (; i < n; i++)
+		if (logits[i] == top || (top == -INFINITY && isnan(logits[i])))
+			return i;
+	return 0;
+}
+
 /* Whether a comes before b: higher logit, then lower id. */
 static inline bool
 cand_before(const LlmCandidate *a, const LlmCandidate *b)
@@ -596,17 +633,8 @@ llm_sampler_sample(LlmSampler *s, float *logits, const int32_t *history, int n_h
 						 p->repeat_penalty);
 
 	/* argmax, lowest id on ties, NaN as -infinity */
-	max = logit_key(logits[0]);
-	for (i = 1; i < n; i++)
-	{
-		float		l = logit_key(logits[i]);
-
-		if (l > max)
-		{
-			max = l;
-			best = i;
-		}
-	}
+	best = logits_argmax(logits, n);
+	max = logit_key(logits[best]);
 	/* greedy; also when nothing is finite or above -infinity (then 0) */
 	if (!(p->temperature > 0.0f) || max == -INFINITY)
 		return best;
