@@ -7,8 +7,8 @@
  * 1. Level selection: names, LLM_CPU_ISA lowering the level, op tables.
  * 2. The SIMD activation quantizers give exactly the bytes of the scalar
  *    ones (quantize_act.c), NaN and infinity included.
- * 3. Every fast type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K; Q4_1, Q5_K,
- *    Q2_K and Q3_K where the level has them) through the
+ * 3. Every fast type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K; Q4_1, Q5_0,
+ *    Q5_1, Q5_K, Q2_K and Q3_K where the level has them) through the
  *    level's matmul op on a 2-thread backend, over rows {1, 3, 17, 33},
  *    tokens {1, 2, 3, 5, 17} and several column counts, plus larger shapes:
  *    k longer than the kernels' chunks of k, and many rows and tokens that
@@ -28,6 +28,7 @@
  *      largest observed error / S is printed.
  *    Any NaN fails (every check is written as err <= bound).
  * 4. Types without a fast kernel fall back to the reference bit for bit.
+ * 5. Q5_0 gives the bits of its exact Q8_0 rewrite (the loader's repack).
  */
 #include "backend.h"
 #include "cpu/cpu_features.h"
@@ -261,10 +262,10 @@ check_quantizers(const LlmMatmulKernels *kern)
 static void
 check_level(LlmBackend *be, LlmCpuIsa isa)
 {
-	/* every level has the first seven; Q4_1 and the other K-quants only some */
+	/* every level has the first seven; Q4_1, Q5_0, Q5_1 and the other K-quants only some */
 	static const LlmType types[] = {
 		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_K, LLM_TYPE_Q6_K,
-		LLM_TYPE_Q4_1, LLM_TYPE_Q5_K, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K
+		LLM_TYPE_Q4_1, LLM_TYPE_Q5_0, LLM_TYPE_Q5_1, LLM_TYPE_Q5_K, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K
 	};
 	static const int64_t rows_list[] = {1, 3, 17, 33};
 	static const int n_list[] = {1, 2, 3, 5, 17};
@@ -293,7 +294,7 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 			continue;
 		if (type == LLM_TYPE_F32 || type == LLM_TYPE_F16 || type == LLM_TYPE_BF16)
 			cols = cols_float, n_cols = 6;
-		else if (type == LLM_TYPE_Q8_0 || type == LLM_TYPE_Q4_0 || type == LLM_TYPE_Q4_1)
+		else if (llm_type_traits(type)->block_size == LLM_QK)
 			cols = cols_q, n_cols = 6;
 		else
 			cols = cols_k, n_cols = 3;
@@ -311,6 +312,56 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 			printf(" (int8 activations; on them %.2e)", st.max_kernel);
 		printf("\n");
 	}
+}
+
+/*
+ * A Q5_0 weight gives exactly the floats of the same weight rewritten as
+ * Q8_0 (llm_repack_q8_0: the same integers and scales), at 1 to 64 tokens:
+ * the loader keeps Q5_0 as it is where the level has its kernel, and
+ * repacks it elsewhere, and the answers must not depend on which.
+ */
+static void
+check_q5_0_as_q8_0(LlmBackend *be, const LlmBackendOps *ops, const LlmMatmulKernels *kern)
+{
+	static const int n_list[] = {1, 2, 3, 5, 17, 64};
+	const int64_t rows = 37,
+				cols = 640;				/* 20 blocks: a group of 16 and a tail */
+	LlmWeight	w5,
+				w8;
+	size_t		rb8 = llm_type_row_size(LLM_TYPE_Q8_0, cols);
+	float	   *x = malloc((size_t) 64 * cols * sizeof(float));
+	float	   *y5 = malloc((size_t) 64 * rows * sizeof(float));
+	float	   *y8 = malloc((size_t) 64 * rows * sizeof(float));
+	uint8_t    *q8 = malloc(rb8 * rows);
+
+	if (kern->gemm[LLM_TYPE_Q5_0] == NULL || x == NULL || y5 == NULL || y8 == NULL || q8 == NULL ||
+		!make_weight(LLM_TYPE_Q5_0, rows, cols, &w5))
+	{
+		free(x);
+		free(y5);
+		free(y8);
+		free(q8);
+		return;
+	}
+	for (int64_t r = 0; r < rows; r++)
+		llm_repack_q8_0(LLM_TYPE_Q5_0, w5.data + (size_t) r * w5.row_bytes, q8 + (size_t) r * rb8, cols);
+	w8 = w5;
+	w8.type = LLM_TYPE_Q8_0;
+	w8.row_bytes = rb8;
+	w8.data = q8;
+	random_acts(x, 64, cols);
+	for (int i = 0; i < 6; i++)
+	{
+		ops->matmul(be, &w5, x, y5, n_list[i]);
+		ops->matmul(be, &w8, x, y8, n_list[i]);
+		TEST_CHECK(memcmp(y5, y8, (size_t) n_list[i] * rows * sizeof(float)) == 0,
+				   "%s: Q5_0 gives the floats of its Q8_0 rewrite at %d tokens", kern->name, n_list[i]);
+	}
+	free((void *) w5.data);
+	free(x);
+	free(y5);
+	free(y8);
+	free(q8);
 }
 
 /* Types without a fast kernel at level kern give the reference's floats exactly. */
@@ -375,7 +426,10 @@ main(void)
 	{
 		check_level(be, (LlmCpuIsa) isa);
 		if (llm_cpu_ops_for_isa((LlmCpuIsa) isa) != NULL)
+		{
 			check_fallback(be, llm_cpu_ops_for_isa((LlmCpuIsa) isa), llm_matmul_kernels((LlmCpuIsa) isa));
+			check_q5_0_as_q8_0(be, llm_cpu_ops_for_isa((LlmCpuIsa) isa), llm_matmul_kernels((LlmCpuIsa) isa));
+		}
 	}
 	llm_backend_free(be);
 	return test_summary("kernels");

@@ -187,6 +187,9 @@ LlmStatus	llm_backend_new(LlmDevice device, const LlmBackendOptions *opt, LlmBac
 /* Create a CPU backend with n_threads compute threads. */
 LlmStatus	llm_backend_cpu_new(int n_threads, LlmBackend **out, LlmError *err);
 
+/* Whether this process's CPU level has a fast matmul kernel for weight type (else: the scalar reference). */
+bool		llm_cpu_has_kernel(LlmType type);
+
 /* Free any backend through its destroy op (CUDA: device memory, stream, cuBLAS); NULL is allowed. */
 void		llm_backend_free(LlmBackend *be);
 

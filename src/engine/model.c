@@ -8,6 +8,7 @@
  * one-dimensional norm vectors are converted to float copies.
  */
 #include "model.h"
+#include "backend.h"
 #include "engine.h"
 
 #include <math.h>
@@ -202,9 +203,9 @@ bind_matrix(const LlmGguf *g, const char *name, int64_t cols, int64_t rows, LlmW
 	w->row_bytes = llm_type_row_size(t->type, cols);
 	w->data = t->data;
 	w->owned = NULL;
-	if (llm_type_repacks_to_q8_0(t->type))
+	if (llm_type_repacks_to_q8_0(t->type) && !llm_cpu_has_kernel(t->type))
 	{
-		/* no fast kernel for this type: the same integers and scales as Q8_0 */
+		/* no fast CPU kernel for this type here: the same integers and scales as Q8_0 (the same bits) */
 		size_t		row_bytes = llm_type_row_size(LLM_TYPE_Q8_0, cols);
 		uint8_t    *q8 = malloc(row_bytes * (size_t) rows);
 

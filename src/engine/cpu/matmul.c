@@ -17,8 +17,8 @@
  *    while the group's activations stay in L2.  With one token (decode)
  *    the same split is a row-parallel GEMV.
  *
- * Types without a fast kernel at a level (AVX-512: Q5_0, Q5_1;
- * AVX2 also Q4_1, Q2_K, Q3_K and Q5_K), and any
+ * Types without a fast kernel at a level (AVX2: Q4_1, Q5_0, Q5_1, Q2_K,
+ * Q3_K and Q5_K), and any
  * call whose buffer cannot be allocated, use the scalar reference.
  */
 #include "cpu/activation.h"
@@ -240,6 +240,15 @@ llm_cpu_ops_for_isa(LlmCpuIsa isa)
 		return NULL;
 	pthread_once(&isa_ops_once, build_isa_ops);
 	return &isa_ops[isa];
+}
+
+/* Whether the kernels of this process's level (llm_cpu_isa()) have a gemm for type. */
+bool
+llm_cpu_has_kernel(LlmType type)
+{
+	const LlmMatmulKernels *k = llm_matmul_kernels(llm_cpu_isa());
+
+	return k != NULL && type >= 0 && type < LLM_TYPE_COUNT && k->gemm[type] != NULL;
 }
 
 /* The op table for this process: the level of llm_cpu_isa(). */

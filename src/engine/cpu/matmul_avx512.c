@@ -17,21 +17,24 @@
  *   the form the inner loop wants, then reused for all the tokens, so the
  *   unpacking is paid once per row, not per token.  Float weights from
  *   PACK_MIN_TOKENS tokens on (fewer take the GEMV's tiles with several
- *   tokens), a chunk of k at a time, F16/BF16 widened to float; Q8_0, Q4_0
- *   and Q4_1 from 2 tokens on, all of k, interleaved by block with the
- *   tokens' activations (below); the K-quants never (their tiles read the
- *   super-blocks where they lie).
+ *   tokens), a chunk of k at a time, F16/BF16 widened to float; Q8_0, Q4_0,
+ *   Q4_1, Q5_0 and Q5_1 from 2 tokens on, all of k, interleaved by block
+ *   with the tokens' activations (below); the K-quants with more than one
+ *   token tile, into KBlocks.
  *
  * Float weights (F32, F16, BF16): 16 weights are widened to float (F16 by
  * vcvtph2ps, BF16 by a 16-bit shift, both exact) and multiplied with the
  * float activations by FMA; a tail of k % 16 uses masked loads.
  *
- * Q8_0 and Q4_0 against Q8 activations, two blocks (64 values) a step:
- * vpdpbusd multiplies unsigned by signed bytes, so the weight side is made
- * unsigned -- Q8_0's w + 128 (w xor 0x80), Q4_0's raw nibble n = w + 8 --
- * and the offset is taken back exactly in the integer accumulator, which
- * starts at -C * (sum of the activation quants of its lane) (C = 128 or 8,
- * itself one vpdpbusd per token):  sum (w + C) a - C sum a = sum w a.
+ * Q8_0, Q4_0 and Q5_0 against Q8 activations, two blocks (64 values) a
+ * step: vpdpbusd multiplies unsigned by signed bytes, so the weight side is
+ * made unsigned -- Q8_0's w + 128 (w xor 0x80), Q4_0's raw nibble n = w + 8,
+ * Q5_0's nibble with its fifth bit, w + 16 -- and the offset is taken back
+ * exactly in the integer accumulator, which starts at -C * (sum of the
+ * activation quants of its lane) (C = 128, 8 or 16, itself one vpdpbusd
+ * per token):  sum (w + C) a - C sum a = sum w a.  Q4_1 and Q5_1 are
+ * unsigned already; their minimums m_w d_a (sum a) are added per block.
+ * So a Q5_0 row gives exactly the bits of the same row rewritten as Q8_0.
  * Each lane's int32 then holds a partial dot of one block; it is converted
  * and multiplied by d_w * d_a of its block (lanes 0-7 the first block,
  * 8-15 the second) into the float accumulator.  The GEMV instead keeps 16
@@ -353,24 +356,89 @@ gemm_bf16(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 	gemm_float(LLM_TYPE_BF16, a, r0, r1, t0, t1);
 }
 
-/* ---- Q8_0, Q4_0, Q4_1 ---- */
+/* ---- Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 ---- */
 
-/* Bytes of one block of a Q8_0, Q4_0 or Q4_1 row. */
+/* Bytes of one block of a Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 row. */
 KERN size_t
 q_block_bytes(LlmType type)
 {
-	return type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : type == LLM_TYPE_Q4_0 ? sizeof(LlmBlockQ4_0) : sizeof(LlmBlockQ4_1);
+	switch (type)
+	{
+		case LLM_TYPE_Q8_0:
+			return sizeof(LlmBlockQ8_0);
+		case LLM_TYPE_Q4_0:
+			return sizeof(LlmBlockQ4_0);
+		case LLM_TYPE_Q4_1:
+			return sizeof(LlmBlockQ4_1);
+		case LLM_TYPE_Q5_0:
+			return sizeof(LlmBlockQ5_0);
+		default:
+			return sizeof(LlmBlockQ5_1);
+	}
+}
+
+/* Whether type's blocks carry a minimum (w = d q + m): Q4_1, Q5_1. */
+KERN bool
+q_has_min(LlmType type)
+{
+	return type == LLM_TYPE_Q4_1 || type == LLM_TYPE_Q5_1;
+}
+
+/* Whether type's quants are nibbles alone (Q4_0, Q4_1), which the GEMV keeps in place. */
+KERN bool
+q_nibbles(LlmType type)
+{
+	return type == LLM_TYPE_Q4_0 || type == LLM_TYPE_Q4_1;
+}
+
+/* log2 of the offset C that makes type's quants unsigned (w + C): Q8_0 128, Q4_0 8, Q5_0 16. */
+KERN int
+q_offset_log2(LlmType type)
+{
+	return type == LLM_TYPE_Q8_0 ? 7 : type == LLM_TYPE_Q4_0 ? 3 : 4;
 }
 
 /*
- * The quants of blocks b and b + 1 of a Q8_0 or Q4_0 row as 64 unsigned
- * bytes (Q8_0: w + 128; Q4_0: the nibbles, in value order), and their
- * scales, lanes 0-7 the first block's and 8-15 the second's.
+ * The 32 five-bit quants (0-31, in value order) of the Q5_0 or Q5_1 block
+ * at p: the nibbles as Q4_0's, plus 16 where the block's bit of qh is set.
+ */
+KERN __m256i
+q5_block(LlmType type, const uint8_t *p)
+{
+	const size_t qho = type == LLM_TYPE_Q5_0 ? 2 : 4;
+	uint32_t	qh;
+	__m256i		v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) (p + qho + 4)));
+
+	memcpy(&qh, p + qho, sizeof(qh));
+	v = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+	return _mm256_mask_add_epi8(v, (__mmask32) qh, v, _mm256_set1_epi8(0x10));
+}
+
+/* q5_block of blocks b and b + 1 at p: the first in bytes 0-31, the second in 32-63. */
+KERN __m512i
+q5_pair(LlmType type, const uint8_t *p)
+{
+	return _mm512_inserti64x4(_mm512_castsi256_si512(q5_block(type, p)), q5_block(type, p + q_block_bytes(type)), 1);
+}
+
+/*
+ * The quants of blocks b and b + 1 of a Q8_0, Q4_0 or Q5_0 row as 64
+ * unsigned bytes (Q8_0: w + 128; Q4_0, Q5_0: the quants, in value order),
+ * and their scales, lanes 0-7 the first block's and 8-15 the second's.
  */
 KERN void
 load_q_pair(LlmType type, const uint8_t *p, __m512i *q, __m512 *d)
 {
-	if (type == LLM_TYPE_Q8_0)
+	if (type == LLM_TYPE_Q5_0)
+	{
+		uint16_t	h[2];
+
+		memcpy(&h[0], p, sizeof(h[0]));
+		memcpy(&h[1], p + sizeof(LlmBlockQ5_0), sizeof(h[1]));
+		*q = q5_pair(type, p);
+		*d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(_cvtsh_ss(h[0])), _mm512_set1_ps(_cvtsh_ss(h[1])));
+	}
+	else if (type == LLM_TYPE_Q8_0)
 	{
 		const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 											 17, 17, 17, 17, 17, 17, 17, 17, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -398,8 +466,9 @@ load_q_pair(LlmType type, const uint8_t *p, __m512i *q, __m512 *d)
 }
 
 /*
- * The quants of blocks b and b + 1 of a Q8_0 or Q4_0 row as 64 unsigned
- * bytes for the GEMV: as load_q_pair's, except that Q4_0's high nibbles
+ * The quants of blocks b and b + 1 of a row as 64 unsigned bytes for the
+ * GEMV: as load_q_pair's (Q4_1 and Q5_1 as Q4_0 and Q5_0), except that
+ * Q4_0's and Q4_1's high nibbles
  * stay in place, worth 16 times their value (values 16-31 of each block,
  * 128-bit lanes 1 and 3), which saves a shift per step; reduce_blocks
  * divides those lanes' sums by 16, exactly, once per group.
@@ -407,6 +476,8 @@ load_q_pair(LlmType type, const uint8_t *p, __m512i *q, __m512 *d)
 KERN __m512i
 load_q_pair_gemv(LlmType type, const uint8_t *p)
 {
+	if (!q_nibbles(type) && type != LLM_TYPE_Q8_0)
+		return q5_pair(type, p);
 	if (type == LLM_TYPE_Q8_0)
 		return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *) (p + 2))),
 												   _mm256_loadu_si256((const __m256i *) (p + 34 + 2)), 1),
@@ -432,7 +503,9 @@ load_q_single(LlmType type, const uint8_t *p, __m512i *q, __m512 *d)
 
 	memcpy(&h, p, sizeof(h));
 	*d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(_cvtsh_ss(h)));
-	if (type == LLM_TYPE_Q8_0)
+	if (type == LLM_TYPE_Q5_0)
+		*q = _mm512_zextsi256_si512(q5_block(type, p));
+	else if (type == LLM_TYPE_Q8_0)
 		*q = _mm512_zextsi256_si512(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *) (p + 2)),
 													 _mm256_set1_epi8((char) 0x80)));
 	else
@@ -444,13 +517,13 @@ load_q_single(LlmType type, const uint8_t *p, __m512i *q, __m512 *d)
 	}
 }
 
-/* -C * (the sum of each lane's four activation quants), C the weights' offset (128 for Q8_0, 8 for Q4_0). */
+/* -C * (the sum of each lane's four activation quants), C the weights' offset (128 Q8_0, 8 Q4_0, 16 Q5_0). */
 KERN __m512i
 q_offset(LlmType type, __m512i av)
 {
 	return _mm512_sub_epi32(_mm512_setzero_si512(),
 							_mm512_dpbusd_epi32(_mm512_setzero_si512(),
-												_mm512_set1_epi8(type == LLM_TYPE_Q8_0 ? (char) 0x80 : 8), av));
+												_mm512_set1_epi8((char) (1 << q_offset_log2(type))), av));
 }
 
 /* The scales of blocks b and b + 1 of an activation row: lanes 0-7 and 8-15. */
@@ -601,7 +674,7 @@ q_group_dot(LlmType type, const __m512i *wq, const int8_t *xq, __m512i off, __m5
 #pragma GCC unroll 8
 	for (int s = 0; s < G; s++)
 		p[s] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[s], _mm512_loadu_si512(xq + 2 * s * LLM_QK));
-	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(reduce_blocks(p, G, type == LLM_TYPE_Q8_0 ? 0 : 4), off)),
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(reduce_blocks(p, G, q_nibbles(type) ? 4 : 0), off)),
 						   scale, acc);
 }
 
@@ -617,20 +690,20 @@ q_group_mins(const int32_t *xs, int64_t b, __mmask16 m, __m512 mscale, __m512 ac
 						   mscale, acc);
 }
 
-/* The activations' block sums of a group from block b, times the weights' offset (128, 8; Q4_1 none), in BLOCK_ORDER. */
+/* The activations' block sums of a group from block b, times the weights' offset (128, 8, 16; with minimums none), in BLOCK_ORDER. */
 KERN __m512i
 q_group_offset(LlmType type, const int32_t *xs, int64_t b, __mmask16 m)
 {
-	if (type == LLM_TYPE_Q4_1)
+	if (q_has_min(type))
 		return _mm512_setzero_si512();	/* unsigned already */
 	return _mm512_slli_epi32(_mm512_permutexvar_epi32(BLOCK_ORDER, _mm512_maskz_loadu_epi32(m, xs + b)),
-							 type == LLM_TYPE_Q8_0 ? 7 : 3);
+							 q_offset_log2(type));
 }
 
 /*
  * The fp16 scales d of blocks [b, b + 2G) of a row at w (G = 4: lanes 8-15
- * zero), and for Q4_1 in *mins the minimums m, from one gather of the
- * 32-bit words at the block starts (d the low half, Q4_1's m the high).
+ * zero), and for Q4_1 and Q5_1 in *mins the minimums m, from one gather
+ * of the 32-bit words at the block starts (d the low half, m the high).
  */
 KERN __m512
 q_group_scales(LlmType type, const uint8_t *w, int64_t b, __mmask16 m, __m512 *mins)
@@ -640,7 +713,7 @@ q_group_scales(LlmType type, const uint8_t *w, int64_t b, __mmask16 m, __m512 *m
 											 _mm512_set1_epi32((int) bsz));
 	__m512i		g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, gidx, w + b * bsz, 1);
 
-	if (type == LLM_TYPE_Q4_1)
+	if (q_has_min(type))
 		*mins = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16)));
 	return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g));
 }
@@ -680,7 +753,7 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 				if (NT == 1)
 				{
 					_mm_prefetch((const char *) (wb + pf + 2 * s * bsz), _MM_HINT_T0);
-					if (type == LLM_TYPE_Q8_0)
+					if (!q_nibbles(type))
 						_mm_prefetch((const char *) (wb + pf + 2 * s * bsz + 2 * bsz - 1), _MM_HINT_T0);
 				}
 				wq[s] = load_q_pair_gemv(type, wb + 2 * s * bsz);
@@ -690,7 +763,7 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 			/* G = 4: lanes 8-15 have zero scales (and finite sums) */
 			acc[i][q] = q_group_dot(type, wq, xq[q] + b * LLM_QK, off,
 									_mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(sv[i], dav)), acc[i][q], G);
-			if (type == LLM_TYPE_Q4_1)
+			if (q_has_min(type))
 				acc[i][q] = q_group_mins(xs[q], b, m, _mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(mv[i], dav)),
 										 acc[i][q]);
 		}
@@ -699,7 +772,7 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 
 /*
  * Blocks [b, nb) (fewer than 8) of MR rows by NT tokens, added into acc:
- * Q8_0 and Q4_0 by q_steps (from pk when packed); Q4_1 one block at a time
+ * Q8_0, Q4_0 and Q5_0 by q_steps (from pk when packed); Q4_1 and Q5_1 one block at a time
  * (never packed), its integer dot
  * product complete before d_w d_a and the minimum's m_w d_a sum a are
  * applied, into lane 0.
@@ -710,7 +783,7 @@ q_tail(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepP
 {
 	const int64_t nb = a->k / LLM_QK;
 
-	if (type != LLM_TYPE_Q4_1)
+	if (!q_has_min(type))
 	{
 		q_steps(type, a, w, pk, xq, xd, b, acc, MR, NT);
 		return;
@@ -719,11 +792,13 @@ q_tail(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepP
 #pragma GCC unroll 4
 		for (int i = 0; i < MR; i++)
 		{
-			const LlmBlockQ4_1 *blk = (const LlmBlockQ4_1 *) (w[i] + b * sizeof(LlmBlockQ4_1));
-			__m128i		raw = _mm_loadu_si128((const __m128i *) blk->qs);
-			/* values 0-15 the low nibbles, 16-31 the high */
-			__m256i		wq = _mm256_and_si256(_mm256_srlv_epi64(_mm256_broadcastsi128_si256(raw), _mm256_set_epi64x(4, 4, 0, 0)),
-											  _mm256_set1_epi8(0x0F));
+			/* both start with d and m */
+			const LlmBlockQ4_1 *blk = (const LlmBlockQ4_1 *) (w[i] + b * q_block_bytes(type));
+			/* values 0-15 the low nibbles, 16-31 the high (Q5_1: with their fifth bits) */
+			__m256i		wq = type == LLM_TYPE_Q5_1 ? q5_block(type, (const uint8_t *) blk)
+				: _mm256_and_si256(_mm256_srlv_epi64(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) blk->qs)),
+													 _mm256_set_epi64x(4, 4, 0, 0)),
+								   _mm256_set1_epi8(0x0F));
 			float		dw = _cvtsh_ss(blk->d);
 			float		mw = _cvtsh_ss(blk->m);
 
@@ -875,7 +950,7 @@ pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGrou
 				}
 				v[m] = m < G ? load_q_pair_gemv(type, w + (b + 2 * m) * bsz) : _mm512_setzero_si512();
 				/* Q4: the high nibbles (128-bit lanes 1 and 3) down to their values */
-				if (type != LLM_TYPE_Q8_0)
+				if (q_nibbles(type))
 					v[m] = _mm512_srlv_epi64(v[m], _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
 			}
 			interleave_blocks(v, out);
@@ -980,7 +1055,7 @@ q_group_packed(LlmType type, const QGroupPack *pk, const uint8_t *const *xi, con
 			/* (permuted scales times permuted scales: the bits of q_group's permuted product) */
 			acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(p[i][q], off)),
 										_mm512_mul_ps(_mm512_load_ps(pk[i].d), dav), acc[i][q]);
-			if (type == LLM_TYPE_Q4_1)
+			if (q_has_min(type))
 				acc[i][q] = q_group_mins(xs[q], b, m, _mm512_mul_ps(_mm512_load_ps(pk[i].m), dav), acc[i][q]);
 		}
 	}
@@ -1039,7 +1114,7 @@ tile_q(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack
 /* The tile calls of gemm_q, for TOKEN_TILES (they use its locals). */
 #define CALL_Q(T, NT) tile_q(type, a, NULL, NULL, NULL, 0, r, T, Q_MR, NT)
 #define CALL_Q1(T, NT) tile_q(type, a, NULL, NULL, NULL, 0, r, T, 1, NT)
-#define CALL_Q_PACKED(T, NT) tile_q(type, a, pk, type == LLM_TYPE_Q4_1 ? NULL : tail, \
+#define CALL_Q_PACKED(T, NT) tile_q(type, a, pk, q_has_min(type) ? NULL : tail, \
 									xil + (size_t) ((T) - t0) * xil_stride, xil_stride, r, T, Q_MR, NT)
 
 #define Q_PACK_STACK 16			/* groups of Q_MR rows packed on the stack (40 kB); more: the heap */
@@ -1084,7 +1159,7 @@ gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 		if (pk != NULL)
 		{
 			pack_q_groups(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk);
-			if (type != LLM_TYPE_Q4_1)
+			if (!q_has_min(type))
 				pack_q_tail(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, q_group_blocks(nb), nb, tail);
 			TOKEN_TILES(CALL_Q_PACKED, Q_NT);
 		}
@@ -1117,6 +1192,20 @@ static void
 gemm_q4_0(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
 	gemm_q(LLM_TYPE_Q4_0, a, r0, r1, t0, t1);
+}
+
+/* The gemm of Q5_0 weights. */
+static void
+gemm_q5_0(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_q(LLM_TYPE_Q5_0, a, r0, r1, t0, t1);
+}
+
+/* The gemm of Q5_1 weights. */
+static void
+gemm_q5_1(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_q(LLM_TYPE_Q5_1, a, r0, r1, t0, t1);
 }
 
 /* ---- the K-quants: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K ---- */
@@ -1672,6 +1761,8 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q8_0] = gemm_q8_0,
 		[LLM_TYPE_Q4_0] = gemm_q4_0,
 		[LLM_TYPE_Q4_1] = gemm_q4_1,
+		[LLM_TYPE_Q5_0] = gemm_q5_0,
+		[LLM_TYPE_Q5_1] = gemm_q5_1,
 		[LLM_TYPE_Q2_K] = gemm_q2_k,
 		[LLM_TYPE_Q3_K] = gemm_q3_k,
 		[LLM_TYPE_Q4_K] = gemm_q4_k,
@@ -1682,6 +1773,8 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q8_0] = LLM_ACT_Q8,
 		[LLM_TYPE_Q4_0] = LLM_ACT_Q8,
 		[LLM_TYPE_Q4_1] = LLM_ACT_Q8,
+		[LLM_TYPE_Q5_0] = LLM_ACT_Q8,
+		[LLM_TYPE_Q5_1] = LLM_ACT_Q8,
 		[LLM_TYPE_Q2_K] = LLM_ACT_Q8K,
 		[LLM_TYPE_Q3_K] = LLM_ACT_Q8K,
 		[LLM_TYPE_Q4_K] = LLM_ACT_Q8K,
