@@ -5,8 +5,9 @@
 # Models: a random Llama of DESIGN.md's 134M reference shape (BIG=1 adds
 # TinyLlama's 1.1B shape, which is DRAM-bound), written in F32 by
 # llm-random-model and quantized by llama.cpp's llama-quantize to each of
-# TYPES (default "Q8_0 Q4_0 Q4_1 Q4_K_M Q5_K_M Q3_K_M Q2_K"); and the real
-# Gemma 3 270M (Q4_K_M) and SmolLM2-135M (Q4_1) from tools/fetch-model.sh.
+# TYPES (default "Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K_M Q5_K_M Q3_K_M Q2_K"); and
+# (unless REAL=0) the real Gemma 3 270M (Q4_K_M) and SmolLM2-135M (Q4_1)
+# from tools/fetch-model.sh.
 # Without LLAMA_CPP_BIN (the folder of llama-bench and llama-quantize,
 # built by hand, never in CI) only Q8_0 and Q4_0 are made, by
 # llm-random-model, and llama.cpp's columns stay empty.
@@ -17,12 +18,14 @@
 # between runs.  The roofline is the read bandwidth that
 # bench/stream_probe.c measures at THREADS threads divided by the weight
 # bytes one decode step reads (bench/gguf_decode_bytes.py).  Prints a table
-# and writes bench/results/quant_bench.{csv,json}.
+# and writes bench/results/$NAME.{csv,json} (NAME default quant_bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 THREADS=${THREADS:-2}
-TYPES=${TYPES:-"Q8_0 Q4_0 Q4_1 Q4_K_M Q5_K_M Q3_K_M Q2_K"}
+TYPES=${TYPES:-"Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K_M Q5_K_M Q3_K_M Q2_K"}
+NAME=${NAME:-quant_bench}
+REAL=${REAL:-1}
 MODELS=.cache/models
 OUT=bench/results
 mkdir -p "$MODELS" "$OUT"
@@ -56,10 +59,12 @@ for s in "${shapes[@]}"; do
         done
     fi
 done
-models+=("gemma-3-270m-Q4_K_M $(tools/fetch-model.sh gemma | tail -n 1)")
-models+=("smollm2-135m-Q4_1 $(tools/fetch-model.sh smollm2 | tail -n 1)")
+if [ "$REAL" = 1 ]; then
+    models+=("gemma-3-270m-Q4_K_M $(tools/fetch-model.sh gemma | tail -n 1)")
+    models+=("smollm2-135m-Q4_1 $(tools/fetch-model.sh smollm2 | tail -n 1)")
+fi
 
-csv=$OUT/quant_bench.csv
+csv=$OUT/$NAME.csv
 echo "model,decode_mb,llm_prefill,llm_decode,llamacpp_prefill,llamacpp_decode,prefill_ratio,decode_ratio,roofline_tok_s,llm_roofline_fraction,llamacpp_roofline_fraction" > "$csv"
 printf '%-22s %8s %9s %8s %9s %8s %6s %6s %8s %6s %6s\n' model MB/token llm-pp llm-tg cpp-pp cpp-tg pp-x tg-x roof llm% cpp%
 for entry in "${models[@]}"; do
@@ -87,7 +92,7 @@ for entry in "${models[@]}"; do
     echo "$name,$(echo "$bytes / 1000000" | bc -l),$pp,$tg,$cpp_pp,$cpp_tg,$(ratio "$pp" "$cpp_pp"),$(ratio "$tg" "$cpp_tg"),$roof,$(frac "$tg"),$(frac "$cpp_tg")" >> "$csv"
 done
 
-python3 - "$csv" "$OUT/quant_bench.json" "$bw" <<'PY'
+python3 - "$csv" "$OUT/$NAME.json" "$bw" <<'PY'
 import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 for r in rows:
