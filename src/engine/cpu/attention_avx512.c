@@ -37,10 +37,44 @@ load16(const void *p, int d, int n, LlmKvType type)
 #define KERN static inline __attribute__((always_inline))
 
 /*
+ * The sum of a's 16 lanes by halving: lanes i + (i + 8), then + 4, then
+ * + 2, then + 1 (the tree of GCC's _mm512_reduce_add_ps, written out so
+ * that every compiler gives these bits).
+ */
+KERN float
+sum16(__m512 a)
+{
+	__m256		h = _mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+	__m128		q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+
+	q = _mm_add_ps(q, _mm_permute_ps(q, _MM_SHUFFLE(1, 0, 3, 2)));
+	return _mm_cvtss_f32(_mm_add_ps(q, _mm_permute_ps(q, _MM_SHUFFLE(2, 3, 0, 1))));
+}
+
+/* sum16 of a[0..3] into s[0..3], four at once: the same tree, so the same bits, in 14 instructions, not 28. */
+KERN void
+sum16x4(const __m512 *a, float *s)
+{
+	/* halves: a0 and a1 in one vector, a2 and a3 in another (lanes i + (i + 8)) */
+	__m512		s01 = _mm512_add_ps(_mm512_shuffle_f32x4(a[0], a[1], _MM_SHUFFLE(1, 0, 1, 0)),
+									_mm512_shuffle_f32x4(a[0], a[1], _MM_SHUFFLE(3, 2, 3, 2)));
+	__m512		s23 = _mm512_add_ps(_mm512_shuffle_f32x4(a[2], a[3], _MM_SHUFFLE(1, 0, 1, 0)),
+									_mm512_shuffle_f32x4(a[2], a[3], _MM_SHUFFLE(3, 2, 3, 2)));
+	/* quarters: 128-bit lane u holds a_u's lanes i + (i + 4) */
+	__m512		t = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)),
+								  _mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)));
+
+	t = _mm512_add_ps(t, _mm512_permute_ps(t, _MM_SHUFFLE(1, 0, 3, 2)));
+	t = _mm512_add_ps(t, _mm512_permute_ps(t, _MM_SHUFFLE(2, 3, 0, 1)));
+	_mm_storeu_ps(s, _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+																				   12, 8, 4, 0), t)));
+}
+
+/*
  * s_j = q . k_j: per key, 16 lanes of FMAs over the head in order, then
- * _mm512_reduce_add_ps.  Four keys at a time, so four independent chains
- * hide the FMA latency; each key's operations are those of one key alone.
- * Inlined for each storage type, so the chains stay in registers.
+ * sum16.  Four keys at a time, so four independent chains hide the FMA
+ * latency, summed by sum16x4; each key's operations are those of one key
+ * alone.  Inlined for each storage type, so the chains stay in registers.
  */
 KERN void
 scores_typed(const float *q, const uint8_t *k, size_t stride, int nt, int hd, const LlmKvType type, float *s)
@@ -59,9 +93,7 @@ scores_typed(const float *q, const uint8_t *k, size_t stride, int nt, int hd, co
 			for (int u = 0; u < 4; u++)
 				sum[u] = _mm512_fmadd_ps(qv, load16(k + (size_t) (j + u) * stride, d, hd - d, type), sum[u]);
 		}
-#pragma GCC unroll 4
-		for (int u = 0; u < 4; u++)
-			s[j + u] = _mm512_reduce_add_ps(sum[u]);
+		sum16x4(sum, s + j);
 	}
 	for (; j < nt; j++)
 	{
@@ -69,7 +101,7 @@ scores_typed(const float *q, const uint8_t *k, size_t stride, int nt, int hd, co
 
 		for (int d = 0; d < hd; d += 16)
 			sum = _mm512_fmadd_ps(load16(q, d, hd - d, LLM_KV_F32), load16(k + (size_t) j * stride, d, hd - d, type), sum);
-		s[j] = _mm512_reduce_add_ps(sum);
+		s[j] = sum16(sum);
 	}
 }
 
