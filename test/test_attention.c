@@ -5,8 +5,11 @@
  *		on random keys and values scattered over a shuffled block table:
  *		head widths with and without SIMD tails, grouped-query heads,
  *		sliding windows, soft-capping, f32, f16 and int8 caches; H2O score
- *		accumulation (and that it never changes the output); caches after an
- *		eviction, whose slots hold shuffled positions.
+ *		accumulation (and that it never changes the output: with scores the
+ *		heads run one at a time, without them a KV head's query heads run
+ *		together, so this also checks that the grouped kernels give each
+ *		head its own bits); caches after an eviction, whose slots hold
+ *		shuffled positions.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -334,6 +337,9 @@ main(void)
 			check_case(be, hds[h], 8, 2, 90, 0, 0.0f, type, true, true, seed++);
 			check_case(be, hds[h], 4, 2, 90, 20, 0.0f, type, true, true, seed++);
 			check_case(be, hds[h], 4, 2, 60, 12, 50.0f, type, false, true, seed++);
+			/* groups of 3 and of 6 query heads (taken 4 + 2): with scores one head at a time, the same bits */
+			check_case(be, hds[h], 6, 2, 90, 0, 0.0f, type, true, false, seed++);
+			check_case(be, hds[h], 12, 2, 50, 16, 0.0f, type, true, false, seed++);
 		}
 	check_f16_store(be);
 	llm_backend_free(be);

@@ -74,7 +74,7 @@ llm_attn_exp_sum_ref(float *s, int nt, float m)
 	return l;
 }
 
-const LlmAttnKernels llm_attn_kernels_ref = {"scalar", ref_scores, ref_scale, ref_accum, llm_attn_exp_sum_ref};
+const LlmAttnKernels llm_attn_kernels_ref = {"scalar", ref_scores, ref_scale, ref_accum, llm_attn_exp_sum_ref, NULL, NULL};
 
 typedef struct AttnTask
 {
@@ -113,12 +113,17 @@ typedef struct HeadState
 	float	   *acc;
 } HeadState;
 
+#define ATTN_HEADS 4				/* query heads of one KV head taken together at most */
+
 /*
- * The tile of nt slots from p0 for query token i, query head h, into its
- * state hs; with probs, the tile's scaled scores go to probs[p0 - lo ...].
+ * The tile of nt slots from p0 for query token i and the nq query heads
+ * from h (nq <= ATTN_HEADS, all of one KV head), into their states hs;
+ * with probs (one head), the tile's scaled scores go to probs[p0 - lo ...].
+ * The heads' keys and values are read once (scores_heads, accum_heads);
+ * each head's operations are those it would have alone.
  */
 static void
-attend_tile(const AttnTask *t, int i, int h, int p0, int nt, bool mask, HeadState *hs, float *probs, int lo)
+attend_tile(const AttnTask *t, int i, int h, int nq, int p0, int nt, bool mask, HeadState *hs, float *probs, int lo)
 {
 	const LlmAttnArgs *a = t->a;
 	const LlmKvCache *kv = t->kv;
@@ -133,48 +138,69 @@ attend_tile(const AttnTask *t, int i, int h, int p0, int nt, bool mask, HeadStat
 	const uint8_t *kp = (const uint8_t *) llm_kv_k_at(kv, seq, t->layer, p0) + head_off;
 	const uint8_t *vp = (const uint8_t *) llm_kv_v_at(kv, seq, t->layer, p0) + head_off;
 	int			win_lo = a->pos[i] - a->window + 1;
-	float		s[ATTN_TILE];
-	float		m_new = hs->m;
-	float		corr;
+	float		s[ATTN_HEADS * ATTN_TILE];	/* (nq, nt) */
+	bool		live[ATTN_HEADS];
+	bool		all_live = true;
 
 	/* scores of this tile */
-	k->scores(q, kp, stride, nt, hd, kv->type, s);
-	if (int8)
+	if (nq > 1 && k->scores_heads != NULL)
+		k->scores_heads(q, nq, kp, stride, nt, hd, kv->type, s);
+	else
+		for (int u = 0; u < nq; u++)
+			k->scores(q + (size_t) u * hd, kp, stride, nt, hd, kv->type, s + u * nt);
+	for (int u = 0; u < nq; u++)
 	{
-		const float *ks = llm_kv_k_scale_at(kv, seq, t->layer, p0) + g;
+		float	   *su = s + u * nt;
+		float		m_new = hs[u].m;
+		float		corr;
 
-		for (int j = 0; j < nt; j++)
-			s[j] *= ks[(size_t) j * kv->n_kv_heads];
-	}
-	for (int j = 0; j < nt; j++)
-	{
-		s[j] *= a->scale;
-		if (a->softcap > 0.0f)
-			s[j] = a->softcap * tanhf(s[j] / a->softcap);
-		if (mask && seq->slot_pos[llm_kv_info_index(kv, p0 + j, t->layer, g)] < win_lo)
-			s[j] = -INFINITY;
-		if (s[j] > m_new)
-			m_new = s[j];
-	}
-	if (probs != NULL)
-		memcpy(probs + (p0 - lo), s, (size_t) nt * sizeof(float));
-	if (m_new == -INFINITY)
-		return;					/* every key so far is masked */
-	/* rescale what was accumulated under the old maximum */
-	corr = expf(hs->m - m_new);
-	hs->l *= corr;
-	k->scale(hs->acc, corr, hd);
-	hs->m = m_new;
-	/* accumulate this tile's values */
-	hs->l += k->exp_sum(s, nt, hs->m);
-	if (int8)
-	{
-		const float *vs = llm_kv_v_scale_at(kv, seq, t->layer, p0) + g;
+		if (int8)
+		{
+			const float *ks = llm_kv_k_scale_at(kv, seq, t->layer, p0) + g;
 
+			for (int j = 0; j < nt; j++)
+				su[j] *= ks[(size_t) j * kv->n_kv_heads];
+		}
 		for (int j = 0; j < nt; j++)
-			s[j] *= vs[(size_t) j * kv->n_kv_heads];
+		{
+			su[j] *= a->scale;
+			if (a->softcap > 0.0f)
+				su[j] = a->softcap * tanhf(su[j] / a->softcap);
+			if (mask && seq->slot_pos[llm_kv_info_index(kv, p0 + j, t->layer, g)] < win_lo)
+				su[j] = -INFINITY;
+			if (su[j] > m_new)
+				m_new = su[j];
+		}
+		if (probs != NULL)
+			memcpy(probs + (p0 - lo), su, (size_t) nt * sizeof(float));
+		live[u] = m_new != -INFINITY;
+		if (!live[u])
+		{
+			all_live = false;	/* every key so far is masked: nothing to add */
+			continue;
+		}
+		/* rescale what was accumulated under the old maximum */
+		corr = expf(hs[u].m - m_new);
+		hs[u].l *= corr;
+		k->scale(hs[u].acc, corr, hd);
+		hs[u].m = m_new;
+		/* this tile's weights */
+		hs[u].l += k->exp_sum(su, nt, hs[u].m);
+		if (int8)
+		{
+			const float *vs = llm_kv_v_scale_at(kv, seq, t->layer, p0) + g;
+
+			for (int j = 0; j < nt; j++)
+				su[j] *= vs[(size_t) j * kv->n_kv_heads];
+		}
 	}
-	k->accum(hs->acc, s, vp, stride, nt, hd, kv->type);
+	/* accumulate this tile's values (the heads' accumulators are consecutive rows) */
+	if (nq > 1 && all_live && k->accum_heads != NULL)
+		k->accum_heads(hs[0].acc, nq, s, vp, stride, nt, hd, kv->type);
+	else
+		for (int u = 0; u < nq; u++)
+			if (live[u])
+				k->accum(hs[u].acc, s + u * nt, vp, stride, nt, hd, kv->type);
 }
 
 /* The length of the tile from p0: to the end of its KV block, the last visible slot hi, or ATTN_TILE. */
@@ -223,8 +249,17 @@ attend_heads(const AttnTask *t, int i, int h0, int h1, float *probs)
 	for (int p0 = lo, nt; p0 <= hi; p0 += nt)
 	{
 		nt = tile_length(t->kv, p0, hi);
-		for (int h = 0; h < n_heads; h++)
-			attend_tile(t, i, h0 + h, p0, nt, mask, &hs[h], probs, lo);
+		/* runs of up to ATTN_HEADS heads of one KV head */
+		for (int h = 0, nq; h < n_heads; h += nq)
+		{
+			int			group = t->a->n_heads / t->a->n_kv_heads;
+			int			left = group - (h0 + h) % group;
+
+			nq = n_heads - h < left ? n_heads - h : left;
+			if (nq > ATTN_HEADS)
+				nq = ATTN_HEADS;
+			attend_tile(t, i, h0 + h, nq, p0, nt, mask, &hs[h], probs, lo);
+		}
 	}
 	for (int h = 0; h < n_heads; h++)
 		attend_finish(t, i, h0 + h, &hs[h]);

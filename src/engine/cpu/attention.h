@@ -40,6 +40,18 @@ typedef struct LlmAttnKernels
 						  LlmKvType type);
 	/* s_j = exp(s_j - m) for j < nt (s_j -infinity: exactly 0); returns their sum */
 	float		(*exp_sum) (float *s, int nt, float m);
+
+	/*
+	 * Optional, for query heads that share a KV head (NULL: the kernels
+	 * above, one head at a time).  Each head's results must be the bits
+	 * the one-head kernel gives it; the keys and values are just read once.
+	 */
+	/* s (nq, nt): row h = q_h . k_j, q (nq, hd) the heads' queries */
+	void		(*scores_heads) (const float *q, int nq, const uint8_t *k, size_t stride, int nt, int hd,
+								 LlmKvType type, float *s);
+	/* acc (nq, hd): row h += sum_j w[h * nt + j] * v_j */
+	void		(*accum_heads) (float *acc, int nq, const float *w, const uint8_t *v, size_t stride, int nt, int hd,
+								LlmKvType type);
 } LlmAttnKernels;
 
 /* The scalar exp_sum (expf, summed in order), also the AVX2 level's. */

@@ -117,6 +117,102 @@ avx512_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, L
 		scores_typed(q, k, stride, nt, hd, LLM_KV_I8, s);
 }
 
+/*
+ * scores_typed for NQ heads (q: NQ rows of hd) against the same keys, into
+ * s (NQ, nt): each key's slice widened once for the NQ heads, and each
+ * head's FMAs and sums those scores_typed gives it.
+ */
+KERN void
+scores_heads_typed(const float *q, const uint8_t *k, size_t stride, int nt, int hd, const LlmKvType type, float *s,
+				   const int NQ)
+{
+	int			j = 0;
+
+	for (; j + 4 <= nt; j += 4)
+	{
+		__m512		sum[4][4];
+
+#pragma GCC unroll 4
+		for (int h = 0; h < NQ; h++)
+#pragma GCC unroll 4
+			for (int u = 0; u < 4; u++)
+				sum[h][u] = _mm512_setzero_ps();
+		for (int d = 0; d < hd; d += 16)
+		{
+			__m512		kv[4];
+
+#pragma GCC unroll 4
+			for (int u = 0; u < 4; u++)
+				kv[u] = load16(k + (size_t) (j + u) * stride, d, hd - d, type);
+#pragma GCC unroll 4
+			for (int h = 0; h < NQ; h++)
+			{
+				__m512		qv = load16(q + (size_t) h * hd, d, hd - d, LLM_KV_F32);
+
+#pragma GCC unroll 4
+				for (int u = 0; u < 4; u++)
+					sum[h][u] = _mm512_fmadd_ps(qv, kv[u], sum[h][u]);
+			}
+		}
+#pragma GCC unroll 4
+		for (int h = 0; h < NQ; h++)
+			sum16x4(sum[h], s + (size_t) h * nt + j);
+	}
+	for (; j < nt; j++)
+	{
+		__m512		sum[4];
+
+#pragma GCC unroll 4
+		for (int h = 0; h < NQ; h++)
+			sum[h] = _mm512_setzero_ps();
+		for (int d = 0; d < hd; d += 16)
+		{
+			__m512		kv = load16(k + (size_t) j * stride, d, hd - d, type);
+
+#pragma GCC unroll 4
+			for (int h = 0; h < NQ; h++)
+				sum[h] = _mm512_fmadd_ps(load16(q + (size_t) h * hd, d, hd - d, LLM_KV_F32), kv, sum[h]);
+		}
+#pragma GCC unroll 4
+		for (int h = 0; h < NQ; h++)
+			s[(size_t) h * nt + j] = sum16(sum[h]);
+	}
+}
+
+/* scores_heads_typed for one storage type, 4, 3 or 2 heads at a time (1: scores_typed). */
+KERN void
+scores_heads_type(const float *q, int nq, const uint8_t *k, size_t stride, int nt, int hd, const LlmKvType type, float *s)
+{
+	while (nq > 0)
+	{
+		int			n = nq >= 4 ? 4 : nq;
+
+		if (n == 4)
+			scores_heads_typed(q, k, stride, nt, hd, type, s, 4);
+		else if (n == 3)
+			scores_heads_typed(q, k, stride, nt, hd, type, s, 3);
+		else if (n == 2)
+			scores_heads_typed(q, k, stride, nt, hd, type, s, 2);
+		else
+			scores_typed(q, k, stride, nt, hd, type, s);
+		q += (size_t) n * hd;
+		s += (size_t) n * nt;
+		nq -= n;
+	}
+}
+
+/* s (nq, nt) = q_h . k_j for nq heads, each as avx512_scores gives it. */
+static void
+avx512_scores_heads(const float *q, int nq, const uint8_t *k, size_t stride, int nt, int hd, LlmKvType type, float *s)
+{
+	if (type == LLM_KV_F32)
+		scores_heads_type(q, nq, k, stride, nt, hd, LLM_KV_F32, s);
+	else if (type == LLM_KV_F16)
+		scores_heads_type(q, nq, k, stride, nt, hd, LLM_KV_F16, s);
+	else
+		scores_heads_type(q, nq, k, stride, nt, hd, LLM_KV_I8, s);
+}
+
 /* acc *= c. */
 static void
 avx512_scale(float *acc, float c, int hd)
@@ -184,6 +280,100 @@ accum_typed(float *acc, const float *w, const uint8_t *v, size_t stride, int nt,
 	}
 }
 
+/*
+ * accum_slices for NQ heads (acc and w: NQ rows) against the same values:
+ * NS slices of each head in registers, each value slice widened once for
+ * the NQ heads; each element adds w_j v_j[d] in order of j, as alone.
+ */
+KERN void
+accum_heads_slices(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, int d0,
+				   const LlmKvType type, const int NQ, const int NS)
+{
+	__m512		a[4][4];
+
+#pragma GCC unroll 4
+	for (int h = 0; h < NQ; h++)
+#pragma GCC unroll 4
+		for (int u = 0; u < NS; u++)
+			a[h][u] = load16(acc + (size_t) h * hd, d0 + 16 * u, hd - d0 - 16 * u, LLM_KV_F32);
+	for (int j = 0; j < nt; j++)
+	{
+		const uint8_t *vj = v + (size_t) j * stride;
+		__m512		vv[4];
+
+#pragma GCC unroll 4
+		for (int u = 0; u < NS; u++)
+			vv[u] = load16(vj, d0 + 16 * u, hd - d0 - 16 * u, type);
+#pragma GCC unroll 4
+		for (int h = 0; h < NQ; h++)
+		{
+			__m512		wj = _mm512_set1_ps(w[(size_t) h * nt + j]);
+
+#pragma GCC unroll 4
+			for (int u = 0; u < NS; u++)
+				a[h][u] = _mm512_fmadd_ps(wj, vv[u], a[h][u]);
+		}
+	}
+#pragma GCC unroll 4
+	for (int h = 0; h < NQ; h++)
+#pragma GCC unroll 4
+		for (int u = 0; u < NS; u++)
+		{
+			int			n = hd - d0 - 16 * u;
+
+			_mm512_mask_storeu_ps(acc + (size_t) h * hd + d0 + 16 * u,
+								  n >= 16 ? (__mmask16) 0xffff : (__mmask16) ((1u << n) - 1), a[h][u]);
+		}
+}
+
+/* accum_heads_slices over the head for NQ heads: 4 slices at a time, then one. */
+KERN void
+accum_heads_typed(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, const LlmKvType type,
+				  const int NQ)
+{
+	int			d0 = 0;
+
+	for (; d0 + 64 <= hd; d0 += 64)
+		accum_heads_slices(acc, w, v, stride, nt, hd, d0, type, NQ, 4);
+	for (; d0 < hd; d0 += 16)
+		accum_heads_slices(acc, w, v, stride, nt, hd, d0, type, NQ, 1);
+}
+
+/* accum_heads_typed for one storage type, 4, 3 or 2 heads at a time (1: accum_typed). */
+KERN void
+accum_heads_type(float *acc, int nq, const float *w, const uint8_t *v, size_t stride, int nt, int hd,
+				 const LlmKvType type)
+{
+	while (nq > 0)
+	{
+		int			n = nq >= 4 ? 4 : nq;
+
+		if (n == 4)
+			accum_heads_typed(acc, w, v, stride, nt, hd, type, 4);
+		else if (n == 3)
+			accum_heads_typed(acc, w, v, stride, nt, hd, type, 3);
+		else if (n == 2)
+			accum_heads_typed(acc, w, v, stride, nt, hd, type, 2);
+		else
+			accum_typed(acc, w, v, stride, nt, hd, type);
+		acc += (size_t) n * hd;
+		w += (size_t) n * nt;
+		nq -= n;
+	}
+}
+
+/* acc (nq, hd) += sum_j w[h * nt + j] v_j for nq heads, each as avx512_accum gives it. */
+static void
+avx512_accum_heads(float *acc, int nq, const float *w, const uint8_t *v, size_t stride, int nt, int hd, LlmKvType type)
+{
+	if (type == LLM_KV_F32)
+		accum_heads_type(acc, nq, w, v, stride, nt, hd, LLM_KV_F32);
+	else if (type == LLM_KV_F16)
+		accum_heads_type(acc, nq, w, v, stride, nt, hd, LLM_KV_F16);
+	else
+		accum_heads_type(acc, nq, w, v, stride, nt, hd, LLM_KV_I8);
+}
+
 /* accum_typed for the cache's storage type. */
 static void
 avx512_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, LlmKvType type)
@@ -222,10 +412,11 @@ avx512_exp_sum(float *s, int nt, float m)
 #pragma GCC pop_options
 #endif
 
-const LlmAttnKernels llm_attn_kernels_avx512 = {"avx512", avx512_scores, avx512_scale, avx512_accum, avx512_exp_sum};
+const LlmAttnKernels llm_attn_kernels_avx512 = {"avx512", avx512_scores, avx512_scale, avx512_accum, avx512_exp_sum,
+	avx512_scores_heads, avx512_accum_heads};
 
 #else
 
-const LlmAttnKernels llm_attn_kernels_avx512 = {NULL, NULL, NULL, NULL, NULL};
+const LlmAttnKernels llm_attn_kernels_avx512 = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 #endif
