@@ -11,8 +11,11 @@
  * it, every token, so the rows' weights come from memory once and then
  * from L1.  Three shapes of work:
  *
- * - GEMV (one token, decode): straight from the weights, prefetching two
- *   row tiles ahead, since decode streams every weight once per token.
+ * - GEMV (one token, decode): straight from the weights, one row at a time
+ *   (one stream of weights per thread reads DRAM at about 1.8x the rate
+ *   of a tile's four), prefetching two rows ahead, since decode streams
+ *   every weight once per token.  A row's bits are those of the tiles of
+ *   several tokens: store_tile sums every row's lanes by one tree.
  * - Several tokens: each tile of rows is first unpacked into a buffer in
  *   the form the inner loop wants, then reused for all the tokens, so the
  *   unpacking is paid once per row, not per token.  Float weights from
@@ -111,7 +114,12 @@ hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
 	return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
 }
 
-/* Store (or, with add, add) the sums of the tile acc (MR rows, NT tokens) at y[t * ldy + r]. */
+/*
+ * Store (or, with add, add) the sums of the tile acc (MR rows, NT tokens)
+ * at y[t * ldy + r].  Every row's 16 lanes are summed by hsum4's tree,
+ * whatever MR (a row's lanes meet only its own), so a row has the same
+ * bits in a tile of 4, 2 or 1 rows.
+ */
 KERN void
 store_tile(const LlmGemmArgs *a, int64_t r, int t, __m512 acc[4][6], const int MR, const int NT, bool add)
 {
@@ -119,22 +127,18 @@ store_tile(const LlmGemmArgs *a, int64_t r, int t, __m512 acc[4][6], const int M
 	for (int q = 0; q < NT; q++)
 	{
 		float	   *yq = a->y + (size_t) (t + q) * a->ldy + r;
+		__m128		v = hsum4(acc[0][q], acc[MR > 1 ? 1 : 0][q], acc[MR > 2 ? 2 : 0][q], acc[MR > 3 ? 3 : 0][q]);
 
 		if (MR == 4)
-		{
-			__m128		v = hsum4(acc[0][q], acc[1][q], acc[2][q], acc[3][q]);
-
 			_mm_storeu_ps(yq, add ? _mm_add_ps(v, _mm_loadu_ps(yq)) : v);
-		}
 		else
 		{
+			_Alignas(16) float	sums[4];
+
+			_mm_store_ps(sums, v);
 #pragma GCC unroll 4
 			for (int i = 0; i < MR; i++)
-			{
-				float		v = _mm512_reduce_add_ps(acc[i][q]);
-
-				yq[i] = add ? yq[i] + v : v;
-			}
+				yq[i] = add ? yq[i] + sums[i] : sums[i];
 		}
 	}
 }
@@ -1154,6 +1158,10 @@ gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 				interleave_act_groups((const int8_t *) (a->x + (size_t) t * a->x_stride), q_group_blocks(nb),
 									  xil + (size_t) (t - t0) * xil_stride);
 	}
+	/* the GEMV a row at a time: one stream of weights per thread reads DRAM at about 1.8x the speed of four */
+	if (t1 - t0 == 1)
+		for (; r < r1; r++)
+			TOKEN_TILES(CALL_Q1, Q_NT);
 	for (; r + Q_MR <= r1; r += Q_MR)
 	{
 		if (pk != NULL)
@@ -1625,6 +1633,10 @@ gemm_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const LlmTy
 	const bool	pack = t1 - t0 > K_NT && a->k / LLM_QK_K <= K_PACK_BLOCKS;
 	int64_t		r = r0;
 
+	/* the GEMV a row at a time, as gemm_q's */
+	if (t1 - t0 == 1)
+		for (; r < r1; r++)
+			TOKEN_TILES(CALL_K1, K_NT);
 	for (; r + K_MR <= r1; r += K_MR)
 	{
 		if (pack)
