@@ -301,7 +301,9 @@ gemm_float(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, i
 	const size_t esz = type == LLM_TYPE_F32 ? 4 : 2;
 	int64_t		r = r0;
 
-	if (t1 - t0 < PACK_MIN_TOKENS)
+	if (t1 - t0 == 1)
+		;						/* the GEMV a row at a time (below), as gemm_q's */
+	else if (t1 - t0 < PACK_MIN_TOKENS)
 	{
 		for (; r + F_MR <= r1; r += F_MR)
 		{
