@@ -113,11 +113,9 @@ typedef struct HeadState
 	float	   *acc;
 } HeadState;
 
-#define ATTN_HEADS 4				/* query heads of one KV head taken together at most */
-
 /*
  * The tile of nt slots from p0 for query token i and the nq query heads
- * from h (nq <= ATTN_HEADS, all of one KV head), into their states hs;
+ * from h (nq <= LLM_ATTN_MAX_HEADS, all of one KV head), into their states hs;
  * with probs (one head), the tile's scaled scores go to probs[p0 - lo ...].
  * The heads' keys and values are read once (scores_heads, accum_heads);
  * each head's operations are those it would have alone.
@@ -138,8 +136,8 @@ attend_tile(const AttnTask *t, int i, int h, int nq, int p0, int nt, bool mask, 
 	const uint8_t *kp = (const uint8_t *) llm_kv_k_at(kv, seq, t->layer, p0) + head_off;
 	const uint8_t *vp = (const uint8_t *) llm_kv_v_at(kv, seq, t->layer, p0) + head_off;
 	int			win_lo = a->pos[i] - a->window + 1;
-	float		s[ATTN_HEADS * ATTN_TILE];	/* (nq, nt) */
-	bool		live[ATTN_HEADS];
+	float		s[LLM_ATTN_MAX_HEADS * ATTN_TILE];	/* (nq, nt) */
+	bool		live[LLM_ATTN_MAX_HEADS];
 	bool		all_live = true;
 
 	/* scores of this tile */
@@ -249,15 +247,15 @@ attend_heads(const AttnTask *t, int i, int h0, int h1, float *probs)
 	for (int p0 = lo, nt; p0 <= hi; p0 += nt)
 	{
 		nt = tile_length(t->kv, p0, hi);
-		/* runs of up to ATTN_HEADS heads of one KV head */
+		/* runs of up to LLM_ATTN_MAX_HEADS heads of one KV head */
 		for (int h = 0, nq; h < n_heads; h += nq)
 		{
 			int			group = t->a->n_heads / t->a->n_kv_heads;
 			int			left = group - (h0 + h) % group;
 
 			nq = n_heads - h < left ? n_heads - h : left;
-			if (nq > ATTN_HEADS)
-				nq = ATTN_HEADS;
+			if (nq > LLM_ATTN_MAX_HEADS)
+				nq = LLM_ATTN_MAX_HEADS;
 			attend_tile(t, i, h0 + h, nq, p0, nt, mask, &hs[h], probs, lo);
 		}
 	}

@@ -27,6 +27,8 @@ llm_kv_value(const void *p, int i, LlmKvType type)
  * are stored; the caller applies their scales (to the scores, and to the
  * weights before accumulating values).
  */
+#define LLM_ATTN_MAX_HEADS 4		/* query heads scores_heads and accum_heads take at once */
+
 typedef struct LlmAttnKernels
 {
 	const char *name;
@@ -42,9 +44,10 @@ typedef struct LlmAttnKernels
 	float		(*exp_sum) (float *s, int nt, float m);
 
 	/*
-	 * Optional, for query heads that share a KV head (NULL: the kernels
-	 * above, one head at a time).  Each head's results must be the bits
-	 * the one-head kernel gives it; the keys and values are just read once.
+	 * Optional, for 1 to LLM_ATTN_MAX_HEADS query heads that share a KV
+	 * head (NULL: the kernels above, one head at a time).  Each head's
+	 * results must be the bits the one-head kernel gives it; the keys and
+	 * values are just read once.
 	 */
 	/* s (nq, nt): row h = q_h . k_j, q (nq, hd) the heads' queries */
 	void		(*scores_heads) (const float *q, int nq, const uint8_t *k, size_t stride, int nt, int hd,

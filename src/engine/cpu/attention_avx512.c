@@ -179,26 +179,18 @@ scores_heads_typed(const float *q, const uint8_t *k, size_t stride, int nt, int 
 	}
 }
 
-/* scores_heads_typed for one storage type, 4, 3 or 2 heads at a time (1: scores_typed). */
+/* scores_heads_typed for one storage type and nq (1 to LLM_ATTN_MAX_HEADS) heads. */
 KERN void
 scores_heads_type(const float *q, int nq, const uint8_t *k, size_t stride, int nt, int hd, const LlmKvType type, float *s)
 {
-	while (nq > 0)
-	{
-		int			n = nq >= 4 ? 4 : nq;
-
-		if (n == 4)
-			scores_heads_typed(q, k, stride, nt, hd, type, s, 4);
-		else if (n == 3)
-			scores_heads_typed(q, k, stride, nt, hd, type, s, 3);
-		else if (n == 2)
-			scores_heads_typed(q, k, stride, nt, hd, type, s, 2);
-		else
-			scores_typed(q, k, stride, nt, hd, type, s);
-		q += (size_t) n * hd;
-		s += (size_t) n * nt;
-		nq -= n;
-	}
+	if (nq == 4)
+		scores_heads_typed(q, k, stride, nt, hd, type, s, 4);
+	else if (nq == 3)
+		scores_heads_typed(q, k, stride, nt, hd, type, s, 3);
+	else if (nq == 2)
+		scores_heads_typed(q, k, stride, nt, hd, type, s, 2);
+	else
+		scores_typed(q, k, stride, nt, hd, type, s);
 }
 
 /* s (nq, nt) = q_h . k_j for nq heads, each as avx512_scores gives it. */
@@ -339,27 +331,19 @@ accum_heads_typed(float *acc, const float *w, const uint8_t *v, size_t stride, i
 		accum_heads_slices(acc, w, v, stride, nt, hd, d0, type, NQ, 1);
 }
 
-/* accum_heads_typed for one storage type, 4, 3 or 2 heads at a time (1: accum_typed). */
+/* accum_heads_typed for one storage type and nq (1 to LLM_ATTN_MAX_HEADS) heads. */
 KERN void
 accum_heads_type(float *acc, int nq, const float *w, const uint8_t *v, size_t stride, int nt, int hd,
 				 const LlmKvType type)
 {
-	while (nq > 0)
-	{
-		int			n = nq >= 4 ? 4 : nq;
-
-		if (n == 4)
-			accum_heads_typed(acc, w, v, stride, nt, hd, type, 4);
-		else if (n == 3)
-			accum_heads_typed(acc, w, v, stride, nt, hd, type, 3);
-		else if (n == 2)
-			accum_heads_typed(acc, w, v, stride, nt, hd, type, 2);
-		else
-			accum_typed(acc, w, v, stride, nt, hd, type);
-		acc += (size_t) n * hd;
-		w += (size_t) n * nt;
-		nq -= n;
-	}
+	if (nq == 4)
+		accum_heads_typed(acc, w, v, stride, nt, hd, type, 4);
+	else if (nq == 3)
+		accum_heads_typed(acc, w, v, stride, nt, hd, type, 3);
+	else if (nq == 2)
+		accum_heads_typed(acc, w, v, stride, nt, hd, type, 2);
+	else
+		accum_typed(acc, w, v, stride, nt, hd, type);
 }
 
 /* acc (nq, hd) += sum_j w[h * nt + j] v_j for nq heads, each as avx512_accum gives it. */
