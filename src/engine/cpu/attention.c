@@ -234,6 +234,7 @@ static void
 attend_heads(const AttnTask *t, int i, int h0, int h1, float *probs)
 {
 	int			n_heads = h1 - h0;
+	int			group = t->a->n_heads / t->a->n_kv_heads;	/* query heads per KV head */
 	int			hd = t->a->head_dim;
 	int			lo;
 	bool		mask;
@@ -250,7 +251,6 @@ attend_heads(const AttnTask *t, int i, int h0, int h1, float *probs)
 		/* runs of up to LLM_ATTN_MAX_HEADS heads of one KV head */
 		for (int h = 0, nq; h < n_heads; h += nq)
 		{
-			int			group = t->a->n_heads / t->a->n_kv_heads;
 			int			left = group - (h0 + h) % group;
 
 			nq = n_heads - h < left ? n_heads - h : left;

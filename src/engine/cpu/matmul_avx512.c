@@ -364,9 +364,12 @@ gemm_bf16(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 
 /* ---- Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 ---- */
 
-/* Bytes of one block of a Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 row. */
+/*
+ * Bytes of one block of a quantized type (the K-quants' super-blocks too),
+ * a constant wherever the type is (llm_type_traits' type_size is not).
+ */
 KERN size_t
-q_block_bytes(LlmType type)
+block_bytes(LlmType type)
 {
 	switch (type)
 	{
@@ -378,8 +381,18 @@ q_block_bytes(LlmType type)
 			return sizeof(LlmBlockQ4_1);
 		case LLM_TYPE_Q5_0:
 			return sizeof(LlmBlockQ5_0);
-		default:
+		case LLM_TYPE_Q5_1:
 			return sizeof(LlmBlockQ5_1);
+		case LLM_TYPE_Q2_K:
+			return sizeof(LlmBlockQ2_K);
+		case LLM_TYPE_Q3_K:
+			return sizeof(LlmBlockQ3_K);
+		case LLM_TYPE_Q4_K:
+			return sizeof(LlmBlockQ4_K);
+		case LLM_TYPE_Q5_K:
+			return sizeof(LlmBlockQ5_K);
+		default:
+			return sizeof(LlmBlockQ6_K);
 	}
 }
 
@@ -424,7 +437,24 @@ q5_block(LlmType type, const uint8_t *p)
 KERN __m512i
 q5_pair(LlmType type, const uint8_t *p)
 {
-	return _mm512_inserti64x4(_mm512_castsi256_si512(q5_block(type, p)), q5_block(type, p + q_block_bytes(type)), 1);
+	return _mm512_inserti64x4(_mm512_castsi256_si512(q5_block(type, p)), q5_block(type, p + block_bytes(type)), 1);
+}
+
+/*
+ * The fp16 scales of the pair of blocks at p (at bytes 0 and the block
+ * size; Q8_0's second lies past 32, so its pair, 68 bytes, is read 64 at a
+ * time), lanes 0-7 the first block's and 8-15 the second's.
+ */
+KERN __m512
+q_pair_scales(LlmType type, const uint8_t *p)
+{
+	const short h = (short) (block_bytes(type) / 2);	/* the second scale's 16-bit index */
+	const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+										 h, h, h, h, h, h, h, h, 0, 0, 0, 0, 0, 0, 0, 0);
+	__m512i		src = type == LLM_TYPE_Q8_0 ? _mm512_loadu_si512(p)
+		: _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) p));
+
+	return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, src)));
 }
 
 /*
@@ -435,29 +465,15 @@ q5_pair(LlmType type, const uint8_t *p)
 KERN void
 load_q_pair(LlmType type, const uint8_t *p, __m512i *q, __m512 *d)
 {
+	*d = q_pair_scales(type, p);
 	if (type == LLM_TYPE_Q5_0)
-	{
-		uint16_t	h[2];
-
-		memcpy(&h[0], p, sizeof(h[0]));
-		memcpy(&h[1], p + sizeof(LlmBlockQ5_0), sizeof(h[1]));
 		*q = q5_pair(type, p);
-		*d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(_cvtsh_ss(h[0])), _mm512_set1_ps(_cvtsh_ss(h[1])));
-	}
 	else if (type == LLM_TYPE_Q8_0)
-	{
-		const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-											 17, 17, 17, 17, 17, 17, 17, 17, 0, 0, 0, 0, 0, 0, 0, 0);
-		__m512i		v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *) (p + 2))),
-										   _mm256_loadu_si256((const __m256i *) (p + 34 + 2)), 1);
-
-		*q = _mm512_xor_si512(v, _mm512_set1_epi8((char) 0x80));
-		/* the two fp16 scales, at bytes 0 and 34 of the pair (68 bytes) */
-		*d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, _mm512_loadu_si512(p))));
-	}
+		*q = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *) (p + 2))),
+												 _mm256_loadu_si256((const __m256i *) (p + 34 + 2)), 1),
+							  _mm512_set1_epi8((char) 0x80));
 	else
 	{
-		const __m256i idx = _mm256_set_epi16(9, 9, 9, 9, 9, 9, 9, 9, 0, 0, 0, 0, 0, 0, 0, 0);
 		/* lanes of 128 bits: qs0, qs0, qs1, qs1 */
 		__m512i		v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *) (p + 2))),
 													0xFF00, _mm_loadu_si128((const __m128i *) (p + 18 + 2)));
@@ -466,8 +482,6 @@ load_q_pair(LlmType type, const uint8_t *p, __m512i *q, __m512 *d)
 		*q = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0,
 																	 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0)),
 							  _mm512_set1_epi8(0x0F));
-		/* the two fp16 scales, at bytes 0 and 18 of the pair (36 bytes) */
-		*d = _mm512_cvtph_ps(_mm256_permutexvar_epi16(idx, _mm256_loadu_si256((const __m256i *) p)));
 	}
 }
 
@@ -492,7 +506,7 @@ load_q_pair_gemv(LlmType type, const uint8_t *p)
 	{
 		/* Q4_0: d, then 16 bytes of nibbles (18 bytes); Q4_1: d, m, then the nibbles (20 bytes) */
 		const size_t qo = type == LLM_TYPE_Q4_0 ? 2 : 4;
-		const size_t bsz = q_block_bytes(type);
+		const size_t bsz = block_bytes(type);
 		__m512i		v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *) (p + qo))),
 													0xFF00, _mm_loadu_si128((const __m128i *) (p + bsz + qo)));
 
@@ -557,7 +571,7 @@ q_steps(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStep
 		const float *const *xd, int64_t b, __m512 acc[4][6], const int MR, const int NT)
 {
 	const int64_t nb = a->k / LLM_QK;
-	const size_t bsz = q_block_bytes(type);
+	const size_t bsz = block_bytes(type);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
 
 	for (; b + 2 <= nb; b += 2, pk += pk != NULL ? MR : 0)
@@ -714,7 +728,7 @@ q_group_offset(LlmType type, const int32_t *xs, int64_t b, __mmask16 m)
 KERN __m512
 q_group_scales(LlmType type, const uint8_t *w, int64_t b, __mmask16 m, __m512 *mins)
 {
-	const size_t bsz = q_block_bytes(type);
+	const size_t bsz = block_bytes(type);
 	const __m512i gidx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
 											 _mm512_set1_epi32((int) bsz));
 	__m512i		g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, gidx, w + b * bsz, 1);
@@ -730,7 +744,7 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 		const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6],
 		const int MR, const int NT, const int G)
 {
-	const size_t bsz = q_block_bytes(type);
+	const size_t bsz = block_bytes(type);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
 	const __mmask16 m = G == 8 ? 0xFFFF : 0x00FF;
 	__m512		sv[4];
@@ -799,7 +813,7 @@ q_tail(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepP
 		for (int i = 0; i < MR; i++)
 		{
 			/* both start with d and m */
-			const LlmBlockQ4_1 *blk = (const LlmBlockQ4_1 *) (w[i] + b * q_block_bytes(type));
+			const LlmBlockQ4_1 *blk = (const LlmBlockQ4_1 *) (w[i] + b * block_bytes(type));
 			/* values 0-15 the low nibbles, 16-31 the high (Q5_1: with their fifth bits) */
 			__m256i		wq = type == LLM_TYPE_Q5_1 ? q5_block(type, (const uint8_t *) blk)
 				: _mm256_and_si256(_mm256_srlv_epi64(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) blk->qs)),
@@ -934,7 +948,7 @@ interleave_act_groups(const int8_t *xq, int64_t ng, uint8_t *dst)
 KERN void
 pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf)
 {
-	const size_t bsz = q_block_bytes(type);
+	const size_t bsz = block_bytes(type);
 	const int64_t ng = q_group_blocks(nb);
 
 	for (int64_t b = 0; b < ng; b += 16)
@@ -971,7 +985,7 @@ pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGrou
 KERN void
 pack_q_tail(LlmType type, const uint8_t *w0, size_t wstride, int64_t b, int64_t nb, QStepPack *buf)
 {
-	const size_t bsz = q_block_bytes(type);
+	const size_t bsz = block_bytes(type);
 
 	for (; b < nb; b += 2)
 		for (int i = 0; i < Q_MR; i++, buf++)
@@ -1251,25 +1265,6 @@ typedef struct KBlock
 /* Super-blocks a row tile may have to be packed (longer rows are unpacked in the tile). */
 #define K_PACK_BLOCKS 32
 
-/* Bytes of one super-block of K-quant type t. */
-KERN size_t
-k_block_bytes(const LlmType t)
-{
-	switch (t)
-	{
-		case LLM_TYPE_Q2_K:
-			return sizeof(LlmBlockQ2_K);
-		case LLM_TYPE_Q3_K:
-			return sizeof(LlmBlockQ3_K);
-		case LLM_TYPE_Q4_K:
-			return sizeof(LlmBlockQ4_K);
-		case LLM_TYPE_Q5_K:
-			return sizeof(LlmBlockQ5_K);
-		default:
-			return sizeof(LlmBlockQ6_K);
-	}
-}
-
 /* How far apart the tile prefetches a super-block's four chunks (bytes). */
 KERN size_t
 k_prefetch_step(const LlmType t)
@@ -1498,7 +1493,7 @@ KERN void
 pack_k(const LlmGemmArgs *a, int64_t r, const int MR, const LlmType t, KBlock *pk)
 {
 	const int64_t nb = a->k / LLM_QK_K;
-	const size_t bsize = k_block_bytes(t);
+	const size_t bsize = block_bytes(t);
 
 	for (int i = 0; i < MR; i++)
 	{
@@ -1529,7 +1524,7 @@ tile_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const
 {
 	const bool	offset = kt == LLM_TYPE_Q3_K || kt == LLM_TYPE_Q6_K;
 	const int64_t nb = a->k / LLM_QK_K;
-	const size_t bsize = k_block_bytes(kt);
+	const size_t bsize = block_bytes(kt);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
 	const uint8_t *w[4];
 	const int8_t *xq[6];
