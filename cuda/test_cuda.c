@@ -1418,7 +1418,7 @@ det_run(LlmModel *m, const char *const *prompts, int max_seqs, int max_batch_tok
 		int32_t    *p = NULL;
 		int			np = 0;
 
-		TEST_CHECK(llm_chat_tokenize(m, prompts[i], strlen(prompts[i]), false, &p, &np, &err) == LLM_OK, "%s", err.msg);
+		TEST_CHECK(llm_chat_tokenize(m, NULL, 0, prompts[i], strlen(prompts[i]), false, &p, &np, &err) == LLM_OK, "%s", err.msg);
 		llm_request_default(&r);
 		r.prompt = p;
 		r.n_prompt = np;
@@ -1517,7 +1517,7 @@ generate(LlmModel *m, LlmDevice device, const char *prompt, int n_new)
 	ec.kv_type = LLM_KV_F32;
 	ec.max_seqs = 1;
 	if (llm_engine_new(m, &ec, &e, &err) != LLM_OK ||
-		llm_chat_tokenize(m, prompt, strlen(prompt), false, &ids, &n_ids, &err) != LLM_OK)
+		llm_chat_tokenize(m, NULL, 0, prompt, strlen(prompt), false, &ids, &n_ids, &err) != LLM_OK)
 	{
 		TEST_CHECK(false, "engine: %s", err.msg);
 		llm_engine_free(e);

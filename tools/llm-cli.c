@@ -16,9 +16,12 @@ usage(FILE *f)
 			"usage: llm-cli COMMAND [OPTIONS]\n"
 			"  generate   -m MODEL.gguf -p PROMPT [-n 64] [--temp 0] [--top-k 0] [--top-p 1]\n"
 			"             [--min-p 0] [--repeat-penalty 1] [--seed N] [--threads N]\n"
-			"             [--kv f16|f32|int8] [--ctx N] [--stop STRING]... [--chat] [--quantize SCHEME]\n"
+			"             [--kv f16|f32|int8] [--ctx N] [--stop STRING]... [--chat [--system S]]\n"
+			"             [--quantize SCHEME]\n"
 			"             [--kv-budget N|P%%] [--evict h2o|streaming|window] [--sinks 4] [--kv-mb N]\n"
 			"             [--device auto|cpu|cuda] [--step-ms 100]\n"
+			"  template   (-m MODEL.gguf | --template FILE.jinja [--bos TEXT --eos TEXT]) [--system S]\n"
+			"             --user U [--date \"01 Dec 2026\"] (the chat prompt, exactly as rendered)\n"
 			"  tokenize   -m MODEL_OR_VOCAB.gguf [--bos] [--special] < text\n"
 			"  perplexity -m MODEL.gguf -f TEXT [-c 256] [--threads N] [--kv f16|f32|int8] [--quantize SCHEME]\n"
 			"             [--kv-budget N|P%%] [--evict h2o|h2o_mean|streaming|window] [--sinks 4]\n"
@@ -47,6 +50,8 @@ main(int argc, char **argv)
 		return cli_perplexity(argc - 1, argv + 1);
 	if (strcmp(argv[1], "bench") == 0)
 		return cli_bench(argc - 1, argv + 1);
+	if (strcmp(argv[1], "template") == 0)
+		return cli_template(argc - 1, argv + 1);
 	if (strcmp(argv[1], "quantize") == 0)
 		return cli_quantize(argc - 1, argv + 1);
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0)

@@ -64,13 +64,18 @@ LlmStatus	llm_model_load_with(const char *path, const LlmModelLoadOptions *o, Ll
 								LlmError *err);
 
 /*
- * Tokenize prompt (len bytes) for generation: BOS as the model wants it,
- * then the prompt wrapped as one user turn and the opening of the model's
- * turn when chat is set (chat.h), else the plain prompt; control tokens in
- * the prompt stay text.  LLM_ERR_UNSUPPORTED when chat is asked of a model
- * without a chat format.  *ids is a new malloc'd array of *n_ids tokens.
+ * Tokenize a request for generation.  With chat, the system prompt (system,
+ * system_len; NULL for none) and the prompt as one system and one user turn
+ * and the opening of the model's turn, as the model's chat template writes
+ * them (chat.h): LLM_ERR_UNSUPPORTED, naming the model, when it has no
+ * template, one the engine does not recognise, or one with no place for a
+ * system prompt.  Without chat, BOS as the vocabulary wants it and the plain
+ * prompt; a system prompt is then LLM_ERR_INVALID.  Control tokens in the
+ * prompt and the system prompt stay text.  *ids is a new malloc'd array of
+ * *n_ids tokens.
  */
-LlmStatus	llm_chat_tokenize(const LlmModel *m, const char *prompt, size_t len, bool chat,
+LlmStatus	llm_chat_tokenize(const LlmModel *m, const char *system, size_t system_len,
+							  const char *prompt, size_t len, bool chat,
 							  int32_t **ids, int *n_ids, LlmError *err);
 
 typedef struct LlmEngineConfig
