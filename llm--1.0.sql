@@ -13,13 +13,14 @@ CREATE FUNCTION llm_generate(prompt text,
                              seed bigint DEFAULT NULL,
                              stop text[] DEFAULT NULL,
                              chat boolean DEFAULT NULL,
-                             on_error text DEFAULT 'error')
+                             on_error text DEFAULT 'error',
+                             system text DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'llm_generate'
 LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
 
-COMMENT ON FUNCTION llm_generate(text, int, float8, float8, int, bigint, text[], boolean, text) IS
-'continuation of the prompt by the model (greedy when temperature is 0; a NULL seed draws a random one; chat wraps the prompt in the model''s chat format, NULL meaning llm.chat; on_error => ''null'' gives NULL for a request that fails); over the rows of a query, calls run together in an LLM Batch plan node';
+COMMENT ON FUNCTION llm_generate(text, int, float8, float8, int, bigint, text[], boolean, text, text) IS
+'continuation of the prompt by the model (greedy when temperature is 0; a NULL seed draws a random one; chat wraps the prompt in the model''s chat format, NULL meaning llm.chat, with system as its system prompt, NULL meaning llm.system_prompt; on_error => ''null'' gives NULL for a request that fails); over the rows of a query, calls run together in an LLM Batch plan node';
 
 CREATE FUNCTION llm_generate_batch(prompts text[],
                                    max_tokens int DEFAULT 128,
@@ -29,13 +30,14 @@ CREATE FUNCTION llm_generate_batch(prompts text[],
                                    seed bigint DEFAULT NULL,
                                    stop text[] DEFAULT NULL,
                                    chat boolean DEFAULT NULL,
-                                   on_error text DEFAULT 'error')
+                                   on_error text DEFAULT 'error',
+                                   system text DEFAULT NULL)
 RETURNS TABLE(ord int, completion text, prompt_tokens int,
               completion_tokens int, finish_reason text)
 AS 'MODULE_PATHNAME', 'llm_generate_batch'
 LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
 
-COMMENT ON FUNCTION llm_generate_batch(text[], int, float8, float8, int, bigint, text[], boolean, text) IS
+COMMENT ON FUNCTION llm_generate_batch(text[], int, float8, float8, int, bigint, text[], boolean, text, text) IS
 'continuations of all prompts, generated together; one row per prompt in order (on_error => ''null'': a failed prompt gives a NULL completion and finish_reason error)';
 
 -- Monitoring.

@@ -41,6 +41,14 @@ SELECT llm_generate('Once upon a time', 4);
 SELECT llm_generate('Once upon a time', 4, chat => false);
 RESET llm.chat;
 
+-- A system prompt is for chat: without it, an error; llm.system_prompt only applies to chat.
+SELECT llm_generate('Once upon a time', 4, system => 'Be brief.');
+SELECT llm_generate('Once upon a time', 4, chat => true, system => 'Be brief.');
+SET llm.system_prompt = 'Be brief.';
+SELECT llm_generate('Once upon a time', 4);
+SELECT llm_generate('Once upon a time', 4, chat => true);
+RESET llm.system_prompt;
+
 -- The settings that size shared memory need a restart.
 SET llm.max_queued_requests = 10;
 SET llm.model = 'other.gguf';

@@ -5,7 +5,7 @@
  *		order as their answers arrive.
  *
  * batch_plan.c puts the node over a plan node that calls llm_generate()
- * per row; the child computes each call's nine arguments as columns.  The
+ * per row; the child computes each call's ten arguments as columns.  The
  * node keeps a ring of rows read from the child:
  *
  *   rows[head] ... rows[head + n_rows - 1]     in the child's order
@@ -310,6 +310,8 @@ batch_read_row(BatchState *bs)
 		LlmJobFromArgs(job, args);
 		if (job->prompt != NULL)
 			job->prompt = pnstrdup(job->prompt, job->prompt_len);	/* it may point into the arguments' memory */
+		if (job->system != NULL)
+			job->system = pnstrdup(job->system, job->system_len);
 	}
 	MemoryContextSwitchTo(old);
 	ResetExprContext(econtext); /* the arguments' values: the job has its copies */
@@ -345,6 +347,8 @@ same_request(const LlmJob *a, const LlmJob *b)
 		p->top_k == q->top_k && p->chat == q->chat && (p->temperature == 0 || p->seed == q->seed) &&
 		a->error_as_null == b->error_as_null && a->n_stop == b->n_stop && a->stops_len == b->stops_len &&
 		memcmp(a->prompt, b->prompt, a->prompt_len) == 0 &&
+		(a->system == NULL) == (b->system == NULL) && a->system_len == b->system_len &&
+		(a->system_len == 0 || memcmp(a->system, b->system, a->system_len) == 0) &&
 		(a->stops_len == 0 || memcmp(a->stops, b->stops, a->stops_len) == 0);
 }
 

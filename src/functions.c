@@ -41,6 +41,7 @@ PG_FUNCTION_INFO_V1(llm_generate_batch);
 #define LLM_ARG_STOP		6
 #define LLM_ARG_CHAT		7
 #define LLM_ARG_ON_ERROR	8
+#define LLM_ARG_SYSTEM		9
 
 /* Error out when a parameter that has no NULL meaning is NULL. */
 static void
@@ -172,7 +173,45 @@ LlmSetPrompt(LlmJob *job, text *prompt)
 }
 
 /*
- * Fill job from llm_generate()'s nine arguments: checks every parameter
+ * The system prompt of a job, in UTF-8: the system argument, else
+ * llm.system_prompt when it is set and the job is a chat; a system argument
+ * without chat is an error.
+ */
+static void
+LlmGetSystem(const NullableDatum *args, LlmJob *job)
+{
+	const char *data;
+	int			len;
+	char	   *utf8;
+
+	job->system = NULL;
+	job->system_len = 0;
+	if (!args[LLM_ARG_SYSTEM].isnull)
+	{
+		text	   *t = DatumGetTextPP(args[LLM_ARG_SYSTEM].value);
+
+		if (!job->params.chat)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a system prompt needs chat"),
+					 errhint("Call llm_generate with chat => true, or set llm.chat to on.")));
+		data = VARDATA_ANY(t);
+		len = VARSIZE_ANY_EXHDR(t);
+	}
+	else if (job->params.chat && llm_system_prompt != NULL && llm_system_prompt[0] != '\0')
+	{
+		data = llm_system_prompt;
+		len = strlen(llm_system_prompt);
+	}
+	else
+		return;
+	utf8 = pg_server_to_any(data, len, PG_UTF8);
+	job->system = utf8;
+	job->system_len = (utf8 == data) ? len : strlen(utf8);
+}
+
+/*
+ * Fill job from llm_generate()'s ten arguments: checks every parameter
  * (also for a NULL prompt, so bad calls fail the same way always), then the
  * prompt (NULL: no request) and the seed.
  */
@@ -184,6 +223,7 @@ LlmJobFromArgs(LlmJob *job, const NullableDatum *args)
 	LlmGetParams(args, &job->params);
 	LlmGetStop(args, job);
 	job->error_as_null = LlmGetErrorAsNull(args);
+	LlmGetSystem(args, job);
 	if (!args[LLM_ARG_PROMPT].isnull)
 		LlmSetPrompt(job, DatumGetTextPP(args[LLM_ARG_PROMPT].value));
 	job->params.seed = LlmGetSeed(args);
@@ -213,7 +253,7 @@ LlmIsGenerateFunc(Oid funcid)
 }
 
 /*
- * llm_generate(prompt, max_tokens, temperature, top_p, top_k, seed, stop, chat, on_error)
+ * llm_generate(prompt, max_tokens, temperature, top_p, top_k, seed, stop, chat, on_error, system)
  *		The model's continuation of prompt.
  */
 Datum
@@ -233,7 +273,7 @@ llm_generate(PG_FUNCTION_ARGS)
 }
 
 /*
- * llm_generate_batch(prompts, max_tokens, temperature, top_p, top_k, seed, stop, chat, on_error)
+ * llm_generate_batch(prompts, max_tokens, temperature, top_p, top_k, seed, stop, chat, on_error, system)
  *		One row per prompt, in order: (ord, completion, prompt_tokens,
  *		completion_tokens, finish_reason).  Every prompt is queued before the
  *		first result is awaited, so the worker batches them.  With

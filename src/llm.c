@@ -42,6 +42,7 @@ int			llm_debug_step_delay = 0;
 int			llm_batch_rows = -1;
 int			llm_max_tokens = 4096;
 bool		llm_chat = false;
+char	   *llm_system_prompt = NULL;
 int			llm_kv_type = LLM_KV_F16;
 int			llm_quantize = LLM_QUANT_NONE;
 char	   *llm_quantize_calib = NULL;
@@ -132,6 +133,16 @@ LlmDefineSettings(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomStringVariable("llm.system_prompt",
+							   "System prompt of chat requests that give none.",
+							   "Used when llm_generate runs with chat and its system argument is NULL; "
+							   "empty: no system prompt (the template's own default, if it has one).",
+							   &llm_system_prompt,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   NULL, NULL, NULL);
 
 	DefineCustomStringVariable("llm.model_dir",
 							   "Directory that model files must be in.",

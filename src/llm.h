@@ -46,6 +46,7 @@ extern int	llm_kv_evict;
 extern int	llm_max_queued_requests;
 extern int	llm_debug_step_delay;
 extern bool llm_chat;
+extern char *llm_system_prompt;
 extern int	llm_kv_type;
 extern int	llm_quantize;
 extern char *llm_quantize_calib;
@@ -94,7 +95,9 @@ typedef struct LlmSlot
 
 	/* Written by the backend before FREE -> QUEUED. */
 	LlmParams	params;
-	dsa_pointer input;			/* prompt bytes, then n_stop NUL-terminated stop strings */
+	dsa_pointer input;			/* system prompt, prompt, then n_stop NUL-terminated stop strings */
+	bool		has_system;		/* a system prompt of system_len bytes comes first */
+	Size		system_len;
 	Size		prompt_len;
 	Size		input_len;
 	int			n_stop;
@@ -192,6 +195,8 @@ typedef struct LlmJob
 	/* input */
 	const char *prompt;			/* UTF-8; NULL for a NULL prompt (no request) */
 	Size		prompt_len;
+	const char *system;			/* UTF-8 system prompt (chat only), or NULL */
+	Size		system_len;
 	LlmParams	params;			/* with this job's seed */
 	const char *stops;			/* n_stop NUL-terminated UTF-8 strings, back to back */
 	Size		stops_len;
@@ -221,7 +226,7 @@ extern void LlmQueueCancel(LlmJob *jobs, int n_jobs);
 extern void LlmQueueSlotsFull(void) pg_attribute_noreturn();
 
 /* functions.c: the SQL generation functions' arguments, shared with the batch node */
-#define LLM_GENERATE_NARGS 9
+#define LLM_GENERATE_NARGS 10
 extern void LlmJobFromArgs(LlmJob *job, const NullableDatum *args);
 extern bool LlmIsGenerateFunc(Oid funcid);
 

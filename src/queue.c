@@ -90,7 +90,7 @@ bool
 LlmQueueSubmit(LlmJob *job)
 {
 	dsa_area   *area = LlmShmemDsa();
-	Size		input_len = job->prompt_len + job->stops_len;
+	Size		input_len = job->system_len + job->prompt_len + job->stops_len;
 	dsa_pointer input;
 	char	   *p;
 	int			found = -1;
@@ -98,9 +98,11 @@ LlmQueueSubmit(LlmJob *job)
 	Assert(job->prompt != NULL && job->slot < 0);
 	input = dsa_allocate_extended(area, Max(input_len, 1), DSA_ALLOC_HUGE);
 	p = dsa_get_address(area, input);
-	memcpy(p, job->prompt, job->prompt_len);
+	if (job->system_len > 0)
+		memcpy(p, job->system, job->system_len);
+	memcpy(p + job->system_len, job->prompt, job->prompt_len);
 	if (job->stops_len > 0)
-		memcpy(p + job->prompt_len, job->stops, job->stops_len);
+		memcpy(p + job->system_len + job->prompt_len, job->stops, job->stops_len);
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	for (int n = 0; n < LlmState->n_slots; n++)
@@ -123,6 +125,8 @@ LlmQueueSubmit(LlmJob *job)
 		slot->queued_at = GetCurrentTimestamp();
 		slot->params = job->params;
 		slot->input = input;
+		slot->has_system = job->system != NULL;
+		slot->system_len = job->system_len;
 		slot->prompt_len = job->prompt_len;
 		slot->input_len = input_len;
 		slot->n_stop = job->n_stop;

@@ -199,7 +199,8 @@ LlmStartFailed(LlmStartError *why, int sqlerrcode, const char *msg, const char *
  * start.
  */
 static bool
-LlmWorkerAdd(const LlmParams *params, const char *bytes, Size prompt_len, int n_stop,
+LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size system_len,
+			 Size prompt_len, int n_stop,
 			 int32 **tokens, int64 *id, LlmStartError *why)
 {
 	const char **stop = NULL;
@@ -227,10 +228,11 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, Size prompt_len, int n_
 	 * BOS as the model wants it; with chat, the prompt wrapped as a user
 	 * turn.  Control tokens in the user's text stay text.
 	 */
-	status = llm_chat_tokenize(LlmWorkerModel, bytes, prompt_len, params->chat, tokens, &n_tokens, &err);
+	status = llm_chat_tokenize(LlmWorkerModel, has_system ? bytes : NULL, system_len,
+							   bytes + system_len, prompt_len, params->chat, tokens, &n_tokens, &err);
 	if (status == LLM_ERR_UNSUPPORTED)
 		return LlmStartFailed(why, ERRCODE_FEATURE_NOT_SUPPORTED,
-							  "the model has no chat template", LlmMessageAsSentence(err.msg),
+							  "the model's chat format cannot be used", LlmMessageAsSentence(err.msg),
 							  "Call llm_generate with chat => false, or set llm.chat to off.");
 	if (status != LLM_OK)
 		return LlmStartFailed(why, LlmStatusErrcode(status),
@@ -251,7 +253,7 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, Size prompt_len, int n_
 	/* The stop strings follow the prompt, each NUL-terminated. */
 	if (n_stop > 0)
 	{
-		const char *p = bytes + prompt_len;
+		const char *p = bytes + system_len + prompt_len;
 
 		stop = palloc(sizeof(char *) * n_stop);
 		for (int i = 0; i < n_stop; i++)
@@ -287,7 +289,7 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, Size prompt_len, int n_
  */
 static void
 LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
-			   Size prompt_len, int n_stop)
+			   bool has_system, Size system_len, Size prompt_len, int n_stop)
 {
 	dsa_area   *area = LlmShmemDsa();
 	int32	   *tokens = NULL;
@@ -296,7 +298,7 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 	bool		started;
 
 	WorkerSeqs[slotno].claimed_at = GetCurrentTimestamp();
-	started = LlmWorkerAdd(params, dsa_get_address(area, input), prompt_len, n_stop,
+	started = LlmWorkerAdd(params, dsa_get_address(area, input), has_system, system_len, prompt_len, n_stop,
 						   &tokens, &id, &why);
 	dsa_free(area, input);		/* the engine copied the stop strings */
 	free(tokens);				/* and the prompt */
@@ -317,6 +319,8 @@ typedef struct LlmClaim
 	int			slotno;
 	LlmParams	params;
 	dsa_pointer input;
+	bool		has_system;
+	Size		system_len;
 	Size		prompt_len;
 	int			n_stop;
 } LlmClaim;
@@ -356,6 +360,8 @@ LlmWorkerScanSlots(void)
 			c->slotno = i;
 			c->params = slot->params;
 			c->input = slot->input;
+			c->has_system = slot->has_system;
+			c->system_len = slot->system_len;
 			c->prompt_len = slot->prompt_len;
 			c->n_stop = slot->n_stop;
 			slot->input = InvalidDsaPointer;
@@ -370,7 +376,7 @@ LlmWorkerScanSlots(void)
 	LlmFreeChunks(chunks, n_chunks);
 	for (int i = 0; i < n_claims; i++)
 		LlmWorkerStart(claims[i].slotno, &claims[i].params, claims[i].input,
-					   claims[i].prompt_len, claims[i].n_stop);
+					   claims[i].has_system, claims[i].system_len, claims[i].prompt_len, claims[i].n_stop);
 }
 
 /* The slot whose sequence has this engine id, or -1. */

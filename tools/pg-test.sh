@@ -11,7 +11,7 @@
 # installed already, or the PostgreSQL directories writable.
 #
 # Environment: LLM_TEST_USER, LLM_MODEL (default stories260K.gguf, from
-# ../shared/models; t/090 also gets Gemma 3 270M, from tools/fetch-model.sh), PROVE_TESTS (e.g. "t/020_cancel.pl"), KEEP=1 keeps
+# ../shared/models; t/090 and t/110 also get Gemma 3 270M and SmolLM2, from tools/fetch-model.sh), PROVE_TESTS (e.g. "t/020_cancel.pl"), KEEP=1 keeps
 # the scratch directory.  Exits nonzero when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,9 +54,10 @@ cp src/*.c src/*.h "$work/main/src/"
 cp "$shared/models/$model" "$work/shared/models/"
 cp "$shared/golden/stories260K-greedy.tsv" "$work/shared/golden/"
 cp "$shared/data/stories260K-samples.txt" "$work/shared/data/"
-# the real default model, for the batch-invariance test (t/090)
+# the real models: Gemma for the batch-invariance test (t/090), SmolLM2 for chat (t/110)
 mkdir -p "$work/real-models"
 cp "$(tools/fetch-model.sh gemma | tail -n 1)" "$work/real-models/"
+cp "$(tools/fetch-model.sh smollm2 | tail -n 1)" "$work/real-models/"
 
 run_as=()
 if [ "$(id -u)" -eq 0 ]; then
