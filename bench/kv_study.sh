@@ -76,7 +76,7 @@ case $what in
         text=$(mktemp)
         trap 'rm -f "$text"' EXIT
         head -c 16384 /usr/share/common-licenses/GPL-3 > "$text"
-        study gemma3-270m "$(tools/fetch-model.sh | tail -n 1)" "$text" 512 ;;&
+        study gemma3-270m "$(tools/fetch-model.sh gemma | tail -n 1)" "$text" 512 ;;&
     throughput|all)
         rm -f "$out/kv_throughput.csv"
         # stories260K: 1280 bytes of f32 KV per position, 4 MB hold about 5 sequences of 576

