@@ -40,6 +40,48 @@ LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
 COMMENT ON FUNCTION llm_generate_batch(text[], int, float8, float8, int, bigint, text[], boolean, text, text) IS
 'continuations of all prompts, generated together; one row per prompt in order (on_error => ''null'': a failed prompt gives a NULL completion and finish_reason error)';
 
+-- Semantic functions: read the model's probabilities, no sampling (semantic.c).
+
+CREATE FUNCTION llm_score(prompt text, continuation text, chat boolean DEFAULT false, system text DEFAULT NULL)
+RETURNS float8
+AS 'MODULE_PATHNAME', 'llm_score'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION llm_score(text, text, boolean, text) IS
+'natural log of the probability of continuation right after prompt (the sum of its tokens'' log-probabilities); with chat, prompt is the user''s turn and continuation the start of the reply';
+
+CREATE FUNCTION llm_classify(input text, labels text[], instruction text DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'llm_classify'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION llm_classify(text, text[], text) IS
+'the label the model finds likeliest as its whole answer about input (one scoring pass per label over a shared prompt; no sampling)';
+
+CREATE FUNCTION llm_classify_scores(input text, labels text[], instruction text DEFAULT NULL)
+RETURNS TABLE(label text, probability float8)
+AS 'MODULE_PATHNAME', 'llm_classify_scores'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000 ROWS 4;
+
+COMMENT ON FUNCTION llm_classify_scores(text, text[], text) IS
+'each label with its probability as the model''s answer about input, in label order (the probabilities sum to 1)';
+
+CREATE FUNCTION llm_filter(input text, question text, threshold float8 DEFAULT 0.5)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'llm_filter'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION llm_filter(text, text, float8) IS
+'whether the model answers Yes to question about input with at least threshold probability against No';
+
+CREATE FUNCTION llm_probability(input text, question text)
+RETURNS float8
+AS 'MODULE_PATHNAME', 'llm_probability'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION llm_probability(text, text) IS
+'the probability that the model answers Yes (against No) to question about input';
+
 -- Monitoring.
 
 CREATE FUNCTION llm_stats(

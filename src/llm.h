@@ -83,6 +83,8 @@ typedef struct LlmParams
 	int32		top_k;
 	uint64		seed;
 	bool		chat;			/* wrap the prompt in the model's chat format */
+	bool		score;			/* score the continuation instead of generating (max_tokens unused) */
+	bool		score_eos;		/* score: the model's end-of-turn token closes the continuation */
 } LlmParams;
 
 /* One request slot in shared memory. */
@@ -99,6 +101,7 @@ typedef struct LlmSlot
 	bool		has_system;		/* a system prompt of system_len bytes comes first */
 	Size		system_len;
 	Size		prompt_len;
+	Size		continuation_len;	/* params.score: the continuation's bytes follow the prompt */
 	Size		input_len;
 	int			n_stop;
 
@@ -108,6 +111,7 @@ typedef struct LlmSlot
 	int32		prompt_tokens;
 	int32		completion_tokens;
 	int32		cached_tokens;	/* prompt tokens taken from the prefix cache */
+	double		logprob;		/* params.score: the continuation's log-probability */
 	int64		run_us;			/* from the worker's claim to the result */
 	LlmFinishReason finish_reason;
 	int			sqlerrcode;
@@ -140,6 +144,7 @@ typedef struct LlmWorkerInfo
 	char		model_path[LLM_NAME_LEN];	/* resolved path, or the setting when not loaded */
 	char		error[LLM_ERRDETAIL_LEN];	/* why no model is loaded, as a sentence */
 	bool		has_model;
+	bool		chat_template;	/* the model has a chat template */
 	LlmModelInfo model;
 	int			n_ctx;			/* the engine's per-sequence limit */
 	int			n_threads;
@@ -197,6 +202,8 @@ typedef struct LlmJob
 	Size		prompt_len;
 	const char *system;			/* UTF-8 system prompt (chat only), or NULL */
 	Size		system_len;
+	const char *continuation;	/* params.score: the UTF-8 text to score after the prompt */
+	Size		continuation_len;
 	LlmParams	params;			/* with this job's seed */
 	const char *stops;			/* n_stop NUL-terminated UTF-8 strings, back to back */
 	Size		stops_len;
@@ -213,6 +220,7 @@ typedef struct LlmJob
 	int32		prompt_tokens;
 	int32		completion_tokens;
 	int32		cached_tokens;
+	double		logprob;		/* params.score: natural log of the continuation's probability */
 	int64		run_us;
 	LlmFinishReason finish_reason;
 } LlmJob;

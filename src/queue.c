@@ -90,7 +90,7 @@ bool
 LlmQueueSubmit(LlmJob *job)
 {
 	dsa_area   *area = LlmShmemDsa();
-	Size		input_len = job->system_len + job->prompt_len + job->stops_len;
+	Size		input_len = job->system_len + job->prompt_len + job->continuation_len + job->stops_len;
 	dsa_pointer input;
 	char	   *p;
 	int			found = -1;
@@ -101,8 +101,10 @@ LlmQueueSubmit(LlmJob *job)
 	if (job->system_len > 0)
 		memcpy(p, job->system, job->system_len);
 	memcpy(p + job->system_len, job->prompt, job->prompt_len);
+	if (job->continuation_len > 0)
+		memcpy(p + job->system_len + job->prompt_len, job->continuation, job->continuation_len);
 	if (job->stops_len > 0)
-		memcpy(p + job->system_len + job->prompt_len, job->stops, job->stops_len);
+		memcpy(p + job->system_len + job->prompt_len + job->continuation_len, job->stops, job->stops_len);
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	for (int n = 0; n < LlmState->n_slots; n++)
@@ -128,6 +130,8 @@ LlmQueueSubmit(LlmJob *job)
 		slot->has_system = job->system != NULL;
 		slot->system_len = job->system_len;
 		slot->prompt_len = job->prompt_len;
+		slot->continuation_len = job->continuation_len;
+		slot->logprob = 0;
 		slot->input_len = input_len;
 		slot->n_stop = job->n_stop;
 		slot->result = InvalidDsaPointer;
@@ -224,6 +228,7 @@ LlmQueueWait(LlmJob *job)
 		job->prompt_tokens = slot->prompt_tokens;
 		job->completion_tokens = slot->completion_tokens;
 		job->cached_tokens = slot->cached_tokens;
+		job->logprob = slot->logprob;
 		job->run_us = slot->run_us;
 		job->finish_reason = slot->finish_reason;
 	}

@@ -123,6 +123,9 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 			slot->prompt_tokens = result->n_prompt;
 			slot->completion_tokens = result->n_generated;
 			slot->cached_tokens = result->n_cached;
+			slot->logprob = 0;
+			for (int i = 0; result->logprobs != NULL && i < result->n_generated; i++)
+				slot->logprob += result->logprobs[i];	/* in order: the same sum every time */
 			slot->finish_reason = result->reason;
 			slot->state = LLM_SLOT_DONE;
 			LlmState->counters.requests_completed++;
@@ -200,7 +203,7 @@ LlmStartFailed(LlmStartError *why, int sqlerrcode, const char *msg, const char *
  */
 static bool
 LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size system_len,
-			 Size prompt_len, int n_stop,
+			 Size prompt_len, Size continuation_len, int n_stop,
 			 int32 **tokens, int64 *id, LlmStartError *why)
 {
 	const char **stop = NULL;
@@ -209,6 +212,8 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size s
 	LlmStatus	status;
 	int			n_tokens = 0;
 	int			n_ctx;
+	int32_t    *forced = NULL;
+	int			n_forced = 0;
 	sigset_t	mask;
 
 	if (LlmWorkerEngine == NULL)
@@ -233,7 +238,7 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size s
 	if (status == LLM_ERR_UNSUPPORTED)
 		return LlmStartFailed(why, ERRCODE_FEATURE_NOT_SUPPORTED,
 							  "the model's chat format cannot be used", LlmMessageAsSentence(err.msg),
-							  "Call llm_generate with chat => false, or set llm.chat to off.");
+							  "Pass chat => false, or set llm.chat to off.");
 	if (status != LLM_OK)
 		return LlmStartFailed(why, LlmStatusErrcode(status),
 							  "could not tokenize the prompt", LlmMessageAsSentence(err.msg), NULL);
@@ -253,7 +258,7 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size s
 	/* The stop strings follow the prompt, each NUL-terminated. */
 	if (n_stop > 0)
 	{
-		const char *p = bytes + system_len + prompt_len;
+		const char *p = bytes + system_len + prompt_len + continuation_len;
 
 		stop = palloc(sizeof(char *) * n_stop);
 		for (int i = 0; i < n_stop; i++)
@@ -267,6 +272,31 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size s
 	req.prompt = *tokens;
 	req.n_prompt = n_tokens;
 	req.max_tokens = params->max_tokens;
+	if (params->score)
+	{
+		/* the continuation's tokens, scored instead of sampled */
+		status = llm_continuation_tokenize(LlmWorkerModel, bytes + system_len + prompt_len, continuation_len,
+										   params->score_eos, &forced, &n_forced, &err);
+		if (status != LLM_OK)
+			return LlmStartFailed(why, LlmStatusErrcode(status),
+								  "could not tokenize the continuation", LlmMessageAsSentence(err.msg), NULL);
+		if (n_forced == 0)
+		{
+			free(forced);
+			return LlmStartFailed(why, ERRCODE_INVALID_PARAMETER_VALUE, "the continuation is empty", NULL, NULL);
+		}
+		if (n_tokens + n_forced > n_ctx)
+		{
+			free(forced);
+			return LlmStartFailed(why, ERRCODE_PROGRAM_LIMIT_EXCEEDED, "prompt and continuation are too long",
+								  psprintf("They have %d and %d tokens; the model's context length is %d.",
+										   n_tokens, n_forced, n_ctx), NULL);
+		}
+		req.forced = forced;
+		req.n_forced = n_forced;
+		req.max_tokens = n_forced;
+		req.logprobs = true;
+	}
 	req.temperature = (float) params->temperature;
 	req.top_p = (float) params->top_p;
 	req.top_k = params->top_k;
@@ -277,6 +307,7 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size s
 	mask = LlmBlockSignals();
 	status = llm_engine_add(LlmWorkerEngine, &req, id, &err);
 	LlmRestoreSignals(&mask);
+	free(forced);				/* the engine copied it */
 	if (status != LLM_OK)
 		return LlmStartFailed(why, LlmStatusErrcode(status), pstrdup(err.msg), NULL, NULL);
 	return true;
@@ -289,7 +320,7 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size s
  */
 static void
 LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
-			   bool has_system, Size system_len, Size prompt_len, int n_stop)
+			   bool has_system, Size system_len, Size prompt_len, Size continuation_len, int n_stop)
 {
 	dsa_area   *area = LlmShmemDsa();
 	int32	   *tokens = NULL;
@@ -298,7 +329,8 @@ LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
 	bool		started;
 
 	WorkerSeqs[slotno].claimed_at = GetCurrentTimestamp();
-	started = LlmWorkerAdd(params, dsa_get_address(area, input), has_system, system_len, prompt_len, n_stop,
+	started = LlmWorkerAdd(params, dsa_get_address(area, input), has_system, system_len, prompt_len,
+						   continuation_len, n_stop,
 						   &tokens, &id, &why);
 	dsa_free(area, input);		/* the engine copied the stop strings */
 	free(tokens);				/* and the prompt */
@@ -322,6 +354,7 @@ typedef struct LlmClaim
 	bool		has_system;
 	Size		system_len;
 	Size		prompt_len;
+	Size		continuation_len;
 	int			n_stop;
 } LlmClaim;
 
@@ -363,6 +396,7 @@ LlmWorkerScanSlots(void)
 			c->has_system = slot->has_system;
 			c->system_len = slot->system_len;
 			c->prompt_len = slot->prompt_len;
+			c->continuation_len = slot->continuation_len;
 			c->n_stop = slot->n_stop;
 			slot->input = InvalidDsaPointer;
 			slot->state = LLM_SLOT_RUNNING;
@@ -376,7 +410,8 @@ LlmWorkerScanSlots(void)
 	LlmFreeChunks(chunks, n_chunks);
 	for (int i = 0; i < n_claims; i++)
 		LlmWorkerStart(claims[i].slotno, &claims[i].params, claims[i].input,
-					   claims[i].has_system, claims[i].system_len, claims[i].prompt_len, claims[i].n_stop);
+					   claims[i].has_system, claims[i].system_len, claims[i].prompt_len,
+					   claims[i].continuation_len, claims[i].n_stop);
 }
 
 /* The slot whose sequence has this engine id, or -1. */

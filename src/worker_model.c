@@ -360,6 +360,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	LlmState->worker.state = LLM_WORKER_READY;
 	strlcpy(LlmState->worker.model_path, path, sizeof(LlmState->worker.model_path));
 	LlmState->worker.has_model = true;
+	LlmState->worker.chat_template = llm_model_has_chat_template(model);
 	LlmState->worker.model = *info;
 	LlmState->worker.n_ctx = llm_engine_n_ctx(engine);
 	LlmState->worker.n_threads = config.n_threads;

@@ -408,6 +408,37 @@ llm_chat_token_text(const LlmTokenizer *t, int32_t id)
 	return s != NULL ? s : "";
 }
 
+/* Tokenize a continuation to score after a prompt (see engine.h). */
+LlmStatus
+llm_continuation_tokenize(const LlmModel *m, const char *text, size_t len, bool end_of_turn,
+						  int32_t **ids, int *n_ids, LlmError *err)
+{
+	const LlmTokenizer *t = m->tokenizer;
+	int32_t		eos = llm_tokenizer_eos(t);
+	LlmStatus	st = llm_tokenize(t, text, len, false, false, ids, n_ids, err);
+	int32_t    *grown;
+
+	if (st != LLM_OK || !end_of_turn || eos < 0)
+		return st;
+	grown = realloc(*ids, (size_t) (*n_ids + 1) * sizeof(int32_t));
+	if (grown == NULL)
+	{
+		free(*ids);
+		*ids = NULL;
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory tokenizing a continuation");
+	}
+	grown[(*n_ids)++] = eos;
+	*ids = grown;
+	return LLM_OK;
+}
+
+/* Whether model m has a chat template. */
+bool
+llm_model_has_chat_template(const LlmModel *m)
+{
+	return llm_gguf_get(m->gguf, "tokenizer.chat_template") != NULL;
+}
+
 /* Tokenize a request for generation, in the model's chat format when chat is set (see engine.h). */
 LlmStatus
 llm_chat_tokenize(const LlmModel *m, const char *system, size_t system_len,

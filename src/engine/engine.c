@@ -53,6 +53,7 @@ typedef struct Seq
 	int			n_passed;		/* admissions that went to sequences queued after this one */
 	int			max_tokens;
 	bool		ignore_eos;
+	int32_t    *forced;			/* (max_tokens) the generation to score instead of sampling, or NULL */
 	LlmSampler	sampler;
 	char	  **stop;			/* (n_stop) */
 	int			n_stop;
@@ -265,6 +266,7 @@ seq_free(LlmEngine *e, Seq *s)
 	free(s->stop);
 	free(s->tokens);
 	free(s->logprobs);
+	free(s->forced);
 	free(s->text);
 	free(s->error);
 	free(s);
@@ -380,6 +382,15 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 		return llm_error_set(err, LLM_ERR_INVALID, "the prompt has no tokens");
 	if (r->max_tokens < 0)
 		return llm_error_set(err, LLM_ERR_INVALID, "max_tokens must not be negative, got %d", r->max_tokens);
+	if (r->n_forced < 0 || (r->n_forced > 0 && (r->forced == NULL || r->max_tokens != r->n_forced)))
+		return llm_error_set(err, LLM_ERR_INVALID, "forced tokens need max_tokens equal to their number, got %d and %d",
+							 r->max_tokens, r->n_forced);
+	if (r->n_forced > 0 && r->n_prompt + r->n_forced > e->config.n_ctx)
+		return llm_error_set(err, LLM_ERR_LIMIT, "a prompt of %d tokens and a continuation of %d do not fit the context of %d",
+							 r->n_prompt, r->n_forced, e->config.n_ctx);
+	for (int i = 0; i < r->n_forced; i++)
+		if (r->forced[i] < 0 || r->forced[i] >= e->model->config.n_vocab)
+			return llm_error_set(err, LLM_ERR_INVALID, "forced token %d is out of the vocabulary", r->forced[i]);
 	/* the prompt must fit, with room for one new token unless none is wanted */
 	if (!llm_engine_prompt_fits(e, r->n_prompt, r->max_tokens))
 		return llm_error_set(err, LLM_ERR_LIMIT, "the prompt has %d tokens; the context length is %d",
@@ -423,9 +434,12 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a sequence");
 	s->cap = want + 1;
 	s->tokens = malloc((size_t) s->cap * sizeof(int32_t));
-	if (r->logprobs)
+	if (r->logprobs || r->n_forced > 0)
 		s->logprobs = malloc((size_t) s->cap * sizeof(float));
-	if (s->tokens == NULL || (r->logprobs && s->logprobs == NULL) || !seq_append_text(s, "", 0))
+	if (r->n_forced > 0 && (s->forced = malloc((size_t) r->n_forced * sizeof(int32_t))) != NULL)
+		memcpy(s->forced, r->forced, (size_t) r->n_forced * sizeof(int32_t));
+	if (s->tokens == NULL || ((r->logprobs || r->n_forced > 0) && s->logprobs == NULL) ||
+		(r->n_forced > 0 && s->forced == NULL) || !seq_append_text(s, "", 0))
 	{
 		seq_free(e, s);
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a sequence of %d tokens", want);
@@ -574,15 +588,30 @@ seq_hit_stop(Seq *s, size_t added_len)
 	return true;
 }
 
-/* Sample s's next token from logits and decide whether s is finished. */
+/*
+ * Sample s's next token from logits (or take its forced one) and decide
+ * whether s is finished.
+ */
 static void
 seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 {
 	const LlmTokenizer *tok = e->model->tokenizer;
-	int32_t		t = llm_sampler_sample(&s->sampler, logits, s->tokens, s->n_tokens);
+	int32_t		t;
 	const char *piece;
 	size_t		len = 0;
 
+	if (s->forced != NULL)
+	{
+		/* scoring: the given continuation, its log-probabilities, nothing ends it early */
+		t = s->forced[s->n_tokens - s->n_prompt];
+		s->logprobs[s->n_tokens] = llm_logprob(logits, e->model->config.n_vocab, t);
+		s->tokens[s->n_tokens++] = t;
+		e->stats.tokens_generated++;
+		if (s->n_tokens - s->n_prompt >= s->max_tokens || s->n_tokens >= e->config.n_ctx)
+			seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
+		return;
+	}
+	t = llm_sampler_sample(&s->sampler, logits, s->tokens, s->n_tokens);
 	if (llm_tokenizer_is_eog(tok, t) && !s->ignore_eos)
 	{
 		seq_finish(e, s, LLM_FINISH_STOP, LLM_OK, NULL);

@@ -74,6 +74,18 @@ LlmStatus	llm_model_load_with(const char *path, const LlmModelLoadOptions *o, Ll
  * prompt and the system prompt stay text.  *ids is a new malloc'd array of
  * *n_ids tokens.
  */
+/*
+ * Tokenize a continuation to score after a prompt (LlmRequest.forced): no
+ * BOS, control tokens stay text, then the model's end-of-turn token (EOS)
+ * when end_of_turn is set and the vocabulary has one.  *ids is a new
+ * malloc'd array of *n_ids tokens.
+ */
+LlmStatus	llm_continuation_tokenize(const LlmModel *m, const char *text, size_t len, bool end_of_turn,
+									  int32_t **ids, int *n_ids, LlmError *err);
+
+/* Whether model m has a chat template (tokenizer.chat_template); llm_chat_tokenize() may still refuse it. */
+bool		llm_model_has_chat_template(const LlmModel *m);
+
 LlmStatus	llm_chat_tokenize(const LlmModel *m, const char *system, size_t system_len,
 							  const char *prompt, size_t len, bool chat,
 							  int32_t **ids, int *n_ids, LlmError *err);
@@ -133,6 +145,13 @@ typedef struct LlmRequest
 	int			n_stop;
 	bool		ignore_eos;		/* keep going past EOS (benchmarks) */
 	bool		logprobs;		/* record each generated token's log-probability (LlmResult.logprobs) */
+	/*
+	 * (n_forced) tokens to take as the generation instead of sampling, for
+	 * scoring a continuation: then max_tokens must equal n_forced, EOS and
+	 * stop strings do not end it, and logprobs are recorded; copied by add
+	 */
+	const int32_t *forced;
+	int			n_forced;
 } LlmRequest;
 
 /* Request defaults: greedy, 128 tokens, filters off. */

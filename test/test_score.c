@@ -1,0 +1,178 @@
+/*
+ * test_score.c
+ *		Scoring a continuation (LlmRequest.forced), the engine's part of
+ *		llm_score, llm_classify and llm_filter, on stories260K: the forced
+ *		tokens' log-probabilities are bit for bit those of the same tokens
+ *		generated greedily, whatever else shares the steps; nothing ends a
+ *		forced continuation early; bad requests are refused.
+ */
+#include "engine.h"
+#include "test.h"
+#include "tokenizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static LlmModel *model;
+
+/* An engine of up to max_seqs sequences, f32 KV, prefix cache on. */
+static LlmEngine *
+make_engine(int max_seqs)
+{
+	LlmEngineConfig c;
+	LlmEngine  *e = NULL;
+	LlmError	err;
+
+	llm_engine_config_default(&c);
+	c.kv_type = LLM_KV_F32;
+	c.max_seqs = max_seqs;
+	c.n_ctx = 256;
+	if (llm_engine_new(model, &c, &e, &err) != LLM_OK)
+	{
+		fprintf(stderr, "engine: %s\n", err.msg);
+		exit(1);
+	}
+	return e;
+}
+
+/* Step e until idle. */
+static void
+run_to_idle(LlmEngine *e)
+{
+	LlmError	err;
+
+	for (int steps = 0; llm_engine_busy(e) && steps < 100000; steps++)
+		if (llm_engine_step(e, &err) != LLM_OK)
+		{
+			TEST_CHECK(false, "step: %s", err.msg);
+			return;
+		}
+}
+
+/* Queue prompt with n greedy tokens, or the n forced ones when forced is set; logprobs recorded. */
+static int64_t
+add(LlmEngine *e, const char *prompt, int n, const int32_t *forced, LlmError *err, LlmStatus *st)
+{
+	LlmRequest	r;
+	int64_t		id = -1;
+	int			n_ids;
+	int32_t    *ids = test_tokenize(model, prompt, &n_ids);
+
+	llm_request_default(&r);
+	r.prompt = ids;
+	r.n_prompt = n_ids;
+	r.max_tokens = n;
+	r.logprobs = true;
+	r.forced = forced;
+	r.n_forced = forced != NULL ? n : 0;
+	*st = llm_engine_add(e, &r, &id, err);
+	free(ids);
+	return id;
+}
+
+/* The result of id, copied: its tokens and log-probabilities (n of each). */
+static int
+result(LlmEngine *e, int64_t id, int32_t *tokens, float *logprobs, LlmFinishReason *reason)
+{
+	LlmResult	r;
+	int			n = -1;
+
+	while (llm_engine_poll(e, &r))
+		if (r.id == id)
+		{
+			n = r.n_generated;
+			memcpy(tokens, r.tokens, (size_t) n * sizeof(int32_t));
+			memcpy(logprobs, r.logprobs, (size_t) n * sizeof(float));
+			*reason = r.reason;
+		}
+	llm_engine_release(e, id);
+	return n;
+}
+
+int
+main(void)
+{
+	char		path[1024];
+	LlmError	err;
+	LlmStatus	st;
+	LlmEngine  *e;
+	int32_t		greedy[16], got[16], other[16];
+	float		lp_greedy[16], lp_got[16], lp_other[16];
+	LlmFinishReason reason;
+	const char *prompt = "Once upon a time, there was a little girl named Lily. She";
+	int64_t		id;
+	int			n;
+
+	snprintf(path, sizeof(path), "%s/models/stories260K.gguf", test_shared_dir());
+	if (llm_model_load(path, &model, &err) != LLM_OK)
+	{
+		fprintf(stderr, "load %s: %s\n", path, err.msg);
+		return 1;
+	}
+
+	/* greedy generation's tokens and log-probabilities */
+	e = make_engine(8);
+	id = add(e, prompt, 12, NULL, &err, &st);
+	run_to_idle(e);
+	n = result(e, id, greedy, lp_greedy, &reason);
+	TEST_CHECK(n == 12, "greedy: %d tokens", n);
+
+	/* the same tokens forced, alone and beside three other sequences: the same bits */
+	for (int crowd = 0; crowd <= 3; crowd += 3)
+	{
+		int64_t		others[3];
+
+		id = add(e, prompt, 12, greedy, &err, &st);
+		TEST_CHECK(st == LLM_OK, "forced add: %s", err.msg);
+		for (int k = 0; k < crowd; k++)
+			others[k] = add(e, k == 0 ? "The dog" : k == 1 ? "Tom and Sue went to the park and" : "Lily",
+							20 + k, NULL, &err, &st);
+		run_to_idle(e);
+		n = result(e, id, got, lp_got, &reason);
+		for (int k = 0; k < crowd; k++)
+			llm_engine_release(e, others[k]);
+		TEST_CHECK(n == 12 && reason == LLM_FINISH_LENGTH, "forced: %d tokens", n);
+		TEST_CHECK(memcmp(got, greedy, sizeof(int32_t) * 12) == 0, "forced tokens are the ones given");
+		TEST_CHECK(memcmp(lp_got, lp_greedy, sizeof(float) * 12) == 0,
+				   "forced log-probabilities equal the greedy ones bit for bit (%d others)", crowd);
+	}
+
+	/* another continuation: scored to its end, each step no likelier than the greedy choice */
+	for (int i = 0; i < 12; i++)
+		other[i] = (greedy[i] + 7 + i) % llm_tokenizer_n_vocab(llm_model_tokenizer(model));
+	id = add(e, prompt, 12, other, &err, &st);
+	run_to_idle(e);
+	n = result(e, id, got, lp_got, &reason);
+	TEST_CHECK(n == 12, "a forced continuation is never cut short (EOS, stop): %d", n);
+	TEST_CHECK(lp_got[0] <= lp_greedy[0], "the first forced token is no likelier than the greedy one");
+	for (int i = 0; i < 12; i++)
+		lp_other[i] = lp_got[i];
+	TEST_CHECK(lp_other[0] < 0, "a log-probability is negative");
+
+	/* refusals: a count that is not max_tokens, a token outside the vocabulary, too long for the context */
+	{
+		LlmRequest	r;
+		int32_t		bad[2] = {1, llm_tokenizer_n_vocab(llm_model_tokenizer(model))};
+		int32_t		prompt_ids[1] = {1};
+		int32_t    *many = calloc(300, sizeof(int32_t));
+
+		llm_request_default(&r);
+		r.prompt = prompt_ids;
+		r.n_prompt = 1;
+		r.forced = bad;
+		r.n_forced = 1;
+		r.max_tokens = 2;
+		TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_INVALID, "n_forced != max_tokens is refused");
+		r.n_forced = r.max_tokens = 2;
+		TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_INVALID && strstr(err.msg, "vocabulary") != NULL,
+				   "a token outside the vocabulary is refused: %s", err.msg);
+		r.forced = many;
+		r.n_forced = r.max_tokens = 300;
+		TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_LIMIT, "a continuation past the context is refused");
+		free(many);
+	}
+	llm_engine_free(e);
+	llm_model_free(model);
+	return test_summary("test_score");
+}
