@@ -80,6 +80,38 @@ rewrite(const char *src, const char *dst, const char *skip_key, const char *skip
 	return ok;
 }
 
+/* Copy the GGUF file src to dst with u32 key (or, with n_arr > 0, an i32 array of n_arr values val) set. */
+static bool
+rewrite_int(const char *src, const char *dst, const char *key, uint32_t val, int n_arr)
+{
+	LlmGguf    *g = NULL;
+	LlmGgufWriter *w = llm_gguf_writer_new();
+	LlmError	err;
+	int32_t		arr[64];
+	bool		ok;
+
+	if (w == NULL || n_arr > 64 || llm_gguf_open(src, &g, &err) != LLM_OK)
+	{
+		llm_gguf_writer_free(w);
+		return false;
+	}
+	for (uint64_t i = 0; i < g->n_kv; i++)
+		llm_gguf_writer_set_value(w, g->kv[i].key, &g->kv[i].value);
+	for (int i = 0; i < n_arr; i++)
+		arr[i] = (int32_t) val;
+	if (n_arr > 0)
+		llm_gguf_writer_set_arr_i32(w, key, arr, (uint64_t) n_arr);
+	else
+		llm_gguf_writer_set_u32(w, key, val);
+	for (uint64_t i = 0; i < g->n_tensors; i++)
+		llm_gguf_writer_add_tensor(w, g->tensors[i].name, g->tensors[i].type, g->tensors[i].n_dims,
+								   g->tensors[i].ne, g->tensors[i].data);
+	ok = llm_gguf_writer_save(w, dst, &err) == LLM_OK;
+	llm_gguf_writer_free(w);
+	llm_gguf_close(g);
+	return ok;
+}
+
 /* Check that loading path fails with status want and a message containing what. */
 static void
 check_refused(const char *path, LlmStatus want, const char *what)
@@ -150,6 +182,15 @@ test_configs(void)
 				   m->config.final_softcap == 30.0f, "gemma2 defaults");
 		llm_model_free(m);
 	}
+	/* gemma2.attention.sliding_window_pattern n: every n-th layer global, as llama.cpp's set_swa_pattern */
+	if (rewrite_int(DIR "/gemma2.gguf", DIR "/gemma2-pattern1.gguf", "gemma2.attention.sliding_window_pattern", 1, 0) &&
+		(m = load(DIR "/gemma2-pattern1.gguf")) != NULL)
+	{
+		TEST_CHECK(!m->weights.layers[0].is_local && !m->weights.layers[1].is_local, "gemma2 pattern 1: all global");
+		llm_model_free(m);
+	}
+	if (rewrite_int(DIR "/gemma2.gguf", DIR "/gemma2-pattern-arr.gguf", "gemma2.attention.sliding_window_pattern", 1, 2))
+		check_refused(DIR "/gemma2-pattern-arr.gguf", LLM_ERR_UNSUPPORTED, "sliding_window_pattern");
 	if ((m = load(DIR "/phi3.gguf")) != NULL)
 	{
 		const LlmLayerWeights *lw = &m->weights.layers[1];

@@ -159,6 +159,33 @@ load_common_config(const LlmGguf *g, const char *arch, LlmConfig *c, LlmError *e
 	return LLM_OK;
 }
 
+/*
+ * Which layers are sliding-window ones, as llama.cpp's load_swa_pattern
+ * reads "<arch>.attention.sliding_window_pattern": absent, every def-th
+ * layer is global (the def-th, 2*def-th, ...), the others windowed; an
+ * integer n >= 1 in its place.  A per-layer array (and 0, every layer
+ * windowed) is refused: nothing this engine reads writes them for these
+ * architectures.
+ */
+static LlmStatus
+load_swa_pattern(const LlmGguf *g, const char *arch, int def, LlmConfig *c, LlmError *err)
+{
+	char		key[128];
+	const LlmGgufValue *v;
+
+	snprintf(key, sizeof(key), "%s.attention.sliding_window_pattern", arch);
+	v = llm_gguf_get(g, key);
+	if (v == NULL)
+	{
+		c->sliding_pattern = def;
+		return LLM_OK;
+	}
+	if (v->type == LLM_GGUF_ARRAY || v->type == LLM_GGUF_STRING || v->type == LLM_GGUF_BOOL ||
+		v->type == LLM_GGUF_FLOAT32 || v->type == LLM_GGUF_FLOAT64)
+		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "a per-layer %s in this %s model is not supported", key, arch);
+	return get_arch_int(g, arch, "attention.sliding_window_pattern", true, def, 4096, &c->sliding_pattern, err);
+}
+
 /* Llama: RMSNorm, adjacent-pair RoPE, GQA, SwiGLU. */
 static LlmStatus
 load_config_llama(const LlmGguf *g, LlmConfig *c, LlmError *err)
@@ -193,7 +220,9 @@ load_config_gemma3(const LlmGguf *g, LlmConfig *c, LlmError *err)
 		(st = get_arch_float(g, "gemma3", "attn_logit_softcapping", 0.0f, &c->attn_softcap, err)) ||
 		(st = get_arch_float(g, "gemma3", "final_logit_softcapping", 0.0f, &c->final_softcap, err)))
 		return st;
-	c->sliding_pattern = c->sliding_window > 0 ? 6 : 0;
+	c->sliding_pattern = 0;
+	if (c->sliding_window > 0 && (st = load_swa_pattern(g, "gemma3", 6, c, err)))
+		return st;
 	c->rope_freq_scale_local = 1.0f;	/* llama.cpp scales only gemma3's global layers */
 	c->embd_scale = sqrtf((float) c->dim);
 	return LLM_OK;
@@ -224,8 +253,8 @@ load_config_qwen3(const LlmGguf *g, LlmConfig *c, LlmError *err)
  * before and after attention and FFN, weights as stored; NEOX RoPE (base
  * gemma2.rope.freq_base_swa on the sliding-window layers, which default to
  * the global base); GELU(tanh) gated FFN; every other layer, the first
- * included, a sliding window of gemma2.attention.sliding_window (default
- * 4096); attention logits always soft-capped (default 50) and so are the
+ * included (unless gemma2.attention.sliding_window_pattern says otherwise),
+ * a sliding window of gemma2.attention.sliding_window (default 4096); attention logits always soft-capped (default 50) and so are the
  * final logits (default 30); q.k scaled by 1/sqrt(key_length), but by
  * 1/sqrt(dim / heads) in the 27B (46 layers); tied output.
  */
@@ -245,7 +274,8 @@ load_config_gemma2(const LlmGguf *g, LlmConfig *c, LlmError *err)
 		return st;
 	if (c->attn_softcap <= 0.0f || c->final_softcap <= 0.0f)
 		return llm_error_set(err, LLM_ERR_FORMAT, "gemma2 soft-capping values must be positive");
-	c->sliding_pattern = 2;
+	if ((st = load_swa_pattern(g, "gemma2", 2, c, err)))
+		return st;
 	c->embd_scale = sqrtf((float) c->dim);
 	if (c->n_layers == 46)
 		c->attn_scale = 1.0f / sqrtf((float) (c->dim / c->n_heads));
