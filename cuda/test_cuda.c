@@ -1379,6 +1379,52 @@ test_forward(void)
 		printf("cuda: no Gemma model at %s, its forward check skipped\n", gemma);
 }
 
+/*
+ * The architectures beyond llama and gemma3 (random models written by
+ * bin/llm-random-model, when it is there): Llama 3.1's RoPE frequency
+ * factors run, and agree with the CPU; qwen2, qwen3, gemma2 and phi3 are
+ * refused at prepare with LLM_ERR_UNSUPPORTED rather than computed.
+ */
+static void
+test_archs(void)
+{
+	static const char *const refused[] = {"qwen2", "qwen3", "gemma2", "phi3"};
+	const char *shape = "--dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 768 --vocab 2048 --ctx 1024 --seed 5";
+	char		cmd[1024];
+	char		path[256];
+	LlmModel   *m;
+	LlmError	err;
+
+	if (system("test -x bin/llm-random-model") != 0)
+	{
+		printf("cuda: no bin/llm-random-model, the architecture checks skipped\n");
+		return;
+	}
+	(void) system("mkdir -p build/cuda-test-models");
+	snprintf(path, sizeof(path), "build/cuda-test-models/llama31.gguf");
+	snprintf(cmd, sizeof(cmd), "bin/llm-random-model -o %s --arch llama31 %s", path, shape);
+	if (system(cmd) == 0 && llm_model_load(path, &m, &err) == LLM_OK)
+	{
+		forward_case("forward random llama31 (RoPE freq factors) F32", m, 1e-4);
+		llm_model_free(m);
+	}
+	else
+		TEST_CHECK(false, "random llama31: %s", cmd);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+	{
+		snprintf(path, sizeof(path), "build/cuda-test-models/%s.gguf", refused[i]);
+		snprintf(cmd, sizeof(cmd), "bin/llm-random-model -o %s --arch %s %s", path, refused[i], shape);
+		if (system(cmd) != 0 || llm_model_load(path, &m, &err) != LLM_OK)
+		{
+			TEST_CHECK(false, "random %s: %s", refused[i], cmd);
+			continue;
+		}
+		TEST_CHECK(gpu->ops->prepare(gpu, m, &err) == LLM_ERR_UNSUPPORTED && strstr(err.msg, refused[i]) != NULL,
+				   "CUDA prepare of a %s model must refuse it by name", refused[i]);
+		llm_model_free(m);
+	}
+}
+
 /* ---- batch invariance with llm.deterministic ---- */
 
 #define DET_PROMPTS 5
@@ -1666,7 +1712,7 @@ main(int argc, char **argv)
 		else if (argv[i][0] == '-')
 		{
 			fprintf(stderr, "usage: test_cuda [--quick] [--no-fuse] [--no-pdl] [--fp32-gemm] "
-					"[matmul|ops|fused|attention|errors|forward|golden|deterministic]\n");
+					"[matmul|ops|fused|attention|errors|forward|archs|golden|deterministic]\n");
 			return 2;
 		}
 		else
@@ -1721,6 +1767,8 @@ main(int argc, char **argv)
 		test_errors();
 	if (only == NULL || strcmp(only, "forward") == 0)
 		test_forward();
+	if (only == NULL || strcmp(only, "forward") == 0 || strcmp(only, "archs") == 0)
+		test_archs();
 	if (only == NULL || strcmp(only, "golden") == 0)
 		test_golden();
 	if (only == NULL || strcmp(only, "deterministic") == 0)

@@ -349,6 +349,18 @@ cuda_prepare(LlmBackend *be, const LlmModel *m, LlmError *err)
 	bool		ok;
 	LlmStatus	st;
 
+	/*
+	 * The architectures this backend was written and tested for: Llama
+	 * (with any RoPE frequency table) and Gemma 3.  The others are refused
+	 * rather than run untested (qwen2's Q/K/V biases have no op here).
+	 */
+	if (c->arch != LLM_ARCH_LLAMA && c->arch != LLM_ARCH_GEMMA3)
+		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "the CUDA backend does not support the %s architecture yet",
+							 m->info.arch[0] != '\0' ? m->info.arch : "model's");
+	for (int l = 0; l < c->n_layers; l++)
+		if (w->layers[l].bq != NULL)
+			return llm_error_set(err, LLM_ERR_UNSUPPORTED,
+								 "the CUDA backend does not support Q/K/V biases (layer %d of this model has them)", l);
 	if (!llm_cuda_attn_supported(c->head_dim, c->n_heads / c->n_kv_heads))
 		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
 							 "the CUDA backend's attention does not take heads of %d with %d query heads per KV head",

@@ -26,12 +26,21 @@ for t in F32 F16 BF16 Q8_0 Q4_0; do
 done
 random_models="$random_models build/test-models/random-F32.gguf@int8 build/test-models/random-F32.gguf@int4"
 random_models="$random_models build/test-models/random-F32.gguf@int4_g32"
+# and one small random model of each other architecture llm-random-model writes (plain build only)
+arch_models=""
+for a in llama31 mistral qwen2 qwen3 gemma2 phi3; do
+    m=build/test-models/random-$a.gguf
+    [ -f "$m" ] || bin/llm-random-model -o "$m" --arch $a --dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 768 \
+        --vocab 2048 --ctx 1024 --seed 7 >/dev/null
+    arch_models="$arch_models $m"
+done
+arch_models="$arch_models build/test-models/random-phi3.gguf@int8 build/test-models/random-qwen2.gguf@int4_g32"
 gemma=$(tools/fetch-model.sh gemma | tail -n 1) || gemma=""
 smollm2=$(tools/fetch-model.sh smollm2 | tail -n 1) || smollm2=""
 [ -n "$gemma" ] && [ -n "$smollm2" ] || { echo "FAILED: fetching the real models" >&2; failed=$((failed + 1)); }
 
 run "test/check_portable.sh" test/check_portable.sh
-export LLM_TEST_MODELS="$random_models $gemma $smollm2"
+export LLM_TEST_MODELS="$random_models $arch_models $gemma $smollm2"
 for t in build/test/test_*; do
     [ -x "$t" ] && run "$t" "$t"
 done

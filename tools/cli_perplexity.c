@@ -1,8 +1,9 @@
 /*
  * cli_perplexity.c
  *		llm-cli perplexity, by llama.cpp's method: the text's tokens (BOS
- *		first) cut into chunks of -c tokens, each chunk's first token set to
- *		BOS, and only the predictions of the second half of each chunk scored.
+ *		first when the model asks for it) cut into chunks of -c tokens, each
+ *		chunk's first token set to BOS (again only when the model asks for
+ *		BOS), and only the predictions of the second half of each chunk scored.
  *		With --kv-budget (tokens, or a percentage of the chunk) the chunks run
  *		one position a step under eviction (--evict, --sinks), so every
  *		prediction sees only the keys eviction kept; --kv-budget 100% is the
@@ -110,7 +111,7 @@ cli_perplexity(int argc, char **argv)
 	}
 	if ((m = cli_load_model(&o)) == NULL)
 		goto done;
-	if (llm_tokenize(m->tokenizer, text, len, true, false, &ids, &n_ids, &err) != LLM_OK)
+	if (llm_tokenize(m->tokenizer, text, len, llm_tokenizer_add_bos(m->tokenizer), false, &ids, &n_ids, &err) != LLM_OK)
 	{
 		fprintf(stderr, "llm-cli perplexity: %s\n", err.msg);
 		goto done;

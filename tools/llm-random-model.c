@@ -1,12 +1,30 @@
 /*
  * llm-random-model.c
- *		Write a GGUF Llama model of any shape and weight type with random
- *		weights, for tests and benchmarks (no download needed).
+ *		Write a GGUF model of any shape and weight type with random weights,
+ *		for tests and benchmarks (no download needed): a Llama by default,
+ *		or with --arch one of the other architectures the engine runs, laid
+ *		out as llama.cpp's converter writes them (so llama.cpp loads them too
+ *		and the golden test can compare the two).
  *
  * The vocabulary is SentencePiece-style: <unk>, <s>, </s>, the 256 byte
  * tokens, then made-up pieces, so every text tokenizes.  Weights are
  * normal(0, 0.02) (outputs of attention and FFN scaled down by depth, as in
- * GPT-2), norms are 1.
+ * GPT-2).  The Llama's norms are 1.  The other architectures' Q and K
+ * weights are normal(0, 0.08), so that attention is far from uniform (and
+ * RoPE, a window or a soft-cap decides the output), their norms are
+ * 1 + normal(0, 0.1) and their biases normal(0, 0.5), so that a norm or a
+ * bias applied wrongly shows.
+ *
+ * --arch: llama; llama31 (Llama 3.1: RoPE base 500000 and the
+ * rope_freqs.weight factors llama.cpp's converter computes for rope_type
+ * "llama3", factor 8, low/high frequency factors 1 and 4, original context
+ * 8192; also --arch llama --rope-scaling llama3); mistral (a Llama with
+ * 4 query heads per KV head, RoPE base 1e6, and a sliding-window key that
+ * llama.cpp's llama architecture ignores); qwen2 (Q/K/V biases); qwen3
+ * (Q/K norms, heads of --head-dim); gemma2 (post-norms, tied output, window
+ * 16 on every other layer, soft-caps of 2 on attention and on the output,
+ * small enough to bend these scores and logits); phi3 (fused attn_qkv and
+ * gate/up, a sliding-window key llama.cpp ignores).
  */
 #include <math.h>
 #include <stdio.h>
@@ -27,9 +45,12 @@ typedef struct Shape
 				ffn,
 				vocab,
 				ctx;
+	int			head_dim;		/* 0: dim / heads */
 	int			type;
 	uint64_t	seed;
 	bool		tied;
+	const char *arch;			/* llama, llama31, mistral, qwen2, qwen3, gemma2, phi3 */
+	bool		rope_llama3;	/* Llama 3.1 frequency factors */
 } Shape;
 
 /* A standard normal draw (Box-Muller). */
@@ -42,9 +63,10 @@ rand_normal(LlmRng *rng)
 	return sqrt(-2.0 * log(u1 + 1e-300)) * cos(2.0 * M_PI * u2);
 }
 
-/* Add a (rows, cols) matrix of normal(0, stddev) weights in type t. */
+/* Add a (rows, cols) matrix in type t: its first n_first rows normal(0, std_first), the rest normal(0, stddev). */
 static bool
-add_matrix(LlmGgufWriter *w, LlmRng *rng, const char *name, int cols, int rows, int t, double stddev)
+add_matrix_split(LlmGgufWriter *w, LlmRng *rng, const char *name, int cols, int rows, int t, int n_first,
+				 double std_first, double stddev)
 {
 	size_t		row_bytes = llm_type_row_size(t, cols);
 	uint8_t    *data = malloc(row_bytes * (size_t) rows);
@@ -60,13 +82,20 @@ add_matrix(LlmGgufWriter *w, LlmRng *rng, const char *name, int cols, int rows, 
 	for (int r = 0; r < rows; r++)
 	{
 		for (int c = 0; c < cols; c++)
-			row[c] = (float) (rand_normal(rng) * stddev);
+			row[c] = (float) (rand_normal(rng) * (r < n_first ? std_first : stddev));
 		llm_quantize_row(t, row, data + (size_t) r * row_bytes, cols);
 	}
 	llm_gguf_writer_add_tensor(w, name, t, 2, ne, data);
 	free(data);
 	free(row);
 	return true;
+}
+
+/* Add a (rows, cols) matrix of normal(0, stddev) weights in type t. */
+static bool
+add_matrix(LlmGgufWriter *w, LlmRng *rng, const char *name, int cols, int rows, int t, double stddev)
+{
+	return add_matrix_split(w, rng, name, cols, rows, t, 0, stddev, stddev);
 }
 
 /* Add a vector of n ones (F32). */
@@ -81,6 +110,77 @@ add_ones(LlmGgufWriter *w, const char *name, int n)
 	for (int i = 0; i < n; i++)
 		v[i] = 1.0f;
 	llm_gguf_writer_add_tensor(w, name, LLM_TYPE_F32, 1, ne, v);
+	free(v);
+	return true;
+}
+
+/* Add a vector of n values 1 + normal(0, 0.1) (F32): a norm's weights. */
+static bool
+add_norm(LlmGgufWriter *w, LlmRng *rng, const char *name, int n)
+{
+	float	   *v = malloc((size_t) n * sizeof(float));
+	int64_t		ne[1] = {n};
+
+	if (v == NULL)
+		return false;
+	for (int i = 0; i < n; i++)
+		v[i] = (float) (1.0 + 0.1 * rand_normal(rng));
+	llm_gguf_writer_add_tensor(w, name, LLM_TYPE_F32, 1, ne, v);
+	free(v);
+	return true;
+}
+
+/* Add a vector of n values normal(0, stddev) (F32): a bias. */
+static bool
+add_bias(LlmGgufWriter *w, LlmRng *rng, const char *name, int n, double stddev)
+{
+	float	   *v = malloc((size_t) n * sizeof(float));
+	int64_t		ne[1] = {n};
+
+	if (v == NULL)
+		return false;
+	for (int i = 0; i < n; i++)
+		v[i] = (float) (stddev * rand_normal(rng));
+	llm_gguf_writer_add_tensor(w, name, LLM_TYPE_F32, 1, ne, v);
+	free(v);
+	return true;
+}
+
+/*
+ * Add rope_freqs.weight (rope_dim / 2 factors) as llama.cpp's converter
+ * computes Llama 3.1's (rope_type "llama3": factor 8, low_freq_factor 1,
+ * high_freq_factor 4, original_max_position_embeddings 8192).
+ */
+static bool
+add_llama3_rope_freqs(LlmGgufWriter *w, int rope_dim, double base)
+{
+	float	   *v = malloc((size_t) (rope_dim / 2) * sizeof(float));
+	int64_t		ne[1] = {rope_dim / 2};
+	const double factor = 8.0,
+				low = 1.0,
+				high = 4.0,
+				old_ctx = 8192.0;
+
+	if (v == NULL)
+		return false;
+	for (int i = 0; i < rope_dim / 2; i++)
+	{
+		/* in float, as the converter's torch code computes the frequencies */
+		float		freq = 1.0f / powf((float) base, (float) (2 * i) / (float) rope_dim);
+		double		wavelen = 2.0 * M_PI / freq;
+
+		if (wavelen < old_ctx / high)
+			v[i] = 1.0f;
+		else if (wavelen > old_ctx / low)
+			v[i] = (float) factor;
+		else
+		{
+			double		smooth = (old_ctx / wavelen - low) / (high - low);
+
+			v[i] = (float) (1.0 / ((1.0 - smooth) / factor + smooth));
+		}
+	}
+	llm_gguf_writer_add_tensor(w, "rope_freqs.weight", LLM_TYPE_F32, 1, ne, v);
 	free(v);
 	return true;
 }
@@ -143,9 +243,29 @@ add_vocab(LlmGgufWriter *w, const Shape *s)
 	return ok;
 }
 
-/* Build the whole model into w. */
+/* Set the u32 key "<arch>.<suffix>". */
+static void
+set_arch_u32(LlmGgufWriter *w, const char *arch, const char *suffix, uint32_t v)
+{
+	char		key[128];
+
+	snprintf(key, sizeof(key), "%s.%s", arch, suffix);
+	llm_gguf_writer_set_u32(w, key, v);
+}
+
+/* Set the f32 key "<arch>.<suffix>". */
+static void
+set_arch_f32(LlmGgufWriter *w, const char *arch, const char *suffix, float v)
+{
+	char		key[128];
+
+	snprintf(key, sizeof(key), "%s.%s", arch, suffix);
+	llm_gguf_writer_set_f32(w, key, v);
+}
+
+/* Build a Llama into w (the original layout of this tool, byte for byte). */
 static bool
-build_model(LlmGgufWriter *w, const Shape *s)
+build_llama(LlmGgufWriter *w, const Shape *s)
 {
 	LlmRng		rng;
 	int			hd = s->dim / s->heads;
@@ -187,6 +307,118 @@ build_model(LlmGgufWriter *w, const Shape *s)
 	return true;
 }
 
+/*
+ * The spread of Q and K weights in build_other: enough for attention scores
+ * of a few units, so that attention (and RoPE, the window, the soft-cap)
+ * visibly decides the output, where 0.02 leaves it nearly uniform.
+ */
+#define QK_STD 0.08
+
+/*
+ * Build one of the other architectures (--arch, see the top of the file)
+ * into w, with the keys and tensor names llama.cpp's converter writes.
+ */
+static bool
+build_other(LlmGgufWriter *w, const Shape *s)
+{
+	LlmRng		rng;
+	const char *arch = s->arch;
+	bool		llama = strcmp(arch, "llama31") == 0 || strcmp(arch, "mistral") == 0 ||
+		strcmp(arch, "llama") == 0;
+	bool		qwen2 = strcmp(arch, "qwen2") == 0;
+	bool		qwen3 = strcmp(arch, "qwen3") == 0;
+	bool		gemma2 = strcmp(arch, "gemma2") == 0;
+	bool		phi3 = strcmp(arch, "phi3") == 0;
+	const char *gguf_arch = llama ? "llama" : arch;
+	int			hd = s->head_dim > 0 ? s->head_dim : s->dim / s->heads;
+	int			q_dim = s->heads * hd;
+	int			kv_dim = s->kv_heads * hd;
+	double		out_std = 0.02 / sqrt(2.0 * s->layers);
+	double		rope_base = strcmp(arch, "mistral") == 0 ? 1e6 : s->rope_llama3 ? 500000.0 : 10000.0;
+	bool		tied = s->tied || gemma2;
+	char		name[64];
+
+	llm_rng_seed(&rng, s->seed);
+	llm_gguf_writer_set_str(w, "general.architecture", gguf_arch);
+	/* not "random-phi3": llama.cpp gives a model named phi3 the special tokens of Phi-3's vocabulary */
+	snprintf(name, sizeof(name), "random-%s", phi3 ? "phi" : arch);
+	llm_gguf_writer_set_str(w, "general.name", name);
+	set_arch_u32(w, gguf_arch, "embedding_length", (uint32_t) s->dim);
+	set_arch_u32(w, gguf_arch, "block_count", (uint32_t) s->layers);
+	set_arch_u32(w, gguf_arch, "attention.head_count", (uint32_t) s->heads);
+	set_arch_u32(w, gguf_arch, "attention.head_count_kv", (uint32_t) s->kv_heads);
+	set_arch_u32(w, gguf_arch, "feed_forward_length", (uint32_t) s->ffn);
+	set_arch_u32(w, gguf_arch, "context_length", (uint32_t) s->ctx);
+	set_arch_u32(w, gguf_arch, "rope.dimension_count", (uint32_t) hd);
+	set_arch_f32(w, gguf_arch, "rope.freq_base", (float) rope_base);
+	set_arch_f32(w, gguf_arch, "attention.layer_norm_rms_epsilon", gemma2 || qwen3 ? 1e-6f : 1e-5f);
+	if (hd != s->dim / s->heads)
+	{
+		set_arch_u32(w, gguf_arch, "attention.key_length", (uint32_t) hd);
+		set_arch_u32(w, gguf_arch, "attention.value_length", (uint32_t) hd);
+	}
+	if (strcmp(arch, "mistral") == 0 || phi3)
+		set_arch_u32(w, gguf_arch, "attention.sliding_window", 16);	/* ignored by llama.cpp for both */
+	if (gemma2)
+	{
+		set_arch_u32(w, gguf_arch, "attention.sliding_window", 16);
+		set_arch_f32(w, gguf_arch, "attn_logit_softcapping", 2.0f);
+		set_arch_f32(w, gguf_arch, "final_logit_softcapping", 2.0f);
+	}
+	if (!add_vocab(w, s) ||
+		!add_matrix(w, &rng, "token_embd.weight", s->dim, s->vocab, s->type, 0.02) ||
+		!add_norm(w, &rng, "output_norm.weight", s->dim) ||
+		(!tied && !add_matrix(w, &rng, "output.weight", s->dim, s->vocab, s->type, 0.02)) ||
+		(s->rope_llama3 && !add_llama3_rope_freqs(w, hd, rope_base)))
+		return false;
+	for (int l = 0; l < s->layers; l++)
+	{
+		bool		ok = true;
+
+#define BLK(suffix) (snprintf(name, sizeof(name), "blk.%d." suffix, l), name)
+		ok = ok && add_norm(w, &rng, BLK("attn_norm.weight"), s->dim);
+		if (phi3)
+			ok = ok && add_matrix_split(w, &rng, BLK("attn_qkv.weight"), s->dim, q_dim + 2 * kv_dim, s->type,
+										q_dim + kv_dim, QK_STD, 0.02);
+		else
+			ok = ok && add_matrix(w, &rng, BLK("attn_q.weight"), s->dim, q_dim, s->type, QK_STD) &&
+				add_matrix(w, &rng, BLK("attn_k.weight"), s->dim, kv_dim, s->type, QK_STD) &&
+				add_matrix(w, &rng, BLK("attn_v.weight"), s->dim, kv_dim, s->type, 0.02);
+		if (qwen2)
+			ok = ok && add_bias(w, &rng, BLK("attn_q.bias"), q_dim, 0.5) &&
+				add_bias(w, &rng, BLK("attn_k.bias"), kv_dim, 0.5) &&
+				add_bias(w, &rng, BLK("attn_v.bias"), kv_dim, 0.5);
+		if (qwen3)
+			ok = ok && add_norm(w, &rng, BLK("attn_q_norm.weight"), hd) &&
+				add_norm(w, &rng, BLK("attn_k_norm.weight"), hd);
+		ok = ok && add_matrix(w, &rng, BLK("attn_output.weight"), q_dim, s->dim, s->type, out_std);
+		if (gemma2)
+			ok = ok && add_norm(w, &rng, BLK("post_attention_norm.weight"), s->dim);
+		ok = ok && add_norm(w, &rng, BLK("ffn_norm.weight"), s->dim);
+		if (phi3)
+			ok = ok && add_matrix(w, &rng, BLK("ffn_up.weight"), s->dim, 2 * s->ffn, s->type, 0.02);
+		else
+			ok = ok && add_matrix(w, &rng, BLK("ffn_gate.weight"), s->dim, s->ffn, s->type, 0.02) &&
+				add_matrix(w, &rng, BLK("ffn_up.weight"), s->dim, s->ffn, s->type, 0.02);
+		ok = ok && add_matrix(w, &rng, BLK("ffn_down.weight"), s->ffn, s->dim, s->type, out_std);
+		if (gemma2)
+			ok = ok && add_norm(w, &rng, BLK("post_ffw_norm.weight"), s->dim);
+#undef BLK
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* Build the whole model into w. */
+static bool
+build_model(LlmGgufWriter *w, const Shape *s)
+{
+	if (strcmp(s->arch, "llama") == 0 && !s->rope_llama3 && s->head_dim == 0)
+		return build_llama(w, s);
+	return build_other(w, s);
+}
+
 /* Print usage. */
 static void
 usage(void)
@@ -194,13 +426,15 @@ usage(void)
 	fprintf(stderr,
 			"usage: llm-random-model -o OUT.gguf [--dim 768] [--layers 12] [--heads 12] [--kv-heads HEADS]\n"
 			"                        [--ffn 2048] [--vocab 32000] [--ctx 2048] [--type F32|F16|BF16|Q8_0|Q4_0]\n"
-			"                        [--seed 1] [--tied]\n");
+			"                        [--seed 1] [--tied] [--head-dim N]\n"
+			"                        [--arch llama|llama31|mistral|qwen2|qwen3|gemma2|phi3] [--rope-scaling llama3]\n");
 }
 
 int
 main(int argc, char **argv)
 {
-	Shape		s = {768, 12, 12, 0, 2048, 32000, 2048, LLM_TYPE_F32, 1, false};
+	Shape		s = {768, 12, 12, 0, 2048, 32000, 2048, 0, LLM_TYPE_F32, 1, false, "llama", false};
+	static const char *const archs[] = {"llama", "llama31", "mistral", "qwen2", "qwen3", "gemma2", "phi3"};
 	const char *out = NULL;
 	LlmGgufWriter *w;
 	LlmError	err;
@@ -225,6 +459,27 @@ main(int argc, char **argv)
 		i++;
 		if (strcmp(opt, "-o") == 0)
 			out = val;
+		else if (strcmp(opt, "--arch") == 0)
+		{
+			s.arch = NULL;
+			for (size_t a = 0; a < sizeof(archs) / sizeof(archs[0]); a++)
+				if (strcmp(archs[a], val) == 0)
+					s.arch = archs[a];
+			if (s.arch == NULL)
+			{
+				fprintf(stderr, "llm-random-model: unknown architecture \"%s\"\n", val);
+				return 2;
+			}
+		}
+		else if (strcmp(opt, "--rope-scaling") == 0)
+		{
+			if (strcmp(val, "llama3") != 0)
+			{
+				fprintf(stderr, "llm-random-model: unknown RoPE scaling \"%s\" (only llama3)\n", val);
+				return 2;
+			}
+			s.rope_llama3 = true;
+		}
 		else if (strcmp(opt, "--type") == 0)
 		{
 			s.type = -1;
@@ -251,7 +506,8 @@ main(int argc, char **argv)
 				strcmp(opt, "--kv-heads") == 0 ? &s.kv_heads :
 				strcmp(opt, "--ffn") == 0 ? &s.ffn :
 				strcmp(opt, "--vocab") == 0 ? &s.vocab :
-				strcmp(opt, "--ctx") == 0 ? &s.ctx : NULL;
+				strcmp(opt, "--ctx") == 0 ? &s.ctx :
+				strcmp(opt, "--head-dim") == 0 ? &s.head_dim : NULL;
 			if (field == NULL)
 			{
 				usage();
@@ -263,7 +519,14 @@ main(int argc, char **argv)
 		}
 	}
 	if (s.kv_heads == 0)
-		s.kv_heads = s.heads;
+		s.kv_heads = strcmp(s.arch, "mistral") == 0 && s.heads % 4 == 0 ? s.heads / 4 : s.heads;
+	if (strcmp(s.arch, "llama31") == 0)
+		s.rope_llama3 = true;
+	if (s.rope_llama3 && strcmp(s.arch, "llama") != 0 && strcmp(s.arch, "llama31") != 0)
+	{
+		fprintf(stderr, "llm-random-model: --rope-scaling llama3 is for --arch llama\n");
+		return 2;
+	}
 	if (out == NULL || s.vocab < 260 || s.dim % s.heads != 0 || s.heads % s.kv_heads != 0 ||
 		s.dim % llm_type_traits(s.type)->block_size != 0 || s.ffn % llm_type_traits(s.type)->block_size != 0)
 	{

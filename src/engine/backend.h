@@ -77,6 +77,8 @@ typedef struct LlmBackendOps
 						LlmActivation act);
 	/* x (n) += y (n) */
 	void		(*add) (LlmBackend *be, float *x, const float *y, int64_t n);
+	/* x (n, width) += b (width, host) on every row; NULL: the backend refuses models with biases at prepare */
+	void		(*add_bias) (LlmBackend *be, float *x, const float *b, int n, int width);
 
 	/*
 	 * Optional fused ops.  Each may be NULL; the forward pass reaches them

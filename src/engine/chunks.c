@@ -13,6 +13,16 @@
 
 #define EVICT_MAX_SEQS 16		/* chunks run side by side under a budget */
 
+/*
+ * The token each chunk starts with: BOS when the model asks for one in front
+ * of a text (as llama-perplexity does), else -1 (the chunk's own first token).
+ */
+static int32_t
+chunk_bos(const LlmModel *m)
+{
+	return llm_tokenizer_add_bos(m->tokenizer) ? llm_tokenizer_bos(m->tokenizer) : -1;
+}
+
 /* Run n_chunks chunks of chunk tokens as fresh sequences (see forward.h). */
 LlmStatus
 llm_forward_chunks(const LlmModel *m, const int32_t *tokens, int n_chunks, int chunk,
@@ -20,7 +30,7 @@ llm_forward_chunks(const LlmModel *m, const int32_t *tokens, int n_chunks, int c
 				   LlmChunkFn fn, void *ctx, LlmError *err)
 {
 	const LlmConfig *c = &m->config;
-	int32_t		bos = llm_tokenizer_bos(m->tokenizer);
+	int32_t		bos = chunk_bos(m);
 	LlmBackend *be = NULL;
 	LlmKvCache	kv = {0};
 	LlmKvSeq	seq = {0};
@@ -83,7 +93,7 @@ llm_forward_chunks_evicting(const LlmModel *m, const int32_t *tokens, int n_chun
 							LlmTokenFn fn, void *ctx, LlmError *err)
 {
 	const LlmConfig *c = &m->config;
-	int32_t		bos = llm_tokenizer_bos(m->tokenizer);
+	int32_t		bos = chunk_bos(m);
 	int			width = n_chunks < EVICT_MAX_SEQS ? n_chunks : EVICT_MAX_SEQS;
 	int			kept = rule->budget > 0 && rule->budget < chunk ? rule->budget + 1 : chunk;
 	LlmKvParams kp = {

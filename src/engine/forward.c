@@ -129,7 +129,7 @@ run_state_bind(LlmRunState *s, LlmBackend *be, int n_out, LlmError *err)
 	return LLM_OK;
 }
 
-/* Per-head RMSNorm of x (n * n_heads rows of head_dim), in place (gemma3's Q/K norm). */
+/* Per-head RMSNorm of x (n * n_heads rows of head_dim), in place (gemma3's and qwen3's Q/K norm). */
 static void
 head_norm(LlmBackend *be, const LlmConfig *c, float *x, int n, int n_heads, const float *w)
 {
@@ -165,6 +165,9 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 								 b->token[i], c->n_vocab);
 	if (s->observer != NULL && be->device_memory)
 		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "an observed forward pass runs on the CPU backend only");
+	for (int l = 0; l < c->n_layers && ops->add_bias == NULL; l++)
+		if (w->layers[l].bq != NULL)
+			return llm_error_set(err, LLM_ERR_UNSUPPORTED, "the %s backend does not support Q/K/V biases", ops->name);
 	for (int i = 0; i < n; i++)
 		if (b->want_logits[i])
 			s->want_rows[n_out++] = i;
@@ -191,6 +194,13 @@ llm_forward(const LlmModel *m, LlmBackend *be, LlmKvCache *kv, LlmRunState *s,
 		/* attention: q, k, v = xb Wq, xb Wk, xb Wv, xb = rmsnorm(x) from the step before */
 		observe(s, l, LLM_INPUT_ATTN, s->xb, n, dim);
 		llm_be_matmul_multi(be, qkv_w, s->xb, qkv_y, 3, n);
+		if (lw->bq != NULL)
+		{
+			/* qwen2: q, k, v += their biases, token by token */
+			ops->add_bias(be, s->q, lw->bq, n, c->n_heads * c->head_dim);
+			ops->add_bias(be, s->k, lw->bk, n, c->n_kv_heads * c->head_dim);
+			ops->add_bias(be, s->v, lw->bv, n, c->n_kv_heads * c->head_dim);
+		}
 		if (lw->q_norm != NULL)
 			head_norm(be, c, s->q, n, c->n_heads, lw->q_norm);
 		if (lw->k_norm != NULL)

@@ -93,7 +93,8 @@ typedef void (*LlmChunkFn) (void *ctx, int c, const int32_t *tokens, const float
 
 /*
  * Run n_chunks chunks of chunk tokens each, each as a fresh sequence whose
- * first token is replaced by BOS (llama.cpp's perplexity method), on a CPU
+ * first token is replaced by BOS when the model asks for BOS in front of a
+ * text (llama.cpp's perplexity method), on a CPU
  * backend of n_threads with a KV cache of kv_type.  With observer, it sees
  * every matmul input of the runs; with fn, fn sees every chunk (and its
  * logits when want_logits).

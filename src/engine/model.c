@@ -65,6 +65,59 @@ get_arch_float(const LlmGguf *g, const char *arch, const char *suffix, float def
 	return st;
 }
 
+/*
+ * RoPE scaling from "<arch>.rope.scaling.*", as llama.cpp reads it: no type
+ * means "linear", whose factor f (absent or 0: none) multiplies every angle
+ * by 1/f; "none" is none.  Llama 3.1's scaling is no key but a tensor of
+ * per-pair frequency factors (rope_freqs.weight, load_weights).  YaRN,
+ * LongRoPE and an attention factor other than 1 change more than the
+ * angles and are refused.
+ */
+static LlmStatus
+load_rope_scaling(const LlmGguf *g, const char *arch, LlmConfig *c, LlmError *err)
+{
+	char		key[128];
+	char	   *type = NULL;
+	float		factor;
+	float		attn_factor;
+	LlmStatus	st;
+
+	snprintf(key, sizeof(key), "%s.rope.scaling.type", arch);
+	st = llm_gguf_get_str(g, key, &type, err);
+	if (st != LLM_OK && st != LLM_ERR_NOT_FOUND)
+		return st;
+	if (type != NULL && strcmp(type, "linear") != 0 && strcmp(type, "none") != 0)
+	{
+		st = llm_error_set(err, LLM_ERR_UNSUPPORTED, "unsupported RoPE scaling \"%s\" (%s) in this %s model",
+						   type, key, arch);
+		free(type);
+		return st;
+	}
+	c->rope_freq_scale = 1.0f;
+	if (type == NULL || strcmp(type, "linear") == 0)
+	{
+		if ((st = get_arch_float(g, arch, "rope.scaling.factor", 0.0f, &factor, err)))
+			goto done;
+		if (factor < 0.0f)
+		{
+			st = llm_error_set(err, LLM_ERR_FORMAT, "metadata key \"%s.rope.scaling.factor\" is negative", arch);
+			goto done;
+		}
+		if (factor != 0.0f)
+			c->rope_freq_scale = 1.0f / factor;
+	}
+	c->rope_freq_scale_local = c->rope_freq_scale;
+	if ((st = get_arch_float(g, arch, "rope.scaling.attn_factor", 1.0f, &attn_factor, err)))
+		goto done;
+	if (attn_factor != 1.0f)
+		st = llm_error_set(err, LLM_ERR_UNSUPPORTED,
+						   "unsupported RoPE attention factor %g (%s.rope.scaling.attn_factor) in this %s model",
+						   attn_factor, arch, arch);
+done:
+	free(type);
+	return st;
+}
+
 /* Fill the hyper-parameters shared by all architectures from "<arch>.*" keys. */
 static LlmStatus
 load_common_config(const LlmGguf *g, const char *arch, LlmConfig *c, LlmError *err)
@@ -97,11 +150,40 @@ load_common_config(const LlmGguf *g, const char *arch, LlmConfig *c, LlmError *e
 							 "%s.rope.dimension_count (%d) must be even and at most the head width (%d)",
 							 arch, c->rope_dim, c->head_dim);
 	c->rope_base_local = c->rope_base;
+	if ((st = load_rope_scaling(g, arch, c, err)))
+		return st;
 	if (c->head_dim > 1024)
 		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "%s head width %d exceeds the supported 1024", arch, c->head_dim);
 	c->attn_scale = 1.0f / sqrtf((float) c->head_dim);
 	c->embd_scale = 1.0f;
 	return LLM_OK;
+}
+
+/*
+ * Which layers are sliding-window ones, as llama.cpp's load_swa_pattern
+ * reads "<arch>.attention.sliding_window_pattern": absent, every def-th
+ * layer is global (the def-th, 2*def-th, ...), the others windowed; an
+ * integer n >= 1 in its place.  A per-layer array (and 0, every layer
+ * windowed) is refused: nothing this engine reads writes them for these
+ * architectures.
+ */
+static LlmStatus
+load_swa_pattern(const LlmGguf *g, const char *arch, int def, LlmConfig *c, LlmError *err)
+{
+	char		key[128];
+	const LlmGgufValue *v;
+
+	snprintf(key, sizeof(key), "%s.attention.sliding_window_pattern", arch);
+	v = llm_gguf_get(g, key);
+	if (v == NULL)
+	{
+		c->sliding_pattern = def;
+		return LLM_OK;
+	}
+	if (v->type == LLM_GGUF_ARRAY || v->type == LLM_GGUF_STRING || v->type == LLM_GGUF_BOOL ||
+		v->type == LLM_GGUF_FLOAT32 || v->type == LLM_GGUF_FLOAT64)
+		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "a per-layer %s in this %s model is not supported", key, arch);
+	return get_arch_int(g, arch, "attention.sliding_window_pattern", true, def, 4096, &c->sliding_pattern, err);
 }
 
 /* Llama: RMSNorm, adjacent-pair RoPE, GQA, SwiGLU. */
@@ -138,9 +220,82 @@ load_config_gemma3(const LlmGguf *g, LlmConfig *c, LlmError *err)
 		(st = get_arch_float(g, "gemma3", "attn_logit_softcapping", 0.0f, &c->attn_softcap, err)) ||
 		(st = get_arch_float(g, "gemma3", "final_logit_softcapping", 0.0f, &c->final_softcap, err)))
 		return st;
-	c->sliding_pattern = c->sliding_window > 0 ? 6 : 0;
+	c->sliding_pattern = 0;
+	if (c->sliding_window > 0 && (st = load_swa_pattern(g, "gemma3", 6, c, err)))
+		return st;
+	c->rope_freq_scale_local = 1.0f;	/* llama.cpp scales only gemma3's global layers */
 	c->embd_scale = sqrtf((float) c->dim);
 	return LLM_OK;
+}
+
+/* Qwen2 / Qwen2.5: Llama with biases on Q, K and V and NEOX-style RoPE. */
+static LlmStatus
+load_config_qwen2(const LlmGguf *g, LlmConfig *c, LlmError *err)
+{
+	c->arch = LLM_ARCH_QWEN2;
+	c->rope_mode = LLM_ROPE_NEOX;
+	c->act = LLM_ACT_SILU;
+	return load_common_config(g, "qwen2", c, err);
+}
+
+/* Qwen3: Llama with per-head RMSNorm of Q and K before RoPE, NEOX-style RoPE, no biases. */
+static LlmStatus
+load_config_qwen3(const LlmGguf *g, LlmConfig *c, LlmError *err)
+{
+	c->arch = LLM_ARCH_QWEN3;
+	c->rope_mode = LLM_ROPE_NEOX;
+	c->act = LLM_ACT_SILU;
+	return load_common_config(g, "qwen3", c, err);
+}
+
+/*
+ * Gemma 2 (llama.cpp's gemma2 graph): embeddings scaled by sqrt(dim); norms
+ * before and after attention and FFN, weights as stored; NEOX RoPE (base
+ * gemma2.rope.freq_base_swa on the sliding-window layers, which default to
+ * the global base); GELU(tanh) gated FFN; every other layer, the first
+ * included (unless gemma2.attention.sliding_window_pattern says otherwise),
+ * a sliding window of gemma2.attention.sliding_window (default 4096); attention logits always soft-capped (default 50) and so are the
+ * final logits (default 30); q.k scaled by 1/sqrt(key_length), but by
+ * 1/sqrt(dim / heads) in the 27B (46 layers); tied output.
+ */
+static LlmStatus
+load_config_gemma2(const LlmGguf *g, LlmConfig *c, LlmError *err)
+{
+	LlmStatus	st;
+
+	c->arch = LLM_ARCH_GEMMA2;
+	c->rope_mode = LLM_ROPE_NEOX;
+	c->act = LLM_ACT_GELU_TANH;
+	if ((st = load_common_config(g, "gemma2", c, err)) ||
+		(st = get_arch_int(g, "gemma2", "attention.sliding_window", false, 4096, 1 << 24, &c->sliding_window, err)) ||
+		(st = get_arch_float(g, "gemma2", "rope.freq_base_swa", c->rope_base, &c->rope_base_local, err)) ||
+		(st = get_arch_float(g, "gemma2", "attn_logit_softcapping", 50.0f, &c->attn_softcap, err)) ||
+		(st = get_arch_float(g, "gemma2", "final_logit_softcapping", 30.0f, &c->final_softcap, err)))
+		return st;
+	if (c->attn_softcap <= 0.0f || c->final_softcap <= 0.0f)
+		return llm_error_set(err, LLM_ERR_FORMAT, "gemma2 soft-capping values must be positive");
+	if ((st = load_swa_pattern(g, "gemma2", 2, c, err)))
+		return st;
+	c->embd_scale = sqrtf((float) c->dim);
+	if (c->n_layers == 46)
+		c->attn_scale = 1.0f / sqrtf((float) (c->dim / c->n_heads));
+	return LLM_OK;
+}
+
+/*
+ * Phi-3: Llama with Q, K and V fused in one attn_qkv (or apart), gate and
+ * up fused in one ffn_up of twice the FFN width (gate first), NEOX RoPE.
+ * llama.cpp disables Phi's sliding window (phi3.attention.sliding_window is
+ * ignored there, so here too); LongRoPE (rope_factors_long / _short) is
+ * refused, as its choice of factors depends on the context size.
+ */
+static LlmStatus
+load_config_phi3(const LlmGguf *g, LlmConfig *c, LlmError *err)
+{
+	c->arch = LLM_ARCH_PHI3;
+	c->rope_mode = LLM_ROPE_NEOX;
+	c->act = LLM_ACT_SILU;
+	return load_common_config(g, "phi3", c, err);
 }
 
 typedef struct ArchEntry
@@ -153,6 +308,10 @@ typedef struct ArchEntry
 static const ArchEntry arch_table[] = {
 	{"llama", load_config_llama},
 	{"gemma3", load_config_gemma3},
+	{"qwen2", load_config_qwen2},
+	{"qwen3", load_config_qwen3},
+	{"gemma2", load_config_gemma2},
+	{"phi3", load_config_phi3},
 };
 
 /* Make buf (w's rows in type) w's data, owned by w; a previously owned copy is freed. */
@@ -183,25 +342,50 @@ llm_weight_quantize_from(LlmWeight *w, LlmType from, const void *src, LlmQuantSc
 	return LLM_OK;
 }
 
-/* Point w at tensor name, checking it is a 2-D matrix of rows x cols in a supported type. */
-static LlmStatus
-bind_matrix(const LlmGguf *g, const char *name, int64_t cols, int64_t rows, LlmWeight *w, LlmError *err)
+/*
+ * What a load has bound so far: every tensor of the file must be used by
+ * the architecture's loader, as llama.cpp requires too, so a tensor this
+ * engine does not apply (an output bias, an FFN bias, LongRoPE factors) is
+ * refused by name rather than silently dropped.
+ */
+typedef struct ModelLoader
 {
-	const LlmGgufTensor *t = llm_gguf_tensor(g, name);
+	const LlmGguf *g;
+	const char *arch;			/* general.architecture, for messages */
+	bool	   *used;			/* (g->n_tensors) */
+} ModelLoader;
 
-	if (t == NULL)
-		return llm_error_set(err, LLM_ERR_FORMAT, "missing tensor \"%s\"", name);
-	if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1)
+/* Tensor name of the file, marked used; NULL when absent. */
+static const LlmGgufTensor *
+loader_tensor(ModelLoader *ld, const char *name)
+{
+	const LlmGgufTensor *t = llm_gguf_tensor(ld->g, name);
+
+	if (t != NULL)
+		ld->used[t - ld->g->tensors] = true;
+	return t;
+}
+
+/*
+ * Point w at rows [row0, row0 + rows) of 2-D tensor t (cols x t_rows, in a
+ * supported type): the whole matrix, or one part of a fused one (phi3's
+ * attn_qkv and ffn_up), which is its rows in place.
+ */
+static LlmStatus
+bind_rows(const LlmGgufTensor *t, int64_t cols, int64_t t_rows, int64_t row0, int64_t rows, LlmWeight *w,
+		  LlmError *err)
+{
+	if (t->ne[0] != cols || t->ne[1] != t_rows || t->ne[2] != 1 || t->ne[3] != 1)
 		return llm_error_set(err, LLM_ERR_FORMAT,
 							 "tensor \"%s\" has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]",
-							 name, (long long) t->ne[0], (long long) t->ne[1], (long long) t->ne[2],
-							 (long long) t->ne[3], (long long) cols, (long long) rows);
+							 t->name, (long long) t->ne[0], (long long) t->ne[1], (long long) t->ne[2],
+							 (long long) t->ne[3], (long long) cols, (long long) t_rows);
 	w->name = t->name;
 	w->type = t->type;
 	w->cols = cols;
 	w->rows = rows;
 	w->row_bytes = llm_type_row_size(t->type, cols);
-	w->data = t->data;
+	w->data = (const uint8_t *) t->data + (size_t) row0 * w->row_bytes;
 	w->owned = NULL;
 	if (llm_type_repacks_to_q8_0(t->type) && !llm_cpu_has_kernel(t->type))
 	{
@@ -210,7 +394,7 @@ bind_matrix(const LlmGguf *g, const char *name, int64_t cols, int64_t rows, LlmW
 		uint8_t    *q8 = malloc(row_bytes * (size_t) rows);
 
 		if (q8 == NULL)
-			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory repacking tensor \"%s\"", name);
+			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory repacking tensor \"%s\"", t->name);
 		for (int64_t r = 0; r < rows; r++)
 			llm_repack_q8_0(t->type, w->data + (size_t) r * w->row_bytes, q8 + (size_t) r * row_bytes, cols);
 		llm_weight_set_owned(w, LLM_TYPE_Q8_0, q8);
@@ -218,11 +402,22 @@ bind_matrix(const LlmGguf *g, const char *name, int64_t cols, int64_t rows, LlmW
 	return LLM_OK;
 }
 
+/* Point w at tensor name, checking it is a 2-D matrix of rows x cols in a supported type. */
+static LlmStatus
+bind_matrix(ModelLoader *ld, const char *name, int64_t cols, int64_t rows, LlmWeight *w, LlmError *err)
+{
+	const LlmGgufTensor *t = loader_tensor(ld, name);
+
+	if (t == NULL)
+		return llm_error_set(err, LLM_ERR_FORMAT, "missing tensor \"%s\"", name);
+	return bind_rows(t, cols, rows, 0, rows, w, err);
+}
+
 /* A 1-D tensor of n values converted to a new float array (*out); absent and optional gives NULL. */
 static LlmStatus
-load_vector(const LlmGguf *g, const char *name, int64_t n, bool required, float **out, LlmError *err)
+load_vector(ModelLoader *ld, const char *name, int64_t n, bool required, float **out, LlmError *err)
 {
-	const LlmGgufTensor *t = llm_gguf_tensor(g, name);
+	const LlmGgufTensor *t = loader_tensor(ld, name);
 	float	   *v;
 
 	*out = NULL;
@@ -239,47 +434,172 @@ load_vector(const LlmGguf *g, const char *name, int64_t n, bool required, float 
 	return LLM_OK;
 }
 
-/* Bind every tensor of layer l. */
+/*
+ * Bind layer l's Q, K and V: one fused attn_qkv (rows q, then k, then v:
+ * llama.cpp's layout) when the file has it, else three matrices; then the
+ * optional biases of Q, K and V (llama.cpp takes them for every
+ * architecture here; Qwen2 has them).  A fused bias is refused.
+ */
 static LlmStatus
-load_layer(const LlmGguf *g, const LlmConfig *c, int l, LlmLayerWeights *lw, LlmError *err)
+load_qkv(ModelLoader *ld, const LlmConfig *c, int l, LlmLayerWeights *lw, LlmError *err)
 {
 	char		name[96];
 	int64_t		q_dim = (int64_t) c->n_heads * c->head_dim;
 	int64_t		kv_dim = (int64_t) c->n_kv_heads * c->head_dim;
-	bool		gemma = c->arch == LLM_ARCH_GEMMA3;
+	const LlmGgufTensor *qkv;
 	LlmStatus	st;
 
 #define TNAME(suffix) (snprintf(name, sizeof(name), "blk.%d." suffix, l), name)
-	if ((st = load_vector(g, TNAME("attn_norm.weight"), c->dim, true, &lw->attn_norm, err)) ||
-		(st = bind_matrix(g, TNAME("attn_q.weight"), c->dim, q_dim, &lw->wq, err)) ||
-		(st = bind_matrix(g, TNAME("attn_k.weight"), c->dim, kv_dim, &lw->wk, err)) ||
-		(st = bind_matrix(g, TNAME("attn_v.weight"), c->dim, kv_dim, &lw->wv, err)) ||
-		(st = bind_matrix(g, TNAME("attn_output.weight"), q_dim, c->dim, &lw->wo, err)) ||
-		(st = load_vector(g, TNAME("ffn_norm.weight"), c->dim, true, &lw->ffn_norm, err)) ||
-		(st = bind_matrix(g, TNAME("ffn_gate.weight"), c->dim, c->ffn_dim, &lw->w_gate, err)) ||
-		(st = bind_matrix(g, TNAME("ffn_up.weight"), c->dim, c->ffn_dim, &lw->w_up, err)) ||
-		(st = bind_matrix(g, TNAME("ffn_down.weight"), c->ffn_dim, c->dim, &lw->w_down, err)) ||
-		(st = load_vector(g, TNAME("attn_q_norm.weight"), c->head_dim, gemma, &lw->q_norm, err)) ||
-		(st = load_vector(g, TNAME("attn_k_norm.weight"), c->head_dim, gemma, &lw->k_norm, err)) ||
-		(st = load_vector(g, TNAME("post_attention_norm.weight"), c->dim, gemma, &lw->post_attn_norm, err)) ||
-		(st = load_vector(g, TNAME("post_ffw_norm.weight"), c->dim, gemma, &lw->post_ffn_norm, err)))
+	if ((qkv = loader_tensor(ld, TNAME("attn_qkv.weight"))) != NULL)
+	{
+		int64_t		rows = q_dim + 2 * kv_dim;
+
+		if (llm_gguf_tensor(ld->g, TNAME("attn_qkv.bias")) != NULL)
+			return llm_error_set(err, LLM_ERR_UNSUPPORTED, "the fused Q/K/V bias \"%s\" of this %s model is not supported",
+								 name, ld->arch);
+		if ((st = bind_rows(qkv, c->dim, rows, 0, q_dim, &lw->wq, err)) ||
+			(st = bind_rows(qkv, c->dim, rows, q_dim, kv_dim, &lw->wk, err)) ||
+			(st = bind_rows(qkv, c->dim, rows, q_dim + kv_dim, kv_dim, &lw->wv, err)))
+			return st;
+	}
+	else if ((st = bind_matrix(ld, TNAME("attn_q.weight"), c->dim, q_dim, &lw->wq, err)) ||
+			 (st = bind_matrix(ld, TNAME("attn_k.weight"), c->dim, kv_dim, &lw->wk, err)) ||
+			 (st = bind_matrix(ld, TNAME("attn_v.weight"), c->dim, kv_dim, &lw->wv, err)))
+		return st;
+	if ((st = load_vector(ld, TNAME("attn_q.bias"), q_dim, false, &lw->bq, err)) ||
+		(st = load_vector(ld, TNAME("attn_k.bias"), kv_dim, false, &lw->bk, err)) ||
+		(st = load_vector(ld, TNAME("attn_v.bias"), kv_dim, false, &lw->bv, err)))
+		return st;
+#undef TNAME
+	if ((lw->bq == NULL) != (lw->bk == NULL) || (lw->bq == NULL) != (lw->bv == NULL))
+		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
+							 "layer %d of this %s model has a bias on some of Q, K and V but not all", l, ld->arch);
+	return LLM_OK;
+}
+
+/* Bind layer l's gate and up: two matrices, or phi3's one ffn_up of twice the width, gate rows first. */
+static LlmStatus
+load_gate_up(ModelLoader *ld, const LlmConfig *c, int l, LlmLayerWeights *lw, LlmError *err)
+{
+	char		name[96];
+	const LlmGgufTensor *up;
+	LlmStatus	st;
+
+#define TNAME(suffix) (snprintf(name, sizeof(name), "blk.%d." suffix, l), name)
+	if (c->arch == LLM_ARCH_PHI3)
+	{
+		if ((up = loader_tensor(ld, TNAME("ffn_up.weight"))) == NULL)
+			return llm_error_set(err, LLM_ERR_FORMAT, "missing tensor \"%s\"", name);
+		if ((st = bind_rows(up, c->dim, 2 * (int64_t) c->ffn_dim, 0, c->ffn_dim, &lw->w_gate, err)))
+			return st;
+		return bind_rows(up, c->dim, 2 * (int64_t) c->ffn_dim, c->ffn_dim, c->ffn_dim, &lw->w_up, err);
+	}
+	if ((st = bind_matrix(ld, TNAME("ffn_gate.weight"), c->dim, c->ffn_dim, &lw->w_gate, err)))
+		return st;
+	return bind_matrix(ld, TNAME("ffn_up.weight"), c->dim, c->ffn_dim, &lw->w_up, err);
+#undef TNAME
+}
+
+/* Bind every tensor of layer l. */
+static LlmStatus
+load_layer(ModelLoader *ld, const LlmConfig *c, int l, LlmLayerWeights *lw, LlmError *err)
+{
+	char		name[96];
+	int64_t		q_dim = (int64_t) c->n_heads * c->head_dim;
+	bool		head_norms = c->arch == LLM_ARCH_GEMMA3 || c->arch == LLM_ARCH_QWEN3;
+	bool		post_norms = c->arch == LLM_ARCH_GEMMA3 || c->arch == LLM_ARCH_GEMMA2;
+	LlmStatus	st;
+
+#define TNAME(suffix) (snprintf(name, sizeof(name), "blk.%d." suffix, l), name)
+	if ((st = load_vector(ld, TNAME("attn_norm.weight"), c->dim, true, &lw->attn_norm, err)) ||
+		(st = load_qkv(ld, c, l, lw, err)) ||
+		(st = bind_matrix(ld, TNAME("attn_output.weight"), q_dim, c->dim, &lw->wo, err)) ||
+		(st = load_vector(ld, TNAME("ffn_norm.weight"), c->dim, true, &lw->ffn_norm, err)) ||
+		(st = load_gate_up(ld, c, l, lw, err)) ||
+		(st = bind_matrix(ld, TNAME("ffn_down.weight"), c->ffn_dim, c->dim, &lw->w_down, err)))
+		return st;
+	if (head_norms &&
+		((st = load_vector(ld, TNAME("attn_q_norm.weight"), c->head_dim, true, &lw->q_norm, err)) ||
+		 (st = load_vector(ld, TNAME("attn_k_norm.weight"), c->head_dim, true, &lw->k_norm, err))))
+		return st;
+	if (post_norms &&
+		((st = load_vector(ld, TNAME("post_attention_norm.weight"), c->dim, true, &lw->post_attn_norm, err)) ||
+		 (st = load_vector(ld, TNAME("post_ffw_norm.weight"), c->dim, true, &lw->post_ffn_norm, err))))
 		return st;
 #undef TNAME
 	lw->is_local = c->sliding_pattern > 0 && (l + 1) % c->sliding_pattern != 0;
 	return LLM_OK;
 }
 
-/* Per-pair inverse frequencies base^(-2i/rope_dim), i < rope_dim/2. */
+/*
+ * Per-pair inverse frequencies base^(-2i/rope_dim) * scale / factor[i],
+ * i < rope_dim/2 (factor NULL: 1), as ggml's rope divides the angle by
+ * the frequency factor and multiplies it by the linear scale.
+ */
 static float *
-rope_inv_freq_new(int rope_dim, float base)
+rope_inv_freq_new(int rope_dim, float base, float scale, const float *factor)
 {
 	float	   *f = malloc((size_t) (rope_dim / 2) * sizeof(float));
 
 	if (f == NULL)
 		return NULL;
 	for (int i = 0; i < rope_dim / 2; i++)
+	{
 		f[i] = (float) pow((double) base, -2.0 * i / rope_dim);
+		if (factor != NULL)
+			f[i] /= factor[i];
+		f[i] *= scale;
+	}
 	return f;
+}
+
+/*
+ * Llama 3.1's RoPE frequency factors (rope_freqs.weight, rope_dim / 2
+ * values, each > 0) into *out, or NULL when the file has none.  Only the
+ * llama architecture takes them (as in llama.cpp); elsewhere the unused
+ * tensor is refused later.
+ */
+static LlmStatus
+load_rope_factors(ModelLoader *ld, const LlmConfig *c, float **out, LlmError *err)
+{
+	LlmStatus	st;
+
+	*out = NULL;
+	if (c->arch != LLM_ARCH_LLAMA)
+		return LLM_OK;
+	if ((st = load_vector(ld, "rope_freqs.weight", c->rope_dim / 2, false, out, err)) || *out == NULL)
+		return st;
+	for (int i = 0; i < c->rope_dim / 2; i++)
+		if (!((*out)[i] > 0.0f) || !isfinite((*out)[i]))
+		{
+			double		bad = (*out)[i];
+
+			free(*out);
+			*out = NULL;
+			return llm_error_set(err, LLM_ERR_FORMAT, "tensor \"rope_freqs.weight\" has factor %g at %d, expected > 0",
+								 bad, i);
+		}
+	return LLM_OK;
+}
+
+/* Refuse a file with a tensor no loader step used, naming it and the feature it suggests. */
+static LlmStatus
+check_all_used(const ModelLoader *ld, LlmError *err)
+{
+	for (uint64_t i = 0; i < ld->g->n_tensors; i++)
+	{
+		const char *name = ld->g->tensors[i].name;
+
+		if (ld->used[i])
+			continue;
+		if (strncmp(name, "rope_factors_", 13) == 0)
+			return llm_error_set(err, LLM_ERR_UNSUPPORTED,
+								 "LongRoPE scaling (tensor \"%s\") of this %s model is not supported", name, ld->arch);
+		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
+							 "tensor \"%s\" of this %s model is not used by this engine (an unsupported variant)",
+							 name, ld->arch);
+	}
+	return LLM_OK;
 }
 
 /* Count matrix w under the type it is served in rather than the type the file stores. */
@@ -313,7 +633,14 @@ describe_weight_types(const LlmModel *m, char *buf, size_t len)
 	for (int l = 0; l < m->config.n_layers; l++)
 	{
 		for (int i = 0; i < LLM_LAYER_MATRICES; i++)
-			count_served_type(g, llm_layer_matrix_const(&w->layers[l], i), counts);
+		{
+			const LlmWeight *lm = llm_layer_matrix_const(&w->layers[l], i);
+
+			/* a fused tensor's parts (phi3) are one tensor of the file: count its first part only */
+			if (i > 0 && lm->name == llm_layer_matrix_const(&w->layers[l], i - 1)->name)
+				continue;
+			count_served_type(g, lm, counts);
+		}
 	}
 	for (int t = 0; t < LLM_TYPE_COUNT && used < len; t++)
 	{
@@ -359,51 +686,73 @@ fill_info(LlmModel *m, const char *arch, const char *path)
 	describe_weight_types(m, info->weight_types, sizeof(info->weight_types));
 }
 
-/* Bind weights and tokenizer once the config is known. */
+/* Bind weights and tokenizer once the config is known (arch: general.architecture, for messages). */
 static LlmStatus
-load_weights(LlmModel *m, LlmError *err)
+load_weights(LlmModel *m, const char *arch, LlmError *err)
 {
 	const LlmGguf *g = m->gguf;
 	LlmConfig  *c = &m->config;
 	LlmWeights *w = &m->weights;
-	const LlmGgufTensor *embd = llm_gguf_tensor(g, "token_embd.weight");
+	ModelLoader ld = {g, arch, calloc(g->n_tensors + 1, sizeof(bool))};
+	const LlmGgufTensor *embd = loader_tensor(&ld, "token_embd.weight");
+	float	   *rope_factors = NULL;
 	LlmStatus	st;
 
+	if (ld.used == NULL)
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory");
 	if (embd == NULL)
-		return llm_error_set(err, LLM_ERR_FORMAT, "missing tensor \"token_embd.weight\"");
-	if (embd->ne[1] < 1 || embd->ne[1] > (1 << 24))
-		return llm_error_set(err, LLM_ERR_FORMAT, "tensor \"token_embd.weight\" has %lld rows",
-							 (long long) embd->ne[1]);
-	c->n_vocab = (int) embd->ne[1];
-	if ((st = bind_matrix(g, "token_embd.weight", c->dim, c->n_vocab, &w->tok_embd, err)) ||
-		(st = load_vector(g, "output_norm.weight", c->dim, true, &w->output_norm, err)))
-		return st;
-	if (llm_gguf_tensor(g, "output.weight") != NULL)
 	{
-		if ((st = bind_matrix(g, "output.weight", c->dim, c->n_vocab, &w->output, err)))
-			return st;
+		st = llm_error_set(err, LLM_ERR_FORMAT, "missing tensor \"token_embd.weight\"");
+		goto done;
+	}
+	if (embd->ne[1] < 1 || embd->ne[1] > (1 << 24))
+	{
+		st = llm_error_set(err, LLM_ERR_FORMAT, "tensor \"token_embd.weight\" has %lld rows", (long long) embd->ne[1]);
+		goto done;
+	}
+	c->n_vocab = (int) embd->ne[1];
+	if ((st = bind_matrix(&ld, "token_embd.weight", c->dim, c->n_vocab, &w->tok_embd, err)) ||
+		(st = load_vector(&ld, "output_norm.weight", c->dim, true, &w->output_norm, err)))
+		goto done;
+	/* gemma2's output is always the embedding (llama.cpp loads no output.weight there: one is refused as unused) */
+	if (c->arch != LLM_ARCH_GEMMA2 && llm_gguf_tensor(g, "output.weight") != NULL)
+	{
+		if ((st = bind_matrix(&ld, "output.weight", c->dim, c->n_vocab, &w->output, err)))
+			goto done;
 	}
 	else
 		w->output = w->tok_embd;	/* tied embeddings */
 
 	w->layers = calloc((size_t) c->n_layers, sizeof(LlmLayerWeights));
 	if (w->layers == NULL)
-		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for %d layers", c->n_layers);
+	{
+		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for %d layers", c->n_layers);
+		goto done;
+	}
 	for (int l = 0; l < c->n_layers; l++)
-		if ((st = load_layer(g, c, l, &w->layers[l], err)))
-			return st;
+		if ((st = load_layer(&ld, c, l, &w->layers[l], err)))
+			goto done;
 
-	m->rope_inv_freq = rope_inv_freq_new(c->rope_dim, c->rope_base);
-	m->rope_inv_freq_local = rope_inv_freq_new(c->rope_dim, c->rope_base_local);
+	if ((st = load_rope_factors(&ld, c, &rope_factors, err)) ||
+		(st = check_all_used(&ld, err)))
+		goto done;
+	m->rope_inv_freq = rope_inv_freq_new(c->rope_dim, c->rope_base, c->rope_freq_scale, rope_factors);
+	m->rope_inv_freq_local = rope_inv_freq_new(c->rope_dim, c->rope_base_local, c->rope_freq_scale_local, NULL);
 	if (m->rope_inv_freq == NULL || m->rope_inv_freq_local == NULL)
-		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for RoPE tables");
+	{
+		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for RoPE tables");
+		goto done;
+	}
 
 	if ((st = llm_tokenizer_load(g, &m->tokenizer, err)))
-		return st;
+		goto done;
 	if (llm_tokenizer_n_vocab(m->tokenizer) > c->n_vocab)
-		return llm_error_set(err, LLM_ERR_FORMAT, "the tokenizer has %d tokens but token_embd.weight only %d rows",
-							 llm_tokenizer_n_vocab(m->tokenizer), c->n_vocab);
-	return LLM_OK;
+		st = llm_error_set(err, LLM_ERR_FORMAT, "the tokenizer has %d tokens but token_embd.weight only %d rows",
+						   llm_tokenizer_n_vocab(m->tokenizer), c->n_vocab);
+done:
+	free(rope_factors);
+	free(ld.used);
+	return st;
 }
 
 /* Whether matrix w is stored as floats that can take the scheme. */
@@ -506,7 +855,7 @@ llm_model_load_quantized(const char *path, LlmQuantScheme scheme, LlmModel **out
 		goto fail;
 	}
 	if ((st = entry->load_config(m->gguf, &m->config, err)) ||
-		(st = load_weights(m, err)) ||
+		(st = load_weights(m, arch, err)) ||
 		(st = llm_model_quantize(m, scheme, NULL, NULL, err)))
 		goto fail;
 	fill_info(m, arch, path);
@@ -535,6 +884,9 @@ llm_model_free(LlmModel *m)
 			for (int i = 0; i < LLM_LAYER_MATRICES; i++)
 				free(llm_layer_matrix(lw, i)->owned);
 			free(lw->attn_norm);
+			free(lw->bq);
+			free(lw->bk);
+			free(lw->bv);
 			free(lw->ffn_norm);
 			free(lw->q_norm);
 			free(lw->k_norm);

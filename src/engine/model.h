@@ -17,8 +17,12 @@
 
 typedef enum LlmArch
 {
-	LLM_ARCH_LLAMA,
-	LLM_ARCH_GEMMA3
+	LLM_ARCH_LLAMA,				/* also Mistral, whose GGUF files say "llama" */
+	LLM_ARCH_GEMMA3,
+	LLM_ARCH_QWEN2,
+	LLM_ARCH_QWEN3,
+	LLM_ARCH_GEMMA2,
+	LLM_ARCH_PHI3
 } LlmArch;
 
 typedef enum LlmRopeMode
@@ -46,7 +50,9 @@ typedef struct LlmConfig
 	int			n_ctx;			/* trained context length */
 	int			rope_dim;		/* leading dims of each head that are rotated */
 	float		rope_base;		/* global layers */
-	float		rope_base_local;	/* sliding-window layers (gemma3) */
+	float		rope_base_local;	/* sliding-window layers (gemma2, gemma3) */
+	float		rope_freq_scale;	/* linear RoPE scaling: angles times this (1 = none) */
+	float		rope_freq_scale_local;	/* the same on sliding-window layers */
 	LlmRopeMode rope_mode;
 	float		rms_eps;
 	LlmActivation act;
@@ -74,18 +80,21 @@ typedef struct LlmWeight
 typedef struct LlmLayerWeights
 {
 	float	   *attn_norm;		/* (dim) */
-	LlmWeight	wq;				/* (n_heads * head_dim, dim) */
+	LlmWeight	wq;				/* (n_heads * head_dim, dim); phi3: rows of its fused attn_qkv */
 	LlmWeight	wk;				/* (n_kv_heads * head_dim, dim) */
 	LlmWeight	wv;				/* (n_kv_heads * head_dim, dim) */
+	float	   *bq;				/* (n_heads * head_dim) Q bias (qwen2), else NULL */
+	float	   *bk;				/* (n_kv_heads * head_dim) K bias, else NULL */
+	float	   *bv;				/* (n_kv_heads * head_dim) V bias, else NULL */
 	LlmWeight	wo;				/* (dim, n_heads * head_dim) */
-	float	   *q_norm;			/* (head_dim) gemma3, else NULL */
-	float	   *k_norm;			/* (head_dim) gemma3, else NULL */
-	float	   *post_attn_norm; /* (dim) gemma3, else NULL */
+	float	   *q_norm;			/* (head_dim) gemma3, qwen3, else NULL */
+	float	   *k_norm;			/* (head_dim) gemma3, qwen3, else NULL */
+	float	   *post_attn_norm; /* (dim) gemma2, gemma3, else NULL */
 	float	   *ffn_norm;		/* (dim) */
-	LlmWeight	w_gate;			/* (ffn_dim, dim) */
-	LlmWeight	w_up;			/* (ffn_dim, dim) */
+	LlmWeight	w_gate;			/* (ffn_dim, dim); phi3: the first half of its fused ffn_up */
+	LlmWeight	w_up;			/* (ffn_dim, dim); phi3: the second half */
 	LlmWeight	w_down;			/* (dim, ffn_dim) */
-	float	   *post_ffn_norm;	/* (dim) gemma3, else NULL */
+	float	   *post_ffn_norm;	/* (dim) gemma2, gemma3, else NULL */
 	bool		is_local;		/* sliding-window layer */
 } LlmLayerWeights;
 
@@ -126,7 +135,7 @@ struct LlmModel
 	LlmWeights	weights;
 	LlmTokenizer *tokenizer;
 	LlmModelInfo info;
-	float	   *rope_inv_freq;	/* (rope_dim / 2) global layers */
+	float	   *rope_inv_freq;	/* (rope_dim / 2) global layers, freq factors and scaling applied */
 	float	   *rope_inv_freq_local;	/* (rope_dim / 2) sliding-window layers */
 };
 

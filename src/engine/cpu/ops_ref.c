@@ -188,6 +188,19 @@ ref_add(LlmBackend *be, float *x, const float *y, int64_t n)
 		x[i] += y[i];
 }
 
+/* x (n, width) += b (width) on every row: one add per element, so each token's bits are its own. */
+static void
+ref_add_bias(LlmBackend *be, float *x, const float *b, int n, int width)
+{
+	for (int i = 0; i < n; i++)
+	{
+		float	   *xi = x + (size_t) i * width;
+
+		for (int j = 0; j < width; j++)
+			xi[j] += b[j];
+	}
+}
+
 /* Free a CPU backend: its thread pool, then itself. */
 static void
 cpu_destroy(LlmBackend *be)
@@ -207,6 +220,7 @@ const LlmBackendOps llm_cpu_ref_ops = {
 	.attention = ref_attention,
 	.glu = ref_glu,
 	.add = ref_add,
+	.add_bias = ref_add_bias,
 	.destroy = cpu_destroy,
 	.alloc = llm_cpu_alloc,
 	.free = llm_cpu_free,
