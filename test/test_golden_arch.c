@@ -223,7 +223,7 @@ check_greedy(const Golden *g, LlmModel *m)
 		bool		same;
 
 		ids[i] = -1;
-		if (llm_chat_tokenize(m, prompts[i], strlen(prompts[i]), false, &tok, &n_tok, &err) != LLM_OK)
+		if (llm_chat_tokenize(m, NULL, 0, prompts[i], strlen(prompts[i]), false, &tok, &n_tok, &err) != LLM_OK)
 		{
 			TEST_CHECK(false, "%s: tokenize: %s", g->name, err.msg);
 			continue;
