@@ -36,16 +36,14 @@ PG_FUNCTION_INFO_V1(llm_classify_scores);
 PG_FUNCTION_INFO_V1(llm_filter);
 PG_FUNCTION_INFO_V1(llm_probability);
 
-/* The text of a text datum in UTF-8 (what the model reads), and its length. */
+/* The text of a text datum in UTF-8 (what the model reads), NUL-terminated, and its length. */
 static const char *
 LlmUtf8(Datum d, Size *len)
 {
-	text	   *t = DatumGetTextPP(d);
-	const char *data = VARDATA_ANY(t);
-	int			n = VARSIZE_ANY_EXHDR(t);
-	char	   *utf8 = pg_server_to_any(data, n, PG_UTF8);
+	char	   *s = text_to_cstring(DatumGetTextPP(d));
+	char	   *utf8 = pg_server_to_any(s, strlen(s), PG_UTF8);
 
-	*len = (utf8 == data) ? n : strlen(utf8);
+	*len = strlen(utf8);
 	return utf8;
 }
 

@@ -71,21 +71,46 @@ add(LlmEngine *e, const char *prompt, int n, const int32_t *forced, LlmError *er
 	return id;
 }
 
-/* The result of id, copied: its tokens and log-probabilities (n of each). */
+/* Results polled while looking for another one (valid until their sequence is released). */
+static LlmResult stash[16];
+static int	n_stash;
+
+/* Drop the stashed results (before their engine is freed or they are released). */
+static void
+forget_results(void)
+{
+	n_stash = 0;
+}
+
+/* The result of id, copied: its tokens and log-probabilities (n of each); other results stay unread. */
 static int
 result(LlmEngine *e, int64_t id, int32_t *tokens, float *logprobs, LlmFinishReason *reason)
 {
 	LlmResult	r;
 	int			n = -1;
+	bool		found = false;
 
-	while (llm_engine_poll(e, &r))
-		if (r.id == id)
+	for (int i = 0; i < n_stash && !found; i++)
+		if (stash[i].id == id)
 		{
-			n = r.n_generated;
-			memcpy(tokens, r.tokens, (size_t) n * sizeof(int32_t));
-			memcpy(logprobs, r.logprobs, (size_t) n * sizeof(float));
-			*reason = r.reason;
+			r = stash[i];
+			stash[i] = stash[--n_stash];
+			found = true;
 		}
+	while (!found && llm_engine_poll(e, &r))
+	{
+		if (r.id == id)
+			found = true;
+		else if (n_stash < 16)
+			stash[n_stash++] = r;
+	}
+	if (found)
+	{
+		n = r.n_generated;
+		memcpy(tokens, r.tokens, (size_t) n * sizeof(int32_t));
+		memcpy(logprobs, r.logprobs, (size_t) n * sizeof(float));
+		*reason = r.reason;
+	}
 	llm_engine_release(e, id);
 	return n;
 }
@@ -130,12 +155,64 @@ main(void)
 							20 + k, NULL, &err, &st);
 		run_to_idle(e);
 		n = result(e, id, got, lp_got, &reason);
+		forget_results();
 		for (int k = 0; k < crowd; k++)
 			llm_engine_release(e, others[k]);
 		TEST_CHECK(n == 12 && reason == LLM_FINISH_LENGTH, "forced: %d tokens", n);
 		TEST_CHECK(memcmp(got, greedy, sizeof(int32_t) * 12) == 0, "forced tokens are the ones given");
 		TEST_CHECK(memcmp(lp_got, lp_greedy, sizeof(float) * 12) == 0,
 				   "forced log-probabilities equal the greedy ones bit for bit (%d others)", crowd);
+	}
+
+	/*
+	 * Through the prefix cache: a long shared prompt scored with two
+	 * continuations queued together (the second waits for the first's
+	 * blocks), then again on a fresh engine one at a time: the same bits.
+	 */
+	{
+		const char *shared = "Is there a dog?\n\nText: The dog ran to the park. Lily and Tom went to see the big "
+			"dog and they played with a red ball all day long.\n\nAnswer with one of: Yes, No.\nAnswer:";
+		int32_t		yes[2], no[2];
+		float		lp_a[2][16], lp_b[2][16];
+		int			n_yes, n_no;
+		int32_t    *ids;
+
+		ids = test_tokenize(model, " Yes", &n_yes);	/* BOS first: skip it */
+		memcpy(yes, ids + 1, sizeof(int32_t) * (n_yes - 1 < 2 ? n_yes - 1 : 2));
+		n_yes = n_yes - 1 < 2 ? n_yes - 1 : 2;
+		free(ids);
+		ids = test_tokenize(model, " No", &n_no);
+		memcpy(no, ids + 1, sizeof(int32_t) * (n_no - 1 < 2 ? n_no - 1 : 2));
+		n_no = n_no - 1 < 2 ? n_no - 1 : 2;
+		free(ids);
+
+		for (int round = 0; round < 2; round++)
+		{
+			LlmEngine  *f = make_engine(8);
+			int64_t		a, b;
+
+			if (round == 0)
+			{
+				a = add(f, shared, n_yes, yes, &err, &st);
+				b = add(f, shared, n_no, no, &err, &st);
+				run_to_idle(f);
+			}
+			else
+			{
+				b = add(f, shared, n_no, no, &err, &st);
+				run_to_idle(f);
+				a = add(f, shared, n_yes, yes, &err, &st);
+				run_to_idle(f);
+			}
+			TEST_CHECK(result(f, a, got, round == 0 ? lp_a[0] : lp_b[0], &reason) == n_yes, "yes scored");
+			TEST_CHECK(result(f, b, got, round == 0 ? lp_a[1] : lp_b[1], &reason) == n_no, "no scored");
+			forget_results();
+			llm_engine_free(f);
+		}
+		TEST_CHECK(memcmp(lp_a[0], lp_b[0], sizeof(float) * n_yes) == 0 &&
+				   memcmp(lp_a[1], lp_b[1], sizeof(float) * n_no) == 0,
+				   "a shared prompt scores the same together and one at a time through the cache "
+				   "(yes %.9g vs %.9g, no %.9g vs %.9g)", lp_a[0][0], lp_b[0][0], lp_a[1][0], lp_b[1][0]);
 	}
 
 	/* another continuation: scored to its end, each step no likelier than the greedy choice */
