@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The semantic functions against the naive route (llm_generate, then parse
+# the text), with the same model (default SmolLM2-135M-Instruct, in chat):
+#   - rows/s over ROWS (default 256) rows: llm_filter and llm_classify with
+#     4 labels, beside llm_generate(max_tokens => 8) of the same question
+#     with the answer parsed (the first label named in it), which the LLM
+#     Batch node runs as one batch;
+#   - accuracy on test/data/semantic_labels.tsv (60 texts written for it:
+#     sentiment in 3 classes, and a yes/no question each), both routes.
+# Prints a table and writes bench/results/$NAME.{md,csv} (NAME default
+# semantic_bench).
+#
+#   bench/semantic_bench.sh [MODEL]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROWS=${ROWS:-256}
+CHAT=${CHAT:-true}				# the naive route's chat argument: false for a base model (Gemma 3 270M)
+THREADS=${THREADS:-2}
+NAME=${NAME:-semantic_bench}
+OUT=bench/results
+mkdir -p "$OUT"
+make -s -j"$(nproc)"
+if [ "$(id -u)" -eq 0 ] || [ -w "$(pg_config --pkglibdir)" ]; then make -s install >/dev/null; fi
+model=${1:-$(tools/fetch-model.sh smollm2 | tail -n 1)}
+
+. tools/pgtemp.sh
+pgtemp_start "$model" "llm.threads = $THREADS"
+cp test/data/semantic_labels.tsv "$PGTEMP_DIR/labels.tsv"
+chmod a+r "$PGTEMP_DIR/labels.tsv"
+
+labels4="ARRAY['positive', 'negative', 'neutral', 'mixed']"
+labels3="ARRAY['positive', 'negative', 'neutral']"
+sentiment="What is the sentiment of the text?"
+# the naive route's prompt: what llm_classify asks, as text to answer (after "Answer:" without chat)
+tail=$([ "$CHAT" = true ] && echo "'.'" || echo "E'.\\nAnswer:'")
+naive_sentiment() { echo "'$sentiment' || E'\\n\\nText: ' || $1 || E'\\n\\nAnswer with one of: ' || array_to_string($2, ', ') || $tail"; }
+naive_yesno() { echo "$2 || E'\\n\\nText: ' || $1 || E'\\n\\nAnswer with one of: Yes, No' || $tail"; }
+# the first of the labels named in an answer, or 'unparsed'
+parse() { echo "coalesce((SELECT l FROM unnest($2) WITH ORDINALITY AS u(l, o) WHERE position(lower(l) IN lower($1)) > 0 ORDER BY position(lower(l) IN lower($1)), o LIMIT 1), 'unparsed')"; }
+
+"${PSQL[@]}" <<SQL
+CREATE TABLE labelled (id int PRIMARY KEY, body text, sentiment text, question text, answer text);
+COPY labelled FROM '$PGTEMP_DIR/labels.tsv' WITH (FORMAT text, HEADER true);
+CREATE TABLE bench AS
+SELECT i AS id, l.body || ' (' || i || ')' AS body, l.question
+FROM generate_series(1, $ROWS) i JOIN labelled l ON l.id = (i - 1) % 60 + 1;
+SQL
+
+# seconds of one query (its rows discarded)
+timed() {
+    local t0 t1
+    t0=$(date +%s.%N)
+    "${PSQL[@]}" -At -c "$1" > /dev/null
+    t1=$(date +%s.%N)
+    echo "$t1 - $t0" | bc -l
+}
+q_filter="SELECT count(*) FILTER (WHERE llm_filter(body, question)) FROM bench"
+q_filter_naive="SELECT count(*) FILTER (WHERE $(parse "llm_generate($(naive_yesno body question), 8, chat => $CHAT)" "ARRAY['Yes', 'No']") = 'Yes') FROM bench"
+q_classify="SELECT count(DISTINCT llm_classify(body, $labels4, '$sentiment')) FROM bench"
+q_classify_naive="SELECT count(DISTINCT $(parse "llm_generate($(naive_sentiment body "$labels4"), 8, chat => $CHAT)" "$labels4")) FROM bench"
+
+printf 'what,route,rows,seconds,rows_per_s\n' > "$OUT/$NAME.csv"
+declare -A secs
+for q in filter filter_naive classify classify_naive; do
+    var="q_$q"
+    secs[$q]=$(timed "${!var}")
+    what=${q%_naive}; route=$([ "$q" = "$what" ] && echo semantic || echo naive)
+    printf '%s,%s,%s,%.2f,%.2f\n' "$what" "$route" "$ROWS" "${secs[$q]}" "$(echo "$ROWS / ${secs[$q]}" | bc -l)" >> "$OUT/$NAME.csv"
+done
+
+acc=$("${PSQL[@]}" -At -F ' ' <<SQL
+SELECT round(100.0 * avg((llm_classify(body, $labels3, '$sentiment') = sentiment)::int), 1),
+       round(100.0 * avg(($(parse "llm_generate($(naive_sentiment body "$labels3"), 8, chat => $CHAT)" "$labels3") = sentiment)::int), 1),
+       round(100.0 * avg((llm_filter(body, question) = (answer = 'yes'))::int), 1),
+       round(100.0 * avg((($(parse "llm_generate($(naive_yesno body question), 8, chat => $CHAT)" "ARRAY['Yes', 'No']")) = initcap(answer))::int), 1),
+       round(100.0 * avg(($(parse "llm_generate($(naive_yesno body question), 8, chat => $CHAT)" "ARRAY['Yes', 'No']") = 'unparsed')::int), 1)
+FROM labelled;
+SQL
+)
+read -r acc_c acc_cn acc_f acc_fn unparsed <<< "$acc"
+{
+    echo "# Semantic functions against llm_generate + parsing ($(basename "$model"), $THREADS threads, $ROWS rows)"
+    echo
+    echo "| what | semantic rows/s | naive rows/s | ratio |"
+    echo "|---|---|---|---|"
+    for w in filter classify; do
+        a=$(echo "$ROWS / ${secs[$w]}" | bc -l); b=$(echo "$ROWS / ${secs[${w}_naive]}" | bc -l)
+        printf '| %s | %.2f | %.2f | %.2f |\n' "$([ $w = filter ] && echo 'llm_filter' || echo 'llm_classify (4 labels)')" "$a" "$b" "$(echo "$a / $b" | bc -l)"
+    done
+    echo
+    echo "Accuracy on test/data/semantic_labels.tsv (60 texts):"
+    echo
+    echo "| task | semantic | naive |"
+    echo "|---|---|---|"
+    echo "| sentiment, 3 labels | $acc_c% | $acc_cn% |"
+    echo "| yes/no question | $acc_f% | $acc_fn% ($unparsed% of answers name neither) |"
+} > "$OUT/$NAME.md"
+cat "$OUT/$NAME.md"
+pgtemp_stop
