@@ -82,6 +82,26 @@ LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
 COMMENT ON FUNCTION llm_probability(text, text) IS
 'the probability that the model answers Yes (against No) to question about input';
 
+CREATE FUNCTION llm_agg_transfn(internal, text, text)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'llm_agg_transfn'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION llm_agg_finalfn(internal, text, text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'llm_agg_finalfn'
+LANGUAGE C VOLATILE;
+
+CREATE AGGREGATE llm_agg(text, text) (
+    SFUNC = llm_agg_transfn,
+    STYPE = internal,
+    FINALFUNC = llm_agg_finalfn,
+    FINALFUNC_EXTRA
+);
+
+COMMENT ON AGGREGATE llm_agg(text, text) IS
+'the model''s answer to instruction (the second argument) over all the rows'' texts, in the aggregate''s ORDER BY: a map-reduce over chunks that fit the context, the chunks of a level run as one batch';
+
 -- Monitoring.
 
 CREATE FUNCTION llm_stats(

@@ -47,3 +47,19 @@ SELECT llm_score('x', '');
 SELECT llm_score('x', 'y', system => 'Be brief.');
 -- stories260K has no chat template
 SELECT llm_score('x', 'y', chat => true);
+
+-- llm_agg: a map-reduce over chunks that fit the context (stories260K: 2048 tokens, so 100 tales take two levels).
+CREATE TABLE tales (id int PRIMARY KEY, grp int, body text);
+INSERT INTO tales SELECT i, i % 2, 'Tale ' || i || ': Lily and Tom played with a ball in the park, and the sun was warm.'
+FROM generate_series(1, 100) i;
+INSERT INTO tales VALUES (101, 0, NULL);
+SELECT grp, length(llm_agg(body, 'Tell the story of these tales.' ORDER BY id)) > 0 AS answered FROM tales GROUP BY grp ORDER BY grp;
+SELECT completed_requests AS before FROM llm_stats \gset
+SELECT llm_agg(body, 'Tell the story.' ORDER BY id) = llm_agg(body, 'Tell the story.' ORDER BY id) AS same_text FROM tales;
+-- (the planner computes the two identical aggregates once) several chunks, then one to combine their answers
+SELECT completed_requests - :before >= 3 AS map_and_reduce FROM llm_stats;
+SELECT llm_agg(body, 'Tell the story.' ORDER BY id) IS NULL AS no_rows FROM tales WHERE id > 200;
+SELECT llm_agg(body, 'Tell the story.') IS NULL AS only_nulls FROM tales WHERE id = 101;
+SELECT llm_agg(body, NULL) FROM tales;
+SELECT llm_agg(body, '') FROM tales;
+DROP TABLE tales;
