@@ -173,6 +173,9 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION llm_worker_status() IS
 'the llm worker''s process, state, model, and why no model is loaded';
 
+-- The views are for everyone, as the functions under them are.
+GRANT SELECT ON llm_stats, llm_progress TO PUBLIC;
+
 -- Changes server state: not for everyone.
 
 CREATE FUNCTION llm_reset_stats()

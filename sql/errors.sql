@@ -59,8 +59,14 @@ SELECT p.proname, has_function_privilege('llm_regress_user', p.oid, 'EXECUTE') A
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'llm')
 ORDER BY 1;
+SELECT c.relname, has_table_privilege('llm_regress_user', c.oid, 'SELECT') AS readable
+FROM pg_class c JOIN pg_depend d ON d.objid = c.oid
+WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'llm')
+ORDER BY 1;
 SET ROLE llm_regress_user;
 SELECT llm_generate('Once upon a time', 4);
+SELECT count(*) FROM llm_stats;
+SELECT count(*) >= 0 FROM llm_progress;
 SELECT llm_reset_stats();
 RESET ROLE;
 DROP ROLE llm_regress_user;

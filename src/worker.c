@@ -536,6 +536,17 @@ LlmWorkerReloadConfig(void)
 		WorkerReloadPending = true;
 }
 
+/* Whether SIGTERM asked the worker to exit (an administrator's shutdown, not a failure). */
+static volatile sig_atomic_t WorkerGotSigterm = false;
+
+/* SIGTERM: remember it, then exit as die() does. */
+static void
+LlmWorkerSigterm(SIGNAL_ARGS)
+{
+	WorkerGotSigterm = true;
+	die(postgres_signal_arg);
+}
+
 /*
  * before_shmem_exit callback: fail every request not answered yet, free the
  * cancelled ones, and say the worker is gone.
@@ -547,7 +558,8 @@ LlmWorkerOnExit(int code, Datum arg)
 	bool	   *wake = palloc0(sizeof(bool) * n_slots);
 	dsa_pointer *chunks = palloc(sizeof(dsa_pointer) * 2 * n_slots);
 	int			n_chunks = 0;
-	int			sqlerrcode = ProcDiePending ? ERRCODE_ADMIN_SHUTDOWN : ERRCODE_INTERNAL_ERROR;
+	/* SIGTERM (a shutdown, pg_terminate_backend): ProcessInterrupts cleared ProcDiePending */
+	int			sqlerrcode = WorkerGotSigterm || ProcDiePending ? ERRCODE_ADMIN_SHUTDOWN : ERRCODE_INTERNAL_ERROR;
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < n_slots; i++)
@@ -595,7 +607,7 @@ LlmWorkerMain(Datum main_arg)
 	MemoryContext iteration_cxt;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
+	pqsignal(SIGTERM, LlmWorkerSigterm);
 	BackgroundWorkerUnblockSignals();
 
 	/* No database: only for pg_stat_activity and the wait events. */

@@ -183,7 +183,7 @@ LlmWorkerReadCalib(const char *path, size_t *len)
 						   (long long) st.st_size)));
 
 	buf = palloc((Size) st.st_size + 1);
-	fd = open(path, O_RDONLY | PG_BINARY, 0);
+	fd = open(path, O_RDONLY | O_NONBLOCK | PG_BINARY, 0);	/* never block on a FIFO swapped in */
 	failed = fd < 0;
 	while (!failed && got < (Size) st.st_size)
 	{
@@ -251,8 +251,9 @@ LlmWorkerModelPath(const LlmModelSettings *s)
 				 errmsg("could not access model file \"%s\": %m", joined)));
 	}
 
+	/* inside dir: dir itself as a prefix, then a '/' (dir "/" ends with one) */
 	dirlen = strlen(dir);
-	if (strncmp(path, dir, dirlen) != 0 || path[dirlen] != '/')
+	if (strncmp(path, dir, dirlen) != 0 || (path[dirlen] != '/' && dir[dirlen - 1] != '/'))
 	{
 		char	   *p = pstrdup(path);
 		char	   *d = pstrdup(dir);

@@ -858,7 +858,8 @@ llm_gguf_open(const char *path, LlmGguf **out, LlmError *err)
 
 	if (path == NULL || out == NULL)
 		return llm_error_set(err, LLM_ERR_INVALID, "llm_gguf_open: path and out must not be NULL");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO or device must not block the open; only regular files pass below */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return llm_error_set(err, LLM_ERR_IO, "could not open GGUF file \"%s\": %s",
 							 path, strerror(errno));
