@@ -661,10 +661,10 @@ test_synthetic(void)
 	int			n;
 
 	/* an unsupported model is named */
-	mg_strv(&m, "tokenizer.ggml.model", "bert");
+	mg_strv(&m, "tokenizer.ggml.model", "t5");
 	mg_strs(&m, "tokenizer.ggml.tokens", toks, 11);
 	st = mg_load(&m, &g, &t, &err);
-	TEST_CHECK(st == LLM_ERR_UNSUPPORTED && strstr(err.msg, "\"bert\"") != NULL && t == NULL,
+	TEST_CHECK(st == LLM_ERR_UNSUPPORTED && strstr(err.msg, "\"t5\"") != NULL && t == NULL,
 			   "unsupported model: %s", err.msg);
 	llm_gguf_close(g);
 	free(m.buf);
@@ -726,34 +726,350 @@ test_synthetic(void)
 	free(m.buf);
 	llm_tokenizer_free(NULL);
 
-	/* byte-level BPE with each known pre-tokenizer */
+	/* byte-level BPE with a few pre-tokenizers, and without tokenizer.ggml.pre */
 	for (int k = 0; k < 4; k++)
 	{
-		static const char *const pre[] = {"gpt-2", "llama-bpe", "qwen2", "something-else"};
+		static const char *const pre[] = {"gpt-2", "llama-bpe", "qwen2", NULL};
 		static const char *const btoks[] = {"a", "b", "ab", "\xC4\xA0", "\304\240ab", "<|end|>"};
 		static const char *const merges[] = {"a b", "\xC4\xA0 ab"};
 		const int32_t btypes[] = {1, 1, 1, 1, 1, 3};
 
 		memset(&m, 0, sizeof(m));
 		mg_strv(&m, "tokenizer.ggml.model", "gpt2");
-		mg_strv(&m, "tokenizer.ggml.pre", pre[k]);
+		if (pre[k] != NULL)
+			mg_strv(&m, "tokenizer.ggml.pre", pre[k]);
 		mg_strs(&m, "tokenizer.ggml.tokens", btoks, 6);
 		mg_i32s(&m, "tokenizer.ggml.token_type", btypes, 6);
 		mg_strs(&m, "tokenizer.ggml.merges", merges, 2);
 		st = mg_load(&m, &g, &t, &err);
-		TEST_CHECK(st == LLM_OK, "BPE with pre-tokenizer %s: %s", pre[k], err.msg);
+		TEST_CHECK(st == LLM_OK, "BPE with pre-tokenizer %s: %s", pre[k] ? pre[k] : "(none)", err.msg);
 		if (st == LLM_OK)
 		{
 			n = tok(t, "ab abc", 6, false, false, &ids);
-			TEST_CHECK(ids_are(ids, n, (const int32_t[]) {2, 4, -2}), "%s: ab abc: %d", pre[k], n);
+			TEST_CHECK(ids_are(ids, n, (const int32_t[]) {2, 4, -2}), "%s: ab abc: %d",
+					   pre[k] ? pre[k] : "(none)", n);
 			free(ids);
-			TEST_CHECK(llm_tokenizer_bos(t) == -1 && llm_tokenizer_is_eog(t, 5), "%s: ids", pre[k]);
+			TEST_CHECK(llm_tokenizer_bos(t) == -1 && llm_tokenizer_is_eog(t, 5), "%s: ids",
+					   pre[k] ? pre[k] : "(none)");
 		}
 		llm_tokenizer_free(t);
 		llm_gguf_close(g);
 		free(m.buf);
 	}
 }
+
+/* GPT-2's bytes_to_unicode of byte b, as UTF-8 into buf; returns buf. */
+static const char *
+gpt2_byte_symbol(int b, char *buf)
+{
+	static int	cps[256];
+	static bool done = false;
+	int			cp;
+
+	if (!done)
+	{
+		int			extra = 0;
+
+		for (int i = 0; i < 256; i++)
+		{
+			bool		printable = (i >= 33 && i <= 126) || (i >= 161 && i <= 172) || i >= 174;
+
+			cps[i] = printable ? i : 256 + extra++;
+		}
+		done = true;
+	}
+	cp = cps[b];
+	if (cp < 0x80)
+	{
+		buf[0] = (char) cp;
+		buf[1] = '\0';
+	}
+	else
+	{
+		buf[0] = (char) (0xC0 | (cp >> 6));
+		buf[1] = (char) (0x80 | (cp & 0x3F));
+		buf[2] = '\0';
+	}
+	return buf;
+}
+
+/*
+ * Load a synthetic byte-level BPE vocabulary with tokenizer.ggml.pre = pre
+ * (NULL: no key): the 256 GPT-2 byte symbols (ids 0..255), the 256 <0xNN>
+ * byte tokens (256..511), "Ġt" "he" "Ġthe" with their merges, <|end|>,
+ * "Ġxyz" without merges and "▁".  Every text tokenizes and round-trips
+ * with it.
+ */
+static LlmStatus
+load_bpe_with_pre(const char *pre, MemGguf *m, LlmGguf **g, LlmTokenizer **t, LlmError *err)
+{
+	static char names[512][8];
+	const char *toks[518];
+	int32_t		types[518];
+	static const char *const merges[] = {"\xC4\xA0 t", "h e", "\xC4\xA0t he"};
+
+	for (int b = 0; b < 256; b++)
+	{
+		toks[b] = gpt2_byte_symbol(b, names[b]);
+		types[b] = 1;
+		snprintf(names[256 + b], sizeof(names[0]), "<0x%02X>", b);
+		toks[256 + b] = names[256 + b];
+		types[256 + b] = 6;
+	}
+	toks[512] = "\xC4\xA0t";
+	toks[513] = "he";
+	toks[514] = "\xC4\xA0the";
+	toks[515] = "<|end|>";
+	toks[516] = "\xC4\xA0xyz";
+	toks[517] = "\xE2\x96\x81";
+	types[512] = types[513] = types[514] = types[516] = types[517] = 1;
+	types[515] = 3;
+	memset(m, 0, sizeof(*m));
+	mg_strv(m, "tokenizer.ggml.model", "gpt2");
+	if (pre != NULL)
+		mg_strv(m, "tokenizer.ggml.pre", pre);
+	mg_strs(m, "tokenizer.ggml.tokens", toks, 518);
+	mg_i32s(m, "tokenizer.ggml.token_type", types, 518);
+	mg_strs(m, "tokenizer.ggml.merges", merges, 3);
+	return mg_load(m, g, t, err);
+}
+
+/* Pieces collected by collect_piece. */
+typedef struct Pieces
+{
+	char		buf[4096];		/* the pieces, each followed by '|' */
+	size_t		len;
+	int			n;
+	size_t		bytes;			/* their total length */
+} Pieces;
+
+/* Append one piece (an LlmPieceFn). */
+static LlmStatus
+collect_piece(void *arg, const char *s, size_t len, LlmError *err)
+{
+	Pieces	   *p = arg;
+
+	if (p->len + len + 1 < sizeof(p->buf))
+	{
+		memcpy(p->buf + p->len, s, len);
+		p->len += len;
+		p->buf[p->len++] = '|';
+		p->buf[p->len] = '\0';
+	}
+	p->n++;
+	p->bytes += len;
+	return LLM_OK;
+}
+
+/* The pre-tokenizer pieces of text, "|" after each, into p. */
+static LlmStatus
+split(const LlmTokenizer *t, const char *text, Pieces *p)
+{
+	LlmError	err = {0};
+	LlmStatus	st;
+
+	memset(p, 0, sizeof(*p));
+	st = llm_bpe_pre_split(t, text, strlen(text), collect_piece, p, &err);
+	TEST_CHECK(st == LLM_OK, "split: %s", err.msg);
+	return st;
+}
+
+/* A text with letters, digits of several lengths, CJK, emoji, punctuation, newlines, contractions. */
+static const char mixed_sample[] =
+	"Hello, World! I'm sure they'll've DONE it... 'Twas 1 12 123 1234 1234567 3.14159 "
+	"\xD9\xA1\xD9\xA2\xD9\xA3 x\xC2\xB2 \t tabs\n\nnew\r\nlines  \n   end "
+	"\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96\xE7\x95\x8C\xEF\xBC\x8C\xE3\x81\x93\xE3\x82\x93\xE3\x81\xAB"
+	"\xE3\x81\xA1\xE3\x81\xAF \xEC\x95\x88\xEB\x85\x95 \xF0\x9F\x98\x80\xF0\x9F\x9A\x80\xF0\x9F\x91\x8D"
+	"\xF0\x9F\x8F\xBD na\xC3\xAFve caf\xC3\xA9 \xC2\xBFqu\xC3\xA9? \xD0\x9F\xD1\x80\xD0\xB8\xD0\xB2"
+	"\xD0\xB5\xD1\x82 \xCE\xB1\xCE\xB2\xCE\xB3 $x+=y^2 <sentinel:12> IMGIMGABZ a\xC2\xA0" "b\xE3\x80\x80"
+	"c \xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80 HelloWorld don't WE'LL \xFF\xC3";
+
+/* Every pre-tokenizer in the table compiles and tokenizes the mixed sample. */
+static void
+test_pre_all(void)
+{
+	const LlmPreGroup *last = NULL;
+
+	for (int k = 0; k < llm_pre_n_names; k++)
+	{
+		const LlmPreName *p = &llm_pre_names[k];
+		MemGguf		m;
+		LlmGguf    *g = NULL;
+		LlmTokenizer *t = NULL;
+		LlmError	err = {0};
+		LlmStatus	st;
+		Pieces		pc;
+
+		TEST_CHECK(llm_pre_find(p->name) == p, "%s: found by name", p->name);
+		TEST_CHECK(p->group->n_exprs >= 1 && p->group->n_exprs <= LLM_PRE_MAX_EXPRS,
+				   "%s: %d expressions", p->name, p->group->n_exprs);
+		st = load_bpe_with_pre(p->name, &m, &g, &t, &err);
+		TEST_CHECK(st == LLM_OK, "pre-tokenizer %s loads: %s", p->name, err.msg);
+		if (st == LLM_OK)
+		{
+			TEST_CHECK(t->jit, "%s: every expression JIT-compiles", p->name);
+			TEST_CHECK(t->ignore_merges == ((p->flags & LLM_PRE_IGNORE_MERGES) != 0) &&
+					   t->add_bos == ((p->flags & LLM_PRE_ADD_BOS) != 0) &&
+					   t->add_sep == ((p->flags & LLM_PRE_ADD_SEP) != 0) &&
+					   t->escape_spaces == ((p->flags & LLM_PRE_ESCAPE_SPACES) != 0), "%s: flags", p->name);
+			/* the pieces cover the text (escaped: each space 2 bytes longer) */
+			if (split(t, mixed_sample, &pc) == LLM_OK)
+			{
+				size_t		want = strlen(mixed_sample);
+
+				if (t->escape_spaces)
+					for (const char *c = mixed_sample; *c != '\0'; c++)
+						want += *c == ' ' ? 2 : 0;
+				TEST_CHECK(pc.bytes == want, "%s: pieces cover the text (%zu of %zu bytes)",
+						   p->name, pc.bytes, want);
+			}
+			if (p->group != last)
+			{
+				/* once per group: the round trips, with and without JIT */
+				TEST_CHECK(round_trips(t, mixed_sample, strlen(mixed_sample), false),
+						   "%s: the mixed sample round-trips", p->name);
+				/* (raw UTF-8 vocabularies decode a literal U+2581 as a space) */
+				if (!t->raw_utf8)
+					test_random_bytes(t, false, p->name, 200);
+				t->jit = false;
+				TEST_CHECK(round_trips(t, mixed_sample, strlen(mixed_sample), false),
+						   "%s: the mixed sample round-trips without JIT", p->name);
+				last = p->group;
+			}
+		}
+		llm_tokenizer_free(t);
+		llm_gguf_close(g);
+		free(m.buf);
+	}
+}
+
+/* Whether the pieces of text under pre are want ("|" after each piece). */
+static bool
+pieces_are(const char *pre, const char *text, const char *want)
+{
+	MemGguf		m;
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = NULL;
+	LlmError	err = {0};
+	Pieces		pc;
+	bool		ok = false;
+
+	if (load_bpe_with_pre(pre, &m, &g, &t, &err) == LLM_OK)
+	{
+		for (int jit = 1; jit >= 0; jit--)
+		{
+			t->jit = t->jit && jit;
+			ok = split(t, text, &pc) == LLM_OK && strcmp(pc.buf, want) == 0;
+			if (!ok)
+			{
+				fprintf(stderr, "%s: pieces of \"%s\": \"%s\", want \"%s\"\n", pre ? pre : "(none)",
+						text, pc.buf, want);
+				break;
+			}
+		}
+	}
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	free(m.buf);
+	return ok;
+}
+
+/* The exact pieces of pre-tokenizers whose rules are easy to state. */
+static void
+test_pre_pieces(void)
+{
+	/* digits: runs (GPT-2), threes (Llama 3), single (Qwen2, StarCoder), threes from the right */
+	TEST_CHECK(pieces_are("gpt-2", "a 12345 b", "a| 12345| b|"), "gpt-2 digits");
+	TEST_CHECK(pieces_are("llama-bpe", "a 12345 b", "a| |123|45| b|"), "llama3 digits");
+	TEST_CHECK(pieces_are("qwen2", "a 123 b", "a| |1|2|3| b|"), "qwen2 digits");
+	TEST_CHECK(pieces_are("command-r", " 123 abc", " |1|2|3| abc|"), "command-r: digits, then GPT-2's");
+	TEST_CHECK(pieces_are("superbpe", "1234567 123456 12", "1|234|567| |123|456| |12|"),
+			   "superbpe: empty matches cut threes from the right");
+	TEST_CHECK(pieces_are("afmoe", "1234567", "1|234|567|"), "afmoe digits");
+	TEST_CHECK(pieces_are("tiny_aya", "12345", "12|345|"), "tiny_aya digits");
+	/* several expressions, each over the pieces of the one before */
+	TEST_CHECK(pieces_are("deepseek-llm", "abc  123 ", "abc|  |123| |"), "deepseek-llm");
+	TEST_CHECK(pieces_are("deepseek-llm", "Hi, you!\n\n\xE4\xBD\xA0\xE5\xA5\xBD 42",
+						  "Hi|,| you|!|\n|\n|\xE4\xBD\xA0\xE5\xA5\xBD| |42|"), "deepseek-llm CJK");
+	TEST_CHECK(pieces_are("falcon", "a,b 1234", "a|,|b| |123|4|"), "falcon");
+	TEST_CHECK(pieces_are(NULL, "a+b=12345", "a|+|b|=|123|45|"), "llama.cpp's default (no key)");
+	TEST_CHECK(pieces_are("default", "a+b=12345", "a|+|b|=|123|45|"), "\"default\"");
+	TEST_CHECK(pieces_are("deepseek-v3", "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E" "abc 1234",
+						  "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E|abc| |123|4|"), "deepseek-v3");
+	/* contractions and case */
+	TEST_CHECK(pieces_are("llama-bpe", "don't", "don|'t|"), "llama3 contraction");
+	TEST_CHECK(pieces_are("gpt-4o", "don't HelloWorld", "don't| Hello|World|"), "gpt-4o");
+	TEST_CHECK(pieces_are("tekken", "HelloWorld", "Hello|World|"), "tekken case split");
+	/* llama.cpp reads \p{Lu} etc. as any letter, so Youtu does not split by case */
+	TEST_CHECK(pieces_are("youtu", "HelloWorld it's", "HelloWorld| it's|"), "youtu");
+	TEST_CHECK(pieces_are("kimi-k2", "\xE4\xBD\xA0\xE5\xA5\xBDworld 12345",
+						  "\xE4\xBD\xA0\xE5\xA5\xBD|world| |123|45|"), "kimi-k2");
+	TEST_CHECK(pieces_are("bloom", "Hello, world.", "Hello|,| world|.|"), "bloom");
+	/* (its last expression, GPT-2's, cuts the sentinel again) */
+	TEST_CHECK(pieces_are("chameleon", "<sentinel:3>x 12", "<|sentinel|:|3|>|x| |1|2|"), "chameleon");
+	/* Gemma 4: spaces become U+2581, lines apart */
+	TEST_CHECK(pieces_are("gemma4", "a b\n\nc", "a\xE2\x96\x81" "b|\n\n|c|"), "gemma4");
+	TEST_CHECK(pieces_are("whitespace", "ab  c", "ab|  |c|"), "whitespace");
+	/* ill-formed bytes are a piece of their own */
+	TEST_CHECK(pieces_are("llama-bpe", "ab\xFF\xFE" "cd", "ab|\xFF\xFE|cd|"), "ill-formed bytes");
+}
+
+/* An unknown tokenizer.ggml.pre is refused, naming it; the table's flags reach the tokenizer. */
+static void
+test_pre_errors(void)
+{
+	MemGguf		m;
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = NULL;
+	LlmError	err = {0};
+	LlmStatus	st;
+	int32_t    *ids = NULL;
+	int			n;
+
+	st = load_bpe_with_pre("no-such-pre", &m, &g, &t, &err);
+	TEST_CHECK(st == LLM_ERR_UNSUPPORTED && t == NULL &&
+			   strcmp(err.msg, "unknown pre-tokenizer \"no-such-pre\" (tokenizer.ggml.pre)") == 0,
+			   "unknown pre: %s", err.msg);
+	llm_gguf_close(g);
+	free(m.buf);
+
+	/* Llama 3 keeps a whole piece that is a token ("Ġxyz" has no merges); GPT-2 merges */
+	for (int k = 0; k < 2; k++)
+	{
+		st = load_bpe_with_pre(k == 0 ? "llama-bpe" : "gpt-2", &m, &g, &t, &err);
+		TEST_CHECK(st == LLM_OK, "load: %s", err.msg);
+		if (st == LLM_OK)
+		{
+			n = tok(t, " xyz the", 8, false, false, &ids);
+			/* the byte symbols' ids are their bytes: Ġ is 32 */
+			TEST_CHECK(k == 0 ? ids_are(ids, n, (const int32_t[]) {516, 514, -2}) :
+					   ids_are(ids, n, (const int32_t[]) {32, 'x', 'y', 'z', 514, -2}),
+					   "%s: \" xyz the\": %d ids", k == 0 ? "llama-bpe" : "gpt-2", n);
+			free(ids);
+		}
+		llm_tokenizer_free(t);
+		llm_gguf_close(g);
+		free(m.buf);
+	}
+
+	/* Gemma 4: BPE on raw UTF-8, <0xNN> for what is no token, spaces as U+2581 */
+	st = load_bpe_with_pre("gemma4", &m, &g, &t, &err);
+	TEST_CHECK(st == LLM_OK, "gemma4: %s", err.msg);
+	if (st == LLM_OK)
+	{
+		n = tok(t, "\xE4\xBD\xA0 a", 5, false, false, &ids);
+		TEST_CHECK(ids_are(ids, n, (const int32_t[]) {256 + 0xE4, 256 + 0xBD, 256 + 0xA0, 517, 'a', -2}),
+				   "gemma4 bytes: %d", n);
+		free(ids);
+		TEST_CHECK(round_trips(t, "a b  c\n", 7, false), "gemma4 round trip");
+	}
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	free(m.buf);
+}
+
+/* The byte-level BPE reference suites (../shared/vocab/ggml-vocab-NAME.gguf). */
+static const char *const bpe_suites[] = {"gpt-2", "llama-bpe", "qwen2", "command-r"};
 
 /* Run every tokenizer test. */
 int
@@ -767,16 +1083,28 @@ main(void)
 		ok = run_suite("vocab/ggml-vocab-llama-spm.gguf", special, false, &total);
 		printf("llama-spm suite (parse_special=%d): %d/%d\n", special, ok, total);
 		TEST_CHECK(total == 46 && ok == total, "llama-spm suite %d/%d", ok, total);
-		ok = run_suite("vocab/ggml-vocab-gpt-2.gguf", special, false, &total);
-		printf("gpt-2 suite (parse_special=%d): %d/%d\n", special, ok, total);
-		TEST_CHECK(total == 46 && ok == total, "gpt-2 suite %d/%d", ok, total);
 	}
-	ok = run_suite("vocab/ggml-vocab-gpt-2.gguf", false, true, &total);
-	printf("gpt-2 suite (PCRE2 interpreter): %d/%d\n", ok, total);
-	TEST_CHECK(total == 46 && ok == total, "gpt-2 suite without JIT %d/%d", ok, total);
+	for (size_t v = 0; v < sizeof(bpe_suites) / sizeof(bpe_suites[0]); v++)
+	{
+		char		path[128];
+
+		snprintf(path, sizeof(path), "vocab/ggml-vocab-%s.gguf", bpe_suites[v]);
+		for (int mode = 0; mode < 3; mode++)
+		{
+			/* parse_special off and on with JIT, then PCRE2's interpreter */
+			ok = run_suite(path, mode == 1, mode == 2, &total);
+			printf("%s suite (%s): %d/%d\n", bpe_suites[v],
+				   mode == 0 ? "parse_special=0" : mode == 1 ? "parse_special=1" : "PCRE2 interpreter",
+				   ok, total);
+			TEST_CHECK(total == 46 && ok == total, "%s suite, mode %d: %d/%d", bpe_suites[v], mode, ok, total);
+		}
+	}
 	test_spm();
 	test_bpe();
 	test_stories();
 	test_synthetic();
+	test_pre_all();
+	test_pre_pieces();
+	test_pre_errors();
 	return test_summary("tokenizer");
 }
