@@ -1,6 +1,7 @@
 /*
  * test_tokenizer.c
- *		Tests of the SPM ("llama") and byte-level BPE ("gpt2") tokenizers.
+ *		Tests of the SPM ("llama"), byte-level BPE ("gpt2") and WordPiece
+ *		("bert") tokenizers.
  *
  * The reference suites in ../shared/vocab come from llama.cpp: each .inp
  * holds inputs, every one followed by a line "__ggml_vocab_test__" (so an
@@ -1068,6 +1069,234 @@ test_pre_errors(void)
 	free(m.buf);
 }
 
+/* Append a bool value. */
+static void
+mg_bool(MemGguf *m, const char *key, bool v)
+{
+	mg_key(m, key, LLM_GGUF_BOOL);
+	mg_int(m, v ? 1 : 0, 1);
+}
+
+/* The normal tokens of the synthetic BERT vocabulary, from id 104 on. */
+static const char *const wpm_words[] = {
+	"\xE2\x96\x81hello", "\xE2\x96\x81world", "\xE2\x96\x81un", "\xE2\x96\x81unaff", "able", "aff",
+	"\xE2\x96\x81" "cafe", "\xE2\x96\x81naive", "\xE2\x96\x81,", "\xE2\x96\x81!", "\xE2\x96\x81'",
+	"\xE2\x96\x81t", "\xE2\x96\x81" "don", "\xE2\x96\x81\xE4\xBD\xA0", "\xE2\x96\x81\xE5\xA5\xBD",
+	"\xE2\x96\x81" "a", "b", "\xE2\x96\x81" "b", "\xE2\x96\x81" "c", "\xE2\x96\x81$", "\xE2\x96\x81x",
+	"\xE2\x96\x81" "e", "\xE2\x96\x81" "caf\xC3\xA9", "\xE2\x96\x81\xCE\xB1\xCE\xB2\xCE\xB3",
+	"\xE2\x96\x81Hello", "\xE2\x96\x81" "a\xCC\x81",
+};
+
+/*
+ * Load a synthetic BERT vocabulary: [PAD] 0, [unused] 1..99, [UNK] 100,
+ * [CLS] 101, [SEP] 102, [MASK] 103, then wpm_words; the special ids are
+ * llama.cpp's defaults, not written.  lowercase < 0: no normalizer key.
+ */
+static LlmStatus
+load_wpm(int lowercase, MemGguf *m, LlmGguf **g, LlmTokenizer **t, LlmError *err)
+{
+	static char unused[100][16];
+	const int	n_words = (int) (sizeof(wpm_words) / sizeof(wpm_words[0]));
+	const char *toks[104 + 32];
+	int32_t		types[104 + 32];
+
+	toks[0] = "[PAD]";
+	types[0] = 3;
+	for (int i = 1; i < 100; i++)
+	{
+		snprintf(unused[i], sizeof(unused[i]), "[unused%d]", i);
+		toks[i] = unused[i];
+		types[i] = 5;
+	}
+	toks[100] = "[UNK]";
+	types[100] = 2;
+	toks[101] = "[CLS]";
+	toks[102] = "[SEP]";
+	toks[103] = "[MASK]";
+	types[101] = types[102] = types[103] = 3;
+	for (int i = 0; i < n_words; i++)
+	{
+		toks[104 + i] = wpm_words[i];
+		types[104 + i] = 1;
+	}
+	memset(m, 0, sizeof(*m));
+	mg_strv(m, "tokenizer.ggml.model", "bert");
+	mg_strs(m, "tokenizer.ggml.tokens", toks, 104 + n_words);
+	mg_i32s(m, "tokenizer.ggml.token_type", types, 104 + n_words);
+	if (lowercase >= 0)
+		mg_bool(m, "tokenizer.ggml.normalizer.lowercase", lowercase != 0);
+	return mg_load(m, g, t, err);
+}
+
+/* The id of word w of wpm_words. */
+static int32_t
+wpm_id(const char *w)
+{
+	for (size_t i = 0; i < sizeof(wpm_words) / sizeof(wpm_words[0]); i++)
+		if (strcmp(wpm_words[i], w) == 0)
+			return 104 + (int32_t) i;
+	return -1;
+}
+
+/* Whether WordPiece gives text the ids want (-2 ends), without BOS/SEP. */
+static bool
+wpm_is(const LlmTokenizer *t, const char *text, const int32_t *want)
+{
+	int32_t    *ids = NULL;
+	int			n = tok(t, text, strlen(text), false, false, &ids);
+	bool		ok = n >= 0 && ids_are(ids, n, want);
+
+	if (!ok)
+	{
+		fprintf(stderr, "wordpiece \"%s\":", text);
+		for (int i = 0; i < n; i++)
+			fprintf(stderr, " %d", ids[i]);
+		fprintf(stderr, "\n");
+	}
+	free(ids);
+	return ok;
+}
+
+#define W(s) wpm_id("\xE2\x96\x81" s)
+
+/* WordPiece ("bert"): normalization, splitting, longest match, [UNK], [CLS]/[SEP], pieces. */
+static void
+test_wpm(void)
+{
+	MemGguf		m;
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = NULL;
+	LlmError	err = {0};
+	LlmStatus	st;
+	int32_t    *ids = NULL;
+	int			n;
+	char	   *text = NULL;
+	size_t		len = 0;
+
+	st = load_wpm(-1, &m, &g, &t, &err);
+	TEST_CHECK(st == LLM_OK, "BERT vocabulary loads: %s", err.msg);
+	if (st != LLM_OK)
+	{
+		llm_gguf_close(g);
+		free(m.buf);
+		return;
+	}
+	TEST_CHECK(llm_tokenizer_kind(t) == LLM_TOKENIZER_WPM, "kind");
+	TEST_CHECK(llm_tokenizer_bos(t) == 101 && llm_tokenizer_add_bos(t) && t->unk == 100 &&
+			   t->sep == 102 && t->add_sep, "BERT's default ids and flags");
+	TEST_CHECK(t->wpm_lowercase && t->wpm_strip_accents, "normalizer defaults");
+
+	/* lower case; whitespace of every kind splits */
+	TEST_CHECK(wpm_is(t, "Hello WORLD", (const int32_t[]) {W("hello"), W("world"), -2}), "lower case");
+	TEST_CHECK(wpm_is(t, "  hello\t\n\xE3\x80\x80world\xC2\xA0 ", (const int32_t[]) {W("hello"), W("world"), -2}),
+			   "whitespace");
+	TEST_CHECK(wpm_is(t, "\xCE\x91\xCE\x92\xCE\x93", (const int32_t[]) {W("\xCE\xB1\xCE\xB2\xCE\xB3"), -2}),
+			   "Greek lower case");
+	/* accents: precomposed letters to their base, combining marks dropped */
+	TEST_CHECK(wpm_is(t, "Caf\xC3\xA9 NA\xC3\x8FVE", (const int32_t[]) {W("cafe"), W("naive"), -2}), "accents");
+	TEST_CHECK(wpm_is(t, "e\xCC\x81", (const int32_t[]) {W("e"), -2}), "combining mark dropped");
+	/* punctuation and ASCII symbols are words of their own */
+	TEST_CHECK(wpm_is(t, "hello, world!", (const int32_t[]) {W("hello"), W(","), W("world"), W("!"), -2}),
+			   "punctuation");
+	TEST_CHECK(wpm_is(t, "don't", (const int32_t[]) {W("don"), W("'"), W("t"), -2}), "apostrophe");
+	TEST_CHECK(wpm_is(t, "$x", (const int32_t[]) {W("$"), W("x"), -2}), "ASCII symbol");
+	/* CJK ideographs: one word each */
+	TEST_CHECK(wpm_is(t, "\xE4\xBD\xA0\xE5\xA5\xBD", (const int32_t[]) {W("\xE4\xBD\xA0"), W("\xE5\xA5\xBD"), -2}),
+			   "CJK");
+	/* greedy longest match: ▁unaff + able, not ▁un + aff + able */
+	TEST_CHECK(wpm_is(t, "unaffable", (const int32_t[]) {W("unaff"), wpm_id("able"), -2}), "longest match");
+	TEST_CHECK(wpm_is(t, "unaff unable", (const int32_t[]) {W("unaff"), W("un"), wpm_id("able"), -2}),
+			   "longest match 2");
+	/* a word that does not fully match is one [UNK]; the others are kept */
+	TEST_CHECK(wpm_is(t, "abq hello", (const int32_t[]) {100, W("hello"), -2}), "unknown word");
+	TEST_CHECK(wpm_is(t, "ab c", (const int32_t[]) {W("a"), wpm_id("b"), W("c"), -2}), "continuation");
+	/* controls, NUL and ill-formed bytes are dropped inside a word */
+	TEST_CHECK(wpm_is(t, "a\x01" "b", (const int32_t[]) {W("a"), wpm_id("b"), -2}), "control dropped");
+	TEST_CHECK(wpm_is(t, "a\xFF" "b", (const int32_t[]) {W("a"), wpm_id("b"), -2}), "ill-formed dropped");
+	TEST_CHECK(wpm_is(t, "", (const int32_t[]) {-2}), "empty");
+	TEST_CHECK(wpm_is(t, " \x01 ", (const int32_t[]) {-2}), "nothing left");
+
+	/* [CLS] text [SEP] */
+	n = tok(t, "hello", 5, true, false, &ids);
+	TEST_CHECK(ids_are(ids, n, (const int32_t[]) {101, W("hello"), 102, -2}), "[CLS] hello [SEP]: %d", n);
+	free(ids);
+	n = tok(t, "[CLS]hello[SEP]", 15, false, true, &ids);
+	TEST_CHECK(ids_are(ids, n, (const int32_t[]) {101, W("hello"), 102, -2}), "parse_special: %d", n);
+	free(ids);
+	/* decoding: U+2581 is a space, special tokens are empty */
+	n = tok(t, "Hello, world unaffable", 22, true, false, &ids);
+	TEST_CHECK(n > 0 && llm_detokenize(t, ids, n, &text, &len, &err) == LLM_OK &&
+			   strcmp(text, " hello , world unaffable") == 0, "decode: \"%s\"", text ? text : "");
+	free(text);
+	free(ids);
+	TEST_CHECK(piece_is(t, wpm_id("able"), "able", 4) && piece_is(t, 101, "", 0), "pieces");
+	/* 100 kB in well under a second */
+	{
+		static const char unit[] = "Hello, world unaffable caf\xC3\xA9 \xE4\xBD\xA0\xE5\xA5\xBD xyzzy\n";
+		size_t		ul = strlen(unit),
+					total = 0;
+		char	   *big = malloc(100 * 1000 + ul);
+		double		t0,
+					dt;
+
+		while (total + ul <= 100 * 1000)
+		{
+			memcpy(big + total, unit, ul);
+			total += ul;
+		}
+		t0 = now();
+		n = tok(t, big, total, false, false, &ids);
+		dt = now() - t0;
+		printf("wordpiece: %zu bytes -> %d tokens in %.3f s\n", total, n, dt);
+		TEST_CHECK(n > 0 && dt < 1.0, "wordpiece: 100 kB took %.3f s", dt);
+		free(ids);
+		free(big);
+	}
+	/* random bytes: never an error */
+	{
+		uint64_t	seed = 12345;
+		int			n_fail = 0;
+
+		for (int k = 0; k < 2000; k++)
+		{
+			char		buf[64];
+			size_t		l = rng_next(&seed) % sizeof(buf);
+
+			for (size_t i = 0; i < l; i++)
+				buf[i] = (char) (rng_next(&seed) & 0xFF);
+			if (llm_tokenize(t, buf, l, true, true, &ids, &n, &err) != LLM_OK)
+				n_fail++;
+			free(ids);
+			ids = NULL;
+		}
+		TEST_CHECK(n_fail == 0, "wordpiece: %d random strings failed", n_fail);
+	}
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	free(m.buf);
+
+	/* without lower case (and so without stripping accents) */
+	st = load_wpm(0, &m, &g, &t, &err);
+	TEST_CHECK(st == LLM_OK, "BERT vocabulary, cased: %s", err.msg);
+	if (st == LLM_OK)
+	{
+		TEST_CHECK(!t->wpm_lowercase && !t->wpm_strip_accents, "cased normalizer");
+		TEST_CHECK(wpm_is(t, "Hello hello", (const int32_t[]) {W("Hello"), W("hello"), -2}), "cased");
+		TEST_CHECK(wpm_is(t, "caf\xC3\xA9 Caf\xC3\xA9", (const int32_t[]) {W("caf\xC3\xA9"), 100, -2}),
+				   "accents kept");
+		TEST_CHECK(wpm_is(t, "a\xCC\x81", (const int32_t[]) {W("a\xCC\x81"), -2}), "combining mark kept");
+	}
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	free(m.buf);
+
+	/* the mappings behind the normalizer */
+	TEST_CHECK(llm_wpm_lower('A') == 'a' && llm_wpm_lower(0x130) == 'i' && llm_wpm_lower(0x391) == 0x3B1 &&
+			   llm_wpm_lower(0x410) == 0x430 && llm_wpm_lower(0x4E00) == 0x4E00, "lower case map");
+	TEST_CHECK(llm_wpm_nfd_first(0xE9) == 'e' && llm_wpm_nfd_first(0x1EA5) == 'a' &&
+			   llm_wpm_nfd_first(0xAC00) == 0x1100 && llm_wpm_nfd_first('e') == 'e', "NFD map");
+}
+
 /* The byte-level BPE reference suites (../shared/vocab/ggml-vocab-NAME.gguf). */
 static const char *const bpe_suites[] = {"gpt-2", "llama-bpe", "qwen2", "command-r"};
 
@@ -1106,5 +1335,6 @@ main(void)
 	test_pre_all();
 	test_pre_pieces();
 	test_pre_errors();
+	test_wpm();
 	return test_summary("tokenizer");
 }

@@ -7,8 +7,9 @@
  * open-addressing hash table (text -> first id with that text: duplicate
  * strings are tolerated and the first wins).  The bytes each token stands
  * for in output text (its "piece") are computed once here, so detokenizing
- * is a concatenation.  The algorithms live in tokenizer_spm.c ("llama") and
- * tokenizer_bpe.c ("gpt2", with the pre-tokenizers of tokenizer_pre.c).
+ * is a concatenation.  The algorithms live in tokenizer_spm.c ("llama"),
+ * tokenizer_bpe.c ("gpt2", with the pre-tokenizers of tokenizer_pre.c) and
+ * tokenizer_wpm.c ("bert").
  *
  * Special tokens.  With parse_special, the input is scanned left to right and
  * at each position the longest control or user-defined token text starting
@@ -489,8 +490,8 @@ llm_spm_unescape(const char *s, size_t len, char *dst)
 }
 
 /*
- * Compute every token's piece (no piece is longer than its text).  SPM
- * and BPE on raw UTF-8 (Gemma 4's): byte tokens give their byte,
+ * Compute every token's piece (no piece is longer than its text).  SPM,
+ * WordPiece and BPE on raw UTF-8 (Gemma 4's): byte tokens give their byte,
  * normal and user-defined tokens their text with U+2581 as a space (as
  * llama.cpp does); byte-level BPE: GPT-2 code points back to bytes.
  * Control, unknown and unused tokens are empty.
@@ -681,7 +682,8 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 	size_t		arena_size = 0;
 	LlmStatus	st;
 	LlmTokenizerKind kind;
-	bool		spm;
+	bool		spm,
+				wpm;
 
 	if (g == NULL || out == NULL)
 		return llm_error_set(err, LLM_ERR_INVALID, "llm_tokenizer_load needs a file and a result pointer");
@@ -695,6 +697,8 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 		kind = LLM_TOKENIZER_SPM;
 	else if (strcmp(model, "gpt2") == 0)
 		kind = LLM_TOKENIZER_BPE;
+	else if (strcmp(model, "bert") == 0)
+		kind = LLM_TOKENIZER_WPM;
 	else
 	{
 		st = llm_error_set(err, LLM_ERR_UNSUPPORTED, "unsupported tokenizer model \"%s\"", model);
@@ -703,35 +707,41 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 	}
 	free(model);
 	spm = kind == LLM_TOKENIZER_SPM;
+	wpm = kind == LLM_TOKENIZER_WPM;
 
 	t = calloc(1, sizeof(LlmTokenizer));
 	if (t == NULL)
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a tokenizer");
 	t->kind = kind;
 
+	/* defaults as in llama.cpp: SPM <unk> <s> </s>; BERT [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102 */
 	st = llm_tokenizer_load_vocab(t, g, &arena_size, err);
 	if (st == LLM_OK)
 		st = llm_tokenizer_get_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab,
-								  spm && t->n_vocab > 1 ? 1 : -1, &t->bos, err);
+								  spm && t->n_vocab > 1 ? 1 : wpm && t->n_vocab > 101 ? 101 : -1,
+								  &t->bos, err);
 	if (st == LLM_OK)
 		st = llm_tokenizer_get_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab,
 								  spm && t->n_vocab > 2 ? 2 : -1, &t->eos, err);
 	if (st == LLM_OK)
 		st = llm_tokenizer_get_id(g, "tokenizer.ggml.unknown_token_id", t->n_vocab,
-								  spm ? 0 : -1, &t->unk, err);
+								  spm ? 0 : wpm && t->n_vocab > 100 ? 100 : -1, &t->unk, err);
 	if (st == LLM_OK)
 		st = llm_tokenizer_get_id(g, "tokenizer.ggml.seperator_token_id", t->n_vocab,
-								  -1, &t->sep, err);
+								  wpm && t->n_vocab > 102 ? 102 : -1, &t->sep, err);
 	if (st == LLM_OK)
-		st = llm_tokenizer_get_id(g, "tokenizer.ggml.padding_token_id", t->n_vocab, -1, &t->pad, err);
+		st = llm_tokenizer_get_id(g, "tokenizer.ggml.padding_token_id", t->n_vocab,
+								  wpm ? 0 : -1, &t->pad, err);
 	/* the pre-tokenizer (BPE) may change the defaults of the flags */
 	if (st == LLM_OK && kind == LLM_TOKENIZER_BPE)
 		st = llm_bpe_init(t, g, err);
+	if (st == LLM_OK && wpm)
+		st = llm_wpm_init(t, g, err);
 	if (st == LLM_OK)
-		st = llm_tokenizer_get_flag(g, "tokenizer.ggml.add_bos_token", spm || t->add_bos,
+		st = llm_tokenizer_get_flag(g, "tokenizer.ggml.add_bos_token", spm || wpm || t->add_bos,
 									&t->add_bos, err);
 	if (st == LLM_OK)
-		st = llm_tokenizer_get_flag(g, "tokenizer.ggml.add_sep_token", t->add_sep,
+		st = llm_tokenizer_get_flag(g, "tokenizer.ggml.add_sep_token", wpm || t->add_sep,
 									&t->add_sep, err);
 	if (st == LLM_OK)
 		st = llm_tokenizer_get_flag(g, "tokenizer.ggml.add_space_prefix", spm,
@@ -763,6 +773,7 @@ llm_tokenizer_free(LlmTokenizer *t)
 	if (t == NULL)
 		return;
 	llm_bpe_free(t);
+	llm_wpm_free(t);
 	llm_strtab_free(&t->vocab);
 	free(t->text_arena);
 	free(t->text);
@@ -804,6 +815,8 @@ llm_tokenize_fragment(const LlmTokenizer *t, const char *text, size_t len, bool 
 {
 	if (t->kind == LLM_TOKENIZER_SPM)
 		return llm_spm_tokenize(t, text, len, t->add_space_prefix && after_special, out, err);
+	if (t->kind == LLM_TOKENIZER_WPM)
+		return llm_wpm_tokenize(t, text, len, out, err);
 	return llm_bpe_tokenize(t, text, len, out, err);
 }
 
@@ -852,7 +865,7 @@ llm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 	}
 	if (st == LLM_OK && len > frag)
 		st = llm_tokenize_fragment(t, text + frag, len - frag, after_special, &buf, err);
-	/* some vocabularies (RoBERTa's) close the text with SEP */
+	/* BERT-style vocabularies close the text with [SEP] */
 	if (st == LLM_OK && add_bos && t->add_sep && t->sep >= 0)
 		st = llm_tokbuf_push(&buf, t->sep, err);
 	if (st == LLM_OK && buf.ids == NULL)

@@ -1,7 +1,7 @@
 /*
  * tokenizer_int.h
  *		Private structures of the tokenizers (tokenizer.c, tokenizer_spm.c,
- *		tokenizer_bpe.c, tokenizer_pre.c).
+ *		tokenizer_bpe.c, tokenizer_pre.c, tokenizer_wpm.c).
  *
  * The tokenizer owns copies of every string it uses (token texts, pieces,
  * merges), so it outlives the GGUF file it was loaded from.  After loading
@@ -135,7 +135,7 @@ struct LlmTokenizer
 	int32_t		eos;
 	int32_t		unk;
 	int32_t		pad;
-	int32_t		sep;			/* SEP (RoBERTa's </s>), or -1 */
+	int32_t		sep;			/* BERT's [SEP] (RoBERTa's </s>), or -1 */
 	bool		add_bos;		/* tokenizer.ggml.add_bos_token (model's wish) */
 	bool		add_sep;		/* tokenizer.ggml.add_sep_token: SEP after the text */
 	bool		add_space_prefix;	/* SPM: prepend a space to text at the start */
@@ -164,6 +164,13 @@ struct LlmTokenizer
 	bool		escape_spaces;	/* spaces become U+2581 before pre-tokenizing */
 	uint16_t	byte_cp[256];	/* GPT-2 bytes_to_unicode: byte -> code point */
 	int16_t		cp_byte[324];	/* its inverse for code points < 324, else -1 */
+
+	/* WordPiece */
+	pcre2_code *wpm_re;			/* classifies the characters of the text */
+	bool		wpm_jit;		/* wpm_re is JIT-compiled */
+	bool		wpm_lowercase;	/* tokenizer.ggml.normalizer.lowercase */
+	bool		wpm_strip_accents;	/* tokenizer.ggml.normalizer.strip_accents */
+	uint32_t	max_token_len;	/* the longest token text, in bytes */
 };
 
 /* tokenizer.c: shared helpers */
@@ -194,6 +201,14 @@ size_t		llm_bpe_decode_text(const LlmTokenizer *t, const char *s, size_t len, ch
 const LlmPreName *llm_pre_find(const char *name);
 LlmStatus	llm_bpe_pre_split(const LlmTokenizer *t, const char *text, size_t len,
 							  LlmPieceFn fn, void *arg, LlmError *err);
+
+/* tokenizer_wpm.c */
+LlmStatus	llm_wpm_init(LlmTokenizer *t, const LlmGguf *g, LlmError *err);
+void		llm_wpm_free(LlmTokenizer *t);
+LlmStatus	llm_wpm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
+							  LlmTokBuf *out, LlmError *err);
+uint32_t	llm_wpm_lower(uint32_t cp);
+uint32_t	llm_wpm_nfd_first(uint32_t cp);
 
 /* tokenizer_pre.c */
 extern const LlmPreName llm_pre_names[];
