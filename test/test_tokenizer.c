@@ -8,10 +8,15 @@
  * input is the text between two "\n__ggml_vocab_test__\n" separators; the
  * newline before a separator line is not part of the input), and line i of
  * the .out holds the ids of input i without BOS.  Both suites must match
- * exactly with either parse_special setting.  Then: round trips of chosen
- * and random byte strings (the random ones include ill-formed UTF-8), empty
- * input, special tokens, pieces, load errors on synthetic vocabularies built
- * in memory, and a 100 kB timing check.  Run from the repository root.
+ * exactly with either parse_special setting (the BPE ones also with PCRE2's
+ * interpreter).  Then: round trips of chosen and random byte strings (the
+ * random ones include ill-formed UTF-8), empty input, special tokens,
+ * pieces, load errors on synthetic vocabularies built in memory, and a
+ * 100 kB timing check.  Pre-tokenizers: every name of tokenizer_pre.c on a
+ * synthetic byte-level vocabulary, exact pieces of simple rules, and
+ * llama.cpp's ids for every name with the llama-bpe vocabulary
+ * (test/data/pre_reference.tsv, from tools/gen_pre_reference.sh).
+ * WordPiece: a synthetic BERT vocabulary.  Run from the repository root.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -988,6 +993,8 @@ test_pre_pieces(void)
 			   "superbpe: empty matches cut threes from the right");
 	TEST_CHECK(pieces_are("afmoe", "1234567", "1|234|567|"), "afmoe digits");
 	TEST_CHECK(pieces_are("tiny_aya", "12345", "12|345|"), "tiny_aya digits");
+	/* llama.cpp's digit splitter joins "a  " to "12"; the words rule then cuts the spaces */
+	TEST_CHECK(pieces_are("afmoe", "a  12", "a| | |12|"), "afmoe joins the text before digits");
 	/* several expressions, each over the pieces of the one before */
 	TEST_CHECK(pieces_are("deepseek-llm", "abc  123 ", "abc|  |123| |"), "deepseek-llm");
 	TEST_CHECK(pieces_are("deepseek-llm", "Hi, you!\n\n\xE4\xBD\xA0\xE5\xA5\xBD 42",
@@ -1067,6 +1074,133 @@ test_pre_errors(void)
 	llm_tokenizer_free(t);
 	llm_gguf_close(g);
 	free(m.buf);
+}
+
+/* Split a suite's .inp into its inputs (pointers into buf, which is modified); returns the count. */
+static int
+suite_inputs(char *buf, char **inputs, size_t *lens, int max)
+{
+	int			n = 0;
+	char	   *pos = buf;
+
+	for (;;)
+	{
+		char	   *sep = strstr(pos, SEPARATOR);
+
+		if (sep == NULL || n == max)
+			break;
+		inputs[n] = pos;
+		lens[n] = (size_t) (sep - pos);
+		n++;
+		pos = sep + strlen(SEPARATOR);
+		if (*pos == '\0')
+			break;
+	}
+	return n;
+}
+
+/*
+ * llama.cpp's ids for the llama-bpe suite's inputs and those of
+ * test/data/pre_inputs.inp under every other pre-tokenizer
+ * (test/data/pre_reference.tsv, made by tools/gen_pre_reference.sh with
+ * llama-tokenize): the llama-bpe vocabulary, its pre-tokenizer swapped for
+ * each name in turn.
+ */
+static void
+test_pre_reference(void)
+{
+	char		path[512];
+	char	   *inp,
+			   *extra = NULL,
+			   *ref;
+	size_t		inp_len,
+				extra_len,
+				ref_len;
+	char	   *inputs[128];
+	size_t		lens[128];
+	int			n_inputs;
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = load("vocab/ggml-vocab-llama-bpe.gguf", &g);
+	char		current[64] = "";
+	int			n_lines = 0,
+				n_ok = 0,
+				n_names = 0;
+	bool		usable = false;
+
+	snprintf(path, sizeof(path), "%s/vocab/ggml-vocab-llama-bpe.gguf.inp", test_shared_dir());
+	inp = read_file(path, &inp_len);
+	extra = read_file("test/data/pre_inputs.inp", &extra_len);
+	ref = read_file("test/data/pre_reference.tsv", &ref_len);
+	TEST_CHECK(inp != NULL && extra != NULL && ref != NULL,
+			   "read the inputs and test/data/pre_reference.tsv");
+	if (t == NULL || inp == NULL || extra == NULL || ref == NULL)
+		goto done;
+	/* the suite's inputs, then test/data/pre_inputs.inp's */
+	n_inputs = suite_inputs(inp, inputs, lens, 128);
+	n_inputs += suite_inputs(extra, inputs + n_inputs, lens + n_inputs, 128 - n_inputs);
+	for (char *line = ref, *eol; *line != '\0'; line = eol + 1)
+	{
+		char	   *name = line,
+				   *f2,
+				   *f3;
+		int			k;
+		int32_t		want[1024];
+		int			n_want = 0;
+		int32_t    *ids = NULL;
+		int			n;
+		bool		same;
+
+		eol = strchr(line, '\n');
+		if (eol == NULL)
+			break;
+		*eol = '\0';
+		if (line[0] == '#')
+			continue;
+		f2 = strchr(line, '\t');
+		f3 = f2 != NULL ? strchr(f2 + 1, '\t') : NULL;
+		TEST_CHECK(f3 != NULL, "pre_reference.tsv: a line of three fields");
+		if (f3 == NULL)
+			break;
+		*f2 = '\0';
+		k = atoi(f2 + 1);
+		for (char *p = f3 + 1; *p != '\0';)
+		{
+			char	   *end;
+			long		v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (n_want < 1024)
+				want[n_want++] = (int32_t) v;
+			p = end;
+		}
+		if (strcmp(name, current) != 0)
+		{
+			LlmError	err = {0};
+
+			snprintf(current, sizeof(current), "%s", name);
+			usable = llm_bpe_use_pre(t, name, &err) == LLM_OK;
+			TEST_CHECK(usable, "use pre-tokenizer %s: %s", name, err.msg);
+			n_names++;
+		}
+		if (!usable || k < 0 || k >= n_inputs)
+			continue;
+		n = tok(t, inputs[k], lens[k], false, false, &ids);
+		same = n == n_want && (n == 0 || memcmp(ids, want, (size_t) n * sizeof(int32_t)) == 0);
+		TEST_CHECK(same, "%s input %d (%.*s): %d ids, want %d", name, k, (int) lens[k], inputs[k], n, n_want);
+		n_ok += same;
+		n_lines++;
+		free(ids);
+	}
+	printf("llama.cpp reference of %d pre-tokenizers: %d/%d\n", n_names, n_ok, n_lines);
+	TEST_CHECK(n_names >= 90 && n_ok == n_lines, "pre-tokenizer reference: %d/%d", n_ok, n_lines);
+
+done:
+	free(inp);
+	free(extra);
+	free(ref);
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
 }
 
 /* Append a bool value. */
@@ -1335,6 +1469,7 @@ main(void)
 	test_pre_all();
 	test_pre_pieces();
 	test_pre_errors();
+	test_pre_reference();
 	test_wpm();
 	return test_summary("tokenizer");
 }

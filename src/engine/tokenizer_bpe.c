@@ -44,10 +44,18 @@
  * category, and \p{..} by a class of those bytes.  So for it \p{Lu},
  * \p{Ll}, \p{Lt}, \p{Lm} and \p{Lo} all mean any letter (there is one
  * letter byte), and ECMAScript's \d is [0-9] and $ the end of the subject.
+ * Expressions without \p{..} it matches with std::wregex on the code points,
+ * its non-ASCII whitespace first replaced by U+000B, so a literal U+3000 in
+ * a class (DeepSeek's punctuation and CJK classes) never matches there.
  * llm_pre_translate rewrites the expressions to those meanings before
  * PCRE2 compiles them (PCRE2 with UCP would take \d for any decimal digit
  * and \p{Lu} for upper case only; PCRE2_DOLLAR_ENDONLY makes $ the end).
- * Where the two may still differ:
+ * Two of llama.cpp's strings name hand-written splitters instead (AFMoE's
+ * and Tiny Aya's digits in threes, which also join the text before a run of
+ * digits to its first group); llm_pre_split_digits is that splitter.
+ * test_tokenizer checks all of this against llama.cpp's own output for
+ * every pre-tokenizer (test/data/pre_reference.tsv).  Where the two may
+ * still differ, on text those inputs do not have:
  *   - \s: llama.cpp's whitespace is the Unicode White_Space set (tab to
  *     CR, space, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029,
  *     U+202F, U+205F, U+3000); PCRE2 10.42's \s with UCP is the same plus
@@ -56,15 +64,11 @@
  *   - \p{L}, \p{N}, \p{P}, \p{S}, \p{M}: the same general categories,
  *     but from llama.cpp's own tables (unicode-data.cpp) against PCRE2's;
  *     characters assigned in one Unicode version and not the other differ.
- *     llama.cpp's hand-written splitters also never let an unassigned code
- *     point into [^\s\p{L}\p{N}]+ (each is a piece of its own); PCRE2 does.
- *   - Literal non-ASCII whitespace inside a class (U+3000 in DeepSeek LLM's
- *     punctuation class): llama.cpp replaces non-ASCII whitespace in the
- *     text by U+000B before matching, so that class member never matches
- *     there; here it does.
- *   - Kimi K2's, AFMoE's and Tiny Aya's hand-written splitters are written
- *     as expressions (see tokenizer_pre.c); AFMoE's joins the text before a
- *     run of digits to the run's first group, which ours does not.
+ *     llama.cpp's hand-written splitters (GPT-2's, Llama 3's, ...) also
+ *     never let a code point without a category into [^\s\p{L}\p{N}]+
+ *     (each is a piece of its own); PCRE2 does.
+ *   - Kimi K2's hand-written splitter is written as one expression (see
+ *     tokenizer_pre.c); its Han blocks are llama.cpp's list.
  *
  * Invalid UTF-8.  The text is cut into maximal runs of well-formed UTF-8
  * and runs of ill-formed bytes.  Each ill-formed run is one piece; each
@@ -161,15 +165,40 @@ llm_pre_find(const char *name)
 	return NULL;
 }
 
+/* Non-ASCII White_Space, as the inside of a class (see llm_pre_translate). */
+#define LLM_PRE_NONASCII_SPACE "\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}" \
+	"\\x{202F}\\x{205F}\\x{3000}"
+
+/* The end of the class that starts at src[i] ('['): the index of its ']', or of the NUL. */
+static size_t
+llm_pre_class_end(const char *src, size_t i)
+{
+	i++;
+	if (src[i] == '^')
+		i++;
+	if (src[i] == ']')
+		i++;
+	for (; src[i] != '\0' && src[i] != ']'; i++)
+		if (src[i] == '\\' && src[i + 1] != '\0')
+			i++;
+	return i;
+}
+
 /*
  * Rewrite one of llama.cpp's expressions to what llama.cpp matches with it
  * (this file's header): \p{Lu} \p{Ll} \p{Lt} \p{Lm} \p{Lo} -> \p{L},
- * \d -> [0-9] (0-9 inside a class).  dst needs 2 * strlen(src) + 1 bytes.
+ * \d -> [0-9] (0-9 inside a class).  And in an expression without \p{..}
+ * (one llama.cpp matches on the text with its non-ASCII whitespace turned
+ * into U+000B), a class with non-ASCII members does not match non-ASCII
+ * whitespace: [...] -> (?:(?![ws])[...]).  The result needs at most
+ * llm_pre_translate_size(src) bytes.
  */
 static void
 llm_pre_translate(const char *src, char *dst)
 {
 	bool		in_class = false;
+	bool		close_group = false;	/* a ) is due after this class */
+	bool		no_props = strstr(src, "\\p{") == NULL;
 	size_t		n = 0;
 
 	for (size_t i = 0; src[i] != '\0'; i++)
@@ -204,6 +233,19 @@ llm_pre_translate(const char *src, char *dst)
 		}
 		if (!in_class && c == '[')
 		{
+			size_t		end = llm_pre_class_end(src, i);
+			bool		non_ascii = false;
+
+			for (size_t k = i; k < end; k++)
+				non_ascii |= (uint8_t) src[k] >= 0x80;
+			if (no_props && non_ascii && src[i + 1] != '^')
+			{
+				static const char guard[] = "(?:(?![" LLM_PRE_NONASCII_SPACE "])";
+
+				memcpy(dst + n, guard, strlen(guard));
+				n += strlen(guard);
+				close_group = true;
+			}
 			in_class = true;
 			dst[n++] = c;
 			/* a ] right after [ or [^ is a member, not the end */
@@ -213,12 +255,39 @@ llm_pre_translate(const char *src, char *dst)
 				dst[n++] = src[++i];
 			continue;
 		}
-		if (in_class && c == ']')
-			in_class = false;
 		dst[n++] = c;
+		if (in_class && c == ']')
+		{
+			in_class = false;
+			if (close_group)
+				dst[n++] = ')';
+			close_group = false;
+		}
 	}
 	dst[n] = '\0';
 }
+
+/* The room llm_pre_translate needs for src. */
+static size_t
+llm_pre_translate_size(const char *src)
+{
+	size_t		classes = 0;
+
+	for (const char *c = src; *c != '\0'; c++)
+		classes += *c == '[';
+	return 2 * strlen(src) + classes * (sizeof(LLM_PRE_NONASCII_SPACE) + 16) + 1;
+}
+
+/*
+ * llama.cpp's own splitter for two expressions (unicode_regex_split_custom:
+ * AFMoE's "\p{AFMoE_digits}" and Tiny Aya's "\d{1,3}(?=(?:\d{3})*\b)"):
+ * each run of \p{N} is cut into groups of three from the right, and the
+ * text before a run joins the run's first group.  LLM_PRE_MODE_DIGITS
+ * marks it; the compiled expression then finds the runs.
+ */
+static const char *const llm_pre_digits_exprs[] = {
+	"\\p{AFMoE_digits}", "\\d{1,3}(?=(?:\\d{3})*\\b)"
+};
 
 /* Compile the pre-tokenizer's expressions (JIT when every one allows it). */
 static LlmStatus
@@ -231,10 +300,18 @@ llm_bpe_compile(LlmTokenizer *t, const char *name, LlmError *err)
 	for (int i = 0; i < t->pre->n_exprs; i++)
 	{
 		const char *src = t->pre->exprs[i];
-		char	   *pattern = malloc(2 * strlen(src) + 1);
+		char	   *pattern;
 		int			errcode = 0;
 		PCRE2_SIZE	erroffset = 0;
 
+		t->re_mode[i] = LLM_PRE_MODE_MATCH;
+		for (size_t k = 0; k < sizeof(llm_pre_digits_exprs) / sizeof(llm_pre_digits_exprs[0]); k++)
+			if (strcmp(src, llm_pre_digits_exprs[k]) == 0)
+			{
+				t->re_mode[i] = LLM_PRE_MODE_DIGITS;
+				src = "\\p{N}+";
+			}
+		pattern = malloc(llm_pre_translate_size(src));
 		if (pattern == NULL)
 			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a pre-tokenizer expression");
 		llm_pre_translate(src, pattern);
@@ -258,49 +335,62 @@ llm_bpe_compile(LlmTokenizer *t, const char *name, LlmError *err)
 	return LLM_OK;
 }
 
+/*
+ * Select the pre-tokenizer named name (a tokenizer.ggml.pre value; NULL:
+ * the key is missing) and compile it, replacing any selected before.  Sets
+ * the flags that come with the name; add_bos and add_sep are defaults that
+ * tokenizer.c may override from the file.
+ */
+LlmStatus
+llm_bpe_use_pre(LlmTokenizer *t, const char *name, LlmError *err)
+{
+	const LlmPreName *p = NULL;
+	uint8_t		flags = 0;
+
+	if (name != NULL)
+	{
+		p = llm_pre_find(name);
+		if (p == NULL)
+			return llm_error_set(err, LLM_ERR_UNSUPPORTED,
+								 "unknown pre-tokenizer \"%s\" (tokenizer.ggml.pre)", name);
+		flags = p->flags;
+	}
+	for (int i = 0; i < LLM_PRE_MAX_EXPRS; i++)
+	{
+		if (t->re[i] != NULL)
+			pcre2_code_free(t->re[i]);
+		t->re[i] = NULL;
+	}
+	/* as in llama.cpp: no tokenizer.ggml.pre is its default pre-tokenizer */
+	t->pre = p != NULL ? p->group : llm_pre_group_missing;
+	t->ignore_merges = (flags & LLM_PRE_IGNORE_MERGES) != 0;
+	t->escape_spaces = (flags & LLM_PRE_ESCAPE_SPACES) != 0;
+	t->raw_utf8 = t->pre->raw_utf8;
+	t->add_bos = (flags & LLM_PRE_ADD_BOS) != 0;
+	t->add_sep = (flags & LLM_PRE_ADD_SEP) != 0;
+	return llm_bpe_compile(t, p != NULL ? p->name : "default", err);
+}
+
 /* Set up byte-level BPE: byte table, merges and the pre-tokenizer. */
 LlmStatus
 llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, LlmError *err)
 {
-	const char *name = "default";
 	char	   *pre = NULL;
-	uint8_t		flags = 0;
 	LlmStatus	st;
 
 	llm_bpe_init_bytes(t);
 	st = llm_bpe_load_merges(t, g, err);
 	if (st != LLM_OK)
 		return st;
-
-	/* as in llama.cpp: no tokenizer.ggml.pre is its default pre-tokenizer */
-	t->pre = llm_pre_group_missing;
 	if (llm_gguf_get(g, "tokenizer.ggml.pre") != NULL)
 	{
-		const LlmPreName *p;
-
 		st = llm_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err);
 		if (st != LLM_OK)
 			return st;
-		p = llm_pre_find(pre);
-		if (p == NULL)
-		{
-			st = llm_error_set(err, LLM_ERR_UNSUPPORTED,
-							   "unknown pre-tokenizer \"%s\" (tokenizer.ggml.pre)", pre);
-			free(pre);
-			return st;
-		}
-		t->pre = p->group;
-		name = p->name;
-		flags = p->flags;
-		free(pre);
 	}
-	t->ignore_merges = (flags & LLM_PRE_IGNORE_MERGES) != 0;
-	t->escape_spaces = (flags & LLM_PRE_ESCAPE_SPACES) != 0;
-	t->raw_utf8 = t->pre->raw_utf8;
-	/* defaults; tokenizer.ggml.add_bos_token and add_sep_token override them */
-	t->add_bos = (flags & LLM_PRE_ADD_BOS) != 0;
-	t->add_sep = (flags & LLM_PRE_ADD_SEP) != 0;
-	return llm_bpe_compile(t, name, err);
+	st = llm_bpe_use_pre(t, pre, err);
+	free(pre);
+	return st;
 }
 
 /* Free what llm_bpe_init allocated; safe on an SPM or half-built tokenizer. */
@@ -543,21 +633,103 @@ typedef struct LlmPreSplit
 	const LlmTokenizer *t;
 	pcre2_match_data *md;
 	uint32_t	options;		/* for every pcre2_match */
+	int			n_exprs;		/* t->pre->n_exprs */
 	LlmPieceFn	fn;
 	void	   *arg;
 } LlmPreSplit;
+
+static LlmStatus llm_pre_split_piece(LlmPreSplit *c, int i, const char *text, size_t len,
+									 LlmError *err);
+
+/* Hand one piece of expression i on: to expression i + 1, or to fn after the last. */
+static inline LlmStatus
+llm_pre_pass(LlmPreSplit *c, int i, const char *text, size_t len, LlmError *err)
+{
+	if (i + 1 == c->n_exprs)
+		return c->fn(c->arg, text, len, err);
+	return llm_pre_split_piece(c, i + 1, text, len, err);
+}
+
+/* Match expression i at start; false at no match, with *st set on a failure. */
+static bool
+llm_pre_match(LlmPreSplit *c, int i, const char *text, size_t len, size_t start, uint32_t options,
+			  size_t *m0, size_t *m1, LlmStatus *st, LlmError *err)
+{
+	const LlmTokenizer *t = c->t;
+	int			rc = pcre2_match(t->re[i], (PCRE2_SPTR) text, len, start, options, c->md, NULL);
+	PCRE2_SIZE *ov;
+
+	if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+		rc = pcre2_match(t->re[i], (PCRE2_SPTR) text, len, start, options | PCRE2_NO_JIT, c->md, NULL);
+	*st = LLM_OK;
+	if (rc == PCRE2_ERROR_NOMATCH)
+		return false;
+	if (rc < 0)
+	{
+		PCRE2_UCHAR msg[256];
+
+		pcre2_get_error_message(rc, msg, sizeof(msg));
+		*st = llm_error_set(err, LLM_ERR_LIMIT, "pre-tokenizer failed at byte %zu: %s",
+							start, (const char *) msg);
+		return false;
+	}
+	ov = pcre2_get_ovector_pointer(c->md);
+	*m0 = ov[0];
+	*m1 = ov[1];
+	return true;
+}
+
+/*
+ * LLM_PRE_MODE_DIGITS over one piece: every run of digits (expression i
+ * finds them) in groups of three from the right, the text before the run
+ * joined to its first group, as llama.cpp's splitter does.
+ */
+static LlmStatus
+llm_pre_split_digits(LlmPreSplit *c, int i, const char *text, size_t len, LlmError *err)
+{
+	size_t		start = 0;
+	size_t		prev = 0;		/* the first byte not yet in a piece */
+	size_t		m0,
+				m1;
+	LlmStatus	st = LLM_OK;
+
+	while (st == LLM_OK && start < len &&
+		   llm_pre_match(c, i, text, len, start, c->options, &m0, &m1, &st, err))
+	{
+		size_t		n_cp = 0;
+		size_t		pos = m0;
+		size_t		take;
+
+		for (size_t k = m0; k < m1; k += llm_utf8_len((const uint8_t *) text + k, m1 - k))
+			n_cp++;
+		take = n_cp % 3 != 0 ? n_cp % 3 : 3;
+		while (pos < m1 && st == LLM_OK)
+		{
+			for (size_t k = 0; k < take && pos < m1; k++)
+				pos += llm_utf8_len((const uint8_t *) text + pos, m1 - pos);
+			st = llm_pre_pass(c, i, text + prev, pos - prev, err);
+			prev = pos;
+			take = 3;
+		}
+		start = m1;
+	}
+	if (st == LLM_OK && len > prev)
+		st = llm_pre_pass(c, i, text + prev, len - prev, err);
+	return st;
+}
 
 /* Run expression i over one piece; hand its pieces to expression i + 1 (see the header). */
 static LlmStatus
 llm_pre_split_piece(LlmPreSplit *c, int i, const char *text, size_t len, LlmError *err)
 {
-	const LlmTokenizer *t = c->t;
 	size_t		start = 0;		/* where the next search begins */
 	size_t		gap = 0;		/* the first byte not yet in a piece */
 	bool		after_empty = false;
-	bool		last = i + 1 == t->pre->n_exprs;	/* pieces go to fn */
+	const pcre2_code *re = c->t->re[i];
 	LlmStatus	st = LLM_OK;
 
+	if (c->t->re_mode[i] == LLM_PRE_MODE_DIGITS)
+		return llm_pre_split_digits(c, i, text, len, err);
 	while (start < len && st == LLM_OK)
 	{
 		uint32_t	options = c->options;
@@ -569,10 +741,7 @@ llm_pre_split_piece(LlmPreSplit *c, int i, const char *text, size_t len, LlmErro
 		/* after an empty match, first a non-empty one at the same place */
 		if (after_empty)
 			options |= PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED;
-		rc = pcre2_match(t->re[i], (PCRE2_SPTR) text, len, start, options, c->md, NULL);
-		if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
-			rc = pcre2_match(t->re[i], (PCRE2_SPTR) text, len, start, options | PCRE2_NO_JIT,
-							 c->md, NULL);
+		rc = pcre2_match(re, (PCRE2_SPTR) text, len, start, options, c->md, NULL);
 		if (rc == PCRE2_ERROR_NOMATCH)
 		{
 			if (!after_empty)
@@ -584,29 +753,33 @@ llm_pre_split_piece(LlmPreSplit *c, int i, const char *text, size_t len, LlmErro
 		}
 		if (rc < 0)
 		{
-			PCRE2_UCHAR msg[256];
-
-			pcre2_get_error_message(rc, msg, sizeof(msg));
-			return llm_error_set(err, LLM_ERR_LIMIT, "pre-tokenizer failed at byte %zu: %s",
-								 start, (const char *) msg);
+			/* rare (the JIT stack, say): the careful path */
+			if (!llm_pre_match(c, i, text, len, start, options, &m0, &m1, &st, err))
+			{
+				if (st != LLM_OK || !after_empty)
+					break;
+				after_empty = false;
+				start += llm_utf8_len((const uint8_t *) text + start, len - start);
+				continue;
+			}
 		}
-		ov = pcre2_get_ovector_pointer(c->md);
-		m0 = ov[0];
-		m1 = ov[1];
+		else
+		{
+			ov = pcre2_get_ovector_pointer(c->md);
+			m0 = ov[0];
+			m1 = ov[1];
+		}
 		/* the text between matches is a piece too */
 		if (m0 > gap)
-			st = last ? c->fn(c->arg, text + gap, m0 - gap, err) :
-				llm_pre_split_piece(c, i + 1, text + gap, m0 - gap, err);
+			st = llm_pre_pass(c, i, text + gap, m0 - gap, err);
 		if (st == LLM_OK && m1 > m0)
-			st = last ? c->fn(c->arg, text + m0, m1 - m0, err) :
-				llm_pre_split_piece(c, i + 1, text + m0, m1 - m0, err);
+			st = llm_pre_pass(c, i, text + m0, m1 - m0, err);
 		gap = m1;
 		start = m1;
 		after_empty = m1 == m0;
 	}
 	if (st == LLM_OK && len > gap)
-		st = last ? c->fn(c->arg, text + gap, len - gap, err) :
-			llm_pre_split_piece(c, i + 1, text + gap, len - gap, err);
+		st = llm_pre_pass(c, i, text + gap, len - gap, err);
 	return st;
 }
 
@@ -659,6 +832,7 @@ llm_bpe_pre_split(const LlmTokenizer *t, const char *text, size_t len,
 	c.t = t;
 	c.md = pcre2_match_data_create(1, NULL);
 	c.options = PCRE2_NO_UTF_CHECK | (t->jit ? 0 : PCRE2_NO_JIT);
+	c.n_exprs = t->pre->n_exprs;
 	c.fn = fn;
 	c.arg = arg;
 	if (c.md == NULL)

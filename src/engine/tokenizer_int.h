@@ -58,6 +58,13 @@ typedef struct LlmPreName
 	uint8_t		flags;			/* LLM_PRE_* */
 } LlmPreName;
 
+/* How a pre-tokenizer expression cuts a piece. */
+typedef enum LlmPreMode
+{
+	LLM_PRE_MODE_MATCH,			/* matches and the gaps between them */
+	LLM_PRE_MODE_DIGITS			/* llama.cpp's digits-in-threes splitter (AFMoE, Tiny Aya) */
+} LlmPreMode;
+
 /* Called with each piece of a split (len > 0). */
 typedef LlmStatus (*LlmPieceFn) (void *arg, const char *s, size_t len, LlmError *err);
 
@@ -158,6 +165,7 @@ struct LlmTokenizer
 	LlmStrTab	merges;			/* "left right" -> rank */
 	const LlmPreGroup *pre;		/* the pre-tokenizer (tokenizer.ggml.pre) */
 	pcre2_code *re[LLM_PRE_MAX_EXPRS];	/* (pre->n_exprs) its expressions, compiled once */
+	uint8_t		re_mode[LLM_PRE_MAX_EXPRS];	/* (pre->n_exprs) LlmPreMode of each */
 	bool		jit;			/* every re is JIT-compiled (else PCRE2 interprets them) */
 	bool		ignore_merges;	/* a whole pre-token that is in the vocabulary is kept */
 	bool		raw_utf8;		/* merge UTF-8 characters, not GPT-2 byte code points */
@@ -199,6 +207,7 @@ LlmStatus	llm_bpe_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 								  LlmTokBuf *out, LlmError *err);
 size_t		llm_bpe_decode_text(const LlmTokenizer *t, const char *s, size_t len, char *dst);
 const LlmPreName *llm_pre_find(const char *name);
+LlmStatus	llm_bpe_use_pre(LlmTokenizer *t, const char *name, LlmError *err);
 LlmStatus	llm_bpe_pre_split(const LlmTokenizer *t, const char *text, size_t len,
 							  LlmPieceFn fn, void *arg, LlmError *err);
 

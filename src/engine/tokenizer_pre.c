@@ -13,15 +13,18 @@
  * llama.cpp's strings as written, except where llama.cpp does not run its
  * string as a regular expression but a hand-written splitter in its place
  * (unicode.cpp, unicode_regex_split_custom); there the entry is a PCRE2
- * expression for what that splitter does, and the comment says so.  The
+ * expression for what that splitter does, and the comment says so (Kimi
+ * K2's); AFMoE's digit splitter, also used for Tiny Aya's first string, is
+ * recognised by its string and run by tokenizer_bpe.c.  The
  * hand-written splitters for GPT-2's, Llama 3's, Qwen2's and Qwen3.5's
  * strings and for "[^\n]+|[\n]+" do what their string says, so those
  * strings stay.
  *
  * tokenizer_bpe.c adapts every expression to llama.cpp's reading of it
  * before compiling (see llm_pre_translate there): the letter subcategories
- * \p{Lu} \p{Ll} \p{Lt} \p{Lm} \p{Lo} mean any letter, \d means [0-9], and $
- * means the end of the piece only.
+ * \p{Lu} \p{Ll} \p{Lt} \p{Lm} \p{Lo} mean any letter, \d means [0-9], $
+ * means the end of the piece only, and in expressions without \p{..} a
+ * class never matches non-ASCII whitespace.
  *
  * Flags that only change detokenizing in llama.cpp (clean_spaces) are not
  * kept: this engine's detokenizer concatenates pieces.
@@ -146,18 +149,12 @@ static const char *const llm_pre_granite_emb_multi[] = {
 };
 
 /*
- * Digits grouped in threes from the right ("1234567" -> 1 234 567).  For
- * AFMoE's "\p{AFMoE_digits}" and Tiny Aya's "\d{1,3}(?=(?:\d{3})*\b)"
- * llama.cpp runs one hand-written splitter (unicode_regex_split_custom_afmoe)
- * that cuts runs of \p{N} so; it also leaves the text in front of a run
- * joined to the run's first group (the later expressions split most of it
- * off again), which this expression does not.
+ * Tiny Aya (also Cohere2 MoE): digits in threes from the right, then
+ * GPT-4o-like words.  llama.cpp does not run the first expression as one but
+ * its AFMoE digit splitter; so does tokenizer_bpe.c (LLM_PRE_MODE_DIGITS).
  */
-#define LLM_PRE_DIGITS_FROM_RIGHT "\\p{N}{1,3}(?=(?:\\p{N}{3})*(?!\\p{N}))"
-
-/* Tiny Aya (also Cohere2 MoE): digits from the right, then GPT-4o-like words. */
 static const char *const llm_pre_tiny_aya[] = {
-	LLM_PRE_DIGITS_FROM_RIGHT,
+	"\\d{1,3}(?=(?:\\d{3})*\\b)",
 	"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
 };
 
@@ -199,9 +196,13 @@ static const char *const llm_pre_ufakzeka[] = {
 	"[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
 };
 
-/* AFMoE: digits from the right (see above), CJK and other Asian scripts, then words. */
+/*
+ * AFMoE: digits in threes from the right, CJK and other Asian scripts, then
+ * words.  The first entry names llama.cpp's hand-written digit splitter
+ * (no PCRE2 expression); tokenizer_bpe.c runs its own (LLM_PRE_MODE_DIGITS).
+ */
 static const char *const llm_pre_afmoe[] = {
-	LLM_PRE_DIGITS_FROM_RIGHT,
+	"\\p{AFMoE_digits}",
 	"[一-鿿㐀-䶿豈-﫿぀-ゟ゠-ヿ･-ﾟ⼀-⿟เ-๿຀-໿ក-៿က-႟ꩠ-ꩿꧠ-꧿가-힯ᄀ-ᇿ]+",
 	"[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
 };
