@@ -16,7 +16,9 @@
  * synthetic byte-level vocabulary, exact pieces of simple rules, and
  * llama.cpp's ids for every name with the llama-bpe vocabulary
  * (test/data/pre_reference.tsv, from tools/gen_pre_reference.sh).
- * WordPiece: a synthetic BERT vocabulary.  Run from the repository root.
+ * WordPiece: a synthetic BERT vocabulary, its rules one by one and
+ * llama.cpp's ids for it (test/data/wpm_reference.tsv, from
+ * tools/gen_wpm_reference.sh).  Run from the repository root.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -1431,6 +1433,101 @@ test_wpm(void)
 			   llm_wpm_nfd_first(0xAC00) == 0x1100 && llm_wpm_nfd_first('e') == 'e', "NFD map");
 }
 
+/*
+ * llama.cpp's WordPiece ids (test/data/wpm_reference.tsv, made by
+ * tools/gen_wpm_reference.sh with llama-tokenize) for the inputs of the
+ * llama-bpe suite, test/data/pre_inputs.inp and test/data/wpm_inputs.inp,
+ * with load_wpm's vocabulary, uncased and cased.
+ */
+static void
+test_wpm_reference(void)
+{
+	char		path[512];
+	char	   *files[3] = {NULL, NULL, NULL};
+	size_t		flen;
+	char	   *ref;
+	size_t		ref_len;
+	char	   *inputs[160];
+	size_t		lens[160];
+	int			n_inputs = 0;
+	LlmTokenizer *tk[2] = {NULL, NULL};
+	LlmGguf    *g[2] = {NULL, NULL};
+	MemGguf		m[2];
+	LlmError	err = {0};
+	int			n_ok = 0,
+				n_lines = 0;
+
+	snprintf(path, sizeof(path), "%s/vocab/ggml-vocab-llama-bpe.gguf.inp", test_shared_dir());
+	files[0] = read_file(path, &flen);
+	files[1] = read_file("test/data/pre_inputs.inp", &flen);
+	files[2] = read_file("test/data/wpm_inputs.inp", &flen);
+	ref = read_file("test/data/wpm_reference.tsv", &ref_len);
+	TEST_CHECK(files[0] && files[1] && files[2] && ref, "read the WordPiece reference and its inputs");
+	for (int k = 0; k < 2; k++)
+		TEST_CHECK(load_wpm(k == 0 ? -1 : 0, &m[k], &g[k], &tk[k], &err) == LLM_OK, "load_wpm: %s", err.msg);
+	if (!files[0] || !files[1] || !files[2] || !ref || !tk[0] || !tk[1])
+		goto done;
+	for (int f = 0; f < 3; f++)
+		n_inputs += suite_inputs(files[f], inputs + n_inputs, lens + n_inputs, 160 - n_inputs);
+	for (char *line = ref, *eol; (eol = strchr(line, '\n')) != NULL; line = eol + 1)
+	{
+		char	   *f2,
+				   *f3;
+		int			k;
+		int32_t		want[1024];
+		int			n_want = 0;
+		int32_t    *ids = NULL;
+		int			n;
+		bool		same;
+		const LlmTokenizer *t;
+
+		*eol = '\0';
+		if (line[0] == '#')
+			continue;
+		f2 = strchr(line, '\t');
+		f3 = f2 != NULL ? strchr(f2 + 1, '\t') : NULL;
+		if (f3 == NULL)
+			break;
+		*f2 = '\0';
+		t = strcmp(line, "cased") == 0 ? tk[1] : tk[0];
+		k = atoi(f2 + 1);
+		for (char *p = f3 + 1; *p != '\0';)
+		{
+			char	   *end;
+			long		v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (n_want < 1024)
+				want[n_want++] = (int32_t) v;
+			p = end;
+		}
+		if (k < 0 || k >= n_inputs)
+			continue;
+		n = tok(t, inputs[k], lens[k], false, false, &ids);
+		same = n == n_want && (n == 0 || memcmp(ids, want, (size_t) n * sizeof(int32_t)) == 0);
+		TEST_CHECK(same, "wordpiece %s input %d (%.*s): %d ids, want %d", line, k, (int) lens[k], inputs[k],
+				   n, n_want);
+		n_ok += same;
+		n_lines++;
+		free(ids);
+	}
+	printf("llama.cpp WordPiece reference: %d/%d\n", n_ok, n_lines);
+	TEST_CHECK(n_lines >= 180 && n_ok == n_lines, "WordPiece reference: %d/%d", n_ok, n_lines);
+
+done:
+	for (int k = 0; k < 2; k++)
+	{
+		llm_tokenizer_free(tk[k]);
+		llm_gguf_close(g[k]);
+		if (tk[k] != NULL || g[k] != NULL)
+			free(m[k].buf);
+	}
+	for (int f = 0; f < 3; f++)
+		free(files[f]);
+	free(ref);
+}
+
 /* The byte-level BPE reference suites (../shared/vocab/ggml-vocab-NAME.gguf). */
 static const char *const bpe_suites[] = {"gpt-2", "llama-bpe", "qwen2", "command-r"};
 
@@ -1471,5 +1568,6 @@ main(void)
 	test_pre_errors();
 	test_pre_reference();
 	test_wpm();
+	test_wpm_reference();
 	return test_summary("tokenizer");
 }

@@ -14,9 +14,10 @@
  *    the first character of its canonical decomposition (NFD), so "é" becomes
  *    "e"; llama.cpp keeps only that first character of a decomposition, and
  *    so do we.  Then, in this order: whitespace ends the current word and is
- *    dropped; NUL, U+FFFD, ill-formed UTF-8 and other characters of category
- *    C (controls, formats, private use, unassigned) are dropped, and the
- *    word goes on across them; with strip_accents, combining marks
+ *    dropped; NUL, U+FFFD, ill-formed UTF-8 and controls, formats, private
+ *    use and surrogates (Cc, Cf, Co, Cs; not unassigned code points, which
+ *    llama.cpp's tables give no category) are dropped, and the word goes on
+ *    across them; with strip_accents, combining marks
  *    (category M) are dropped the same way; punctuation
  *    (category P), ASCII symbols ($ + < = > ^ ` | ~) and CJK ideographs are
  *    words of one character; every other character joins the current word.
@@ -53,8 +54,8 @@ extern const int llm_wpm_nfd_map_n;
 /* llama.cpp's White_Space set, as the inside of a class. */
 #define LLM_WPM_SPACE "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}" \
 	"\\x{202F}\\x{205F}\\x{3000}"
-/* Dropped characters (after whitespace is taken). */
-#define LLM_WPM_DROP "\\x{0}\\x{FFFD}\\p{C}"
+/* Dropped characters (after whitespace is taken); unassigned ones (Cn) are not, as in llama.cpp. */
+#define LLM_WPM_DROP "\\x{0}\\x{FFFD}\\p{Cc}\\p{Cf}\\p{Co}\\p{Cs}"
 /* One-character words: punctuation, ASCII symbols, CJK ideographs. */
 #define LLM_WPM_ONE "\\p{P}$+<=>^`|~\\x{4E00}-\\x{9FFF}\\x{3400}-\\x{4DBF}\\x{20000}-\\x{2A6DF}" \
 	"\\x{2A700}-\\x{2B73F}\\x{2B740}-\\x{2B81F}\\x{2B920}-\\x{2CEAF}\\x{F900}-\\x{FAFF}" \
