@@ -84,8 +84,11 @@
  * known (tokenizer_pre.c); a value it does not know is refused, as llama.cpp
  * refuses it, and a missing key selects llama.cpp's default pre-tokenizer.
  * GPT-2's, Llama 3's (llama-bpe), Qwen2's and Command-R's (StarCoder's
- * group) are checked against llama.cpp's reference output (../shared/vocab);
- * the others against the expressions' rules (test_tokenizer.c).
+ * group) are checked against llama.cpp's reference suites (../shared/vocab,
+ * each with its own vocabulary); every name but "whitespace" (which
+ * llama-tokenize aborts on) against llama-tokenize's ids with the llama-bpe
+ * vocabulary (test/data/pre_reference.tsv); and simple rules piece by piece
+ * (test_tokenizer.c).
  */
 #include "tokenizer_int.h"
 
