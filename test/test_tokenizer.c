@@ -1062,6 +1062,35 @@ test_pre_errors(void)
 		free(m.buf);
 	}
 
+	/* merges may be missing for Kimi K2 only (as in llama.cpp) */
+	for (int k = 0; k < 2; k++)
+	{
+		static const char *const ktoks[] = {"a", "b", "ab"};
+
+		memset(&m, 0, sizeof(m));
+		mg_strv(&m, "tokenizer.ggml.model", "gpt2");
+		mg_strv(&m, "tokenizer.ggml.pre", k == 0 ? "kimi-k2" : "qwen2");
+		mg_strs(&m, "tokenizer.ggml.tokens", ktoks, 3);
+		st = mg_load(&m, &g, &t, &err);
+		if (k == 0)
+		{
+			TEST_CHECK(st == LLM_OK, "kimi-k2 without merges: %s", err.msg);
+			if (st == LLM_OK)
+			{
+				/* "ab" is a whole piece and a token, but nothing merges */
+				n = tok(t, "ab", 2, false, false, &ids);
+				TEST_CHECK(ids_are(ids, n, (const int32_t[]) {0, 1, -2}), "kimi-k2: ab: %d", n);
+				free(ids);
+			}
+		}
+		else
+			TEST_CHECK(st == LLM_ERR_FORMAT && strstr(err.msg, "merges") != NULL,
+					   "qwen2 without merges: %s", err.msg);
+		llm_tokenizer_free(t);
+		llm_gguf_close(g);
+		free(m.buf);
+	}
+
 	/* Gemma 4: BPE on raw UTF-8, <0xNN> for what is no token, spaces as U+2581 */
 	st = load_bpe_with_pre("gemma4", &m, &g, &t, &err);
 	TEST_CHECK(st == LLM_OK, "gemma4: %s", err.msg);

@@ -113,14 +113,19 @@ llm_bpe_init_bytes(LlmTokenizer *t)
 	}
 }
 
-/* Copy and index tokenizer.ggml.merges ("left right" -> rank). */
+/*
+ * Copy and index tokenizer.ggml.merges ("left right" -> rank).  Only with
+ * optional may the key be missing (then nothing merges).
+ */
 static LlmStatus
-llm_bpe_load_merges(LlmTokenizer *t, const LlmGguf *g, LlmError *err)
+llm_bpe_load_merges(LlmTokenizer *t, const LlmGguf *g, bool optional, LlmError *err)
 {
 	const LlmGgufValue *merges;
 	LlmStatus	st;
 	size_t		size = 0;
 
+	if (optional && llm_gguf_get(g, "tokenizer.ggml.merges") == NULL)
+		return llm_strtab_init(&t->merges, 0, err);
 	st = llm_gguf_get_arr(g, "tokenizer.ggml.merges", LLM_GGUF_STRING, &merges, err);
 	if (st == LLM_ERR_NOT_FOUND)
 		return llm_error_set(err, LLM_ERR_FORMAT, "tokenizer.ggml.merges is missing");
@@ -382,16 +387,16 @@ llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, LlmError *err)
 	LlmStatus	st;
 
 	llm_bpe_init_bytes(t);
-	st = llm_bpe_load_merges(t, g, err);
-	if (st != LLM_OK)
-		return st;
 	if (llm_gguf_get(g, "tokenizer.ggml.pre") != NULL)
 	{
 		st = llm_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err);
 		if (st != LLM_OK)
 			return st;
 	}
-	st = llm_bpe_use_pre(t, pre, err);
+	/* as llama.cpp allows, Kimi K2's vocabularies may come without merges */
+	st = llm_bpe_load_merges(t, g, pre != NULL && strcmp(pre, "kimi-k2") == 0, err);
+	if (st == LLM_OK)
+		st = llm_bpe_use_pre(t, pre, err);
 	free(pre);
 	return st;
 }
