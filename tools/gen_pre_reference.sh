@@ -14,8 +14,9 @@
 # copy of the vocabulary that tokenizer.ggml.pre, and the inputs are joined
 # with the control token <|end_of_text|> (128001), which llama.cpp matches
 # as a special token, so each input is tokenized on its own; the ids are cut
-# at 128001 again.  Output: "name<TAB>input<TAB>ids" per line; a comment
-# line for a pre-tokenizer llama-tokenize fails on.
+# at 128001 again.  Output: "name<TAB>input<TAB>ids" per line, or one line
+# "name<TAB>=<TAB>other" when every id equals those of the earlier name
+# other; a comment line for a pre-tokenizer llama-tokenize fails on.
 set -eu
 tok=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +38,7 @@ sys.stdout.write('<|end_of_text|>'.join(parts))
 PY
 
 names=$(sed -n 's/^	{"\([^"]*\)", &llm_pre_g_.*/\1/p' "$root/src/engine/tokenizer_pre.c")
+{
 echo "# llama.cpp ids (llama-bpe vocabulary) per pre-tokenizer; made by tools/gen_pre_reference.sh"
 for name in $names; do
 	python3 "$root/tools/gguf_set_pre.py" "$vocab" "$tmp/v.gguf" "$name"
@@ -62,3 +64,30 @@ for k, g in enumerate(groups):
     print("%s\t%d\t%s" % (name, k, " ".join(map(str, g))))
 ' "$name"
 done
+} | python3 -c '
+import sys
+seen = {}
+block, name = [], None
+def flush():
+    if name is None:
+        return
+    key = "\n".join(l.split("\t", 1)[1] for l in block)
+    if key in seen:
+        print("%s\t=\t%s" % (name, seen[key]))
+    else:
+        seen[key] = name
+        print("\n".join(block))
+for line in sys.stdin:
+    line = line.rstrip("\n")
+    if line.startswith("#"):
+        flush()
+        block, name = [], None
+        print(line)
+        continue
+    n = line.split("\t", 1)[0]
+    if n != name:
+        flush()
+        block, name = [], n
+    block.append(line)
+flush()
+'
