@@ -805,15 +805,15 @@ gpt2_byte_symbol(int b, char *buf)
  * Load a synthetic byte-level BPE vocabulary with tokenizer.ggml.pre = pre
  * (NULL: no key): the 256 GPT-2 byte symbols (ids 0..255), the 256 <0xNN>
  * byte tokens (256..511), "Ġt" "he" "Ġthe" with their merges, <|end|>,
- * "Ġxyz" without merges and "▁".  Every text tokenizes and round-trips
- * with it.
+ * "Ġxyz" without merges, "▁" and "\n\n" (raw UTF-8 only).  Every text
+ * tokenizes and round-trips with it.
  */
 static LlmStatus
 load_bpe_with_pre(const char *pre, MemGguf *m, LlmGguf **g, LlmTokenizer **t, LlmError *err)
 {
 	static char names[512][8];
-	const char *toks[518];
-	int32_t		types[518];
+	const char *toks[519];
+	int32_t		types[519];
 	static const char *const merges[] = {"\xC4\xA0 t", "h e", "\xC4\xA0t he"};
 
 	for (int b = 0; b < 256; b++)
@@ -830,14 +830,15 @@ load_bpe_with_pre(const char *pre, MemGguf *m, LlmGguf **g, LlmTokenizer **t, Ll
 	toks[515] = "<|end|>";
 	toks[516] = "\xC4\xA0xyz";
 	toks[517] = "\xE2\x96\x81";
-	types[512] = types[513] = types[514] = types[516] = types[517] = 1;
+	toks[518] = "\n\n";
+	types[512] = types[513] = types[514] = types[516] = types[517] = types[518] = 1;
 	types[515] = 3;
 	memset(m, 0, sizeof(*m));
 	mg_strv(m, "tokenizer.ggml.model", "gpt2");
 	if (pre != NULL)
 		mg_strv(m, "tokenizer.ggml.pre", pre);
-	mg_strs(m, "tokenizer.ggml.tokens", toks, 518);
-	mg_i32s(m, "tokenizer.ggml.token_type", types, 518);
+	mg_strs(m, "tokenizer.ggml.tokens", toks, 519);
+	mg_i32s(m, "tokenizer.ggml.token_type", types, 519);
 	mg_strs(m, "tokenizer.ggml.merges", merges, 3);
 	return mg_load(m, g, t, err);
 }
@@ -919,7 +920,8 @@ test_pre_all(void)
 			TEST_CHECK(t->ignore_merges == ((p->flags & LLM_PRE_IGNORE_MERGES) != 0) &&
 					   t->add_bos == ((p->flags & LLM_PRE_ADD_BOS) != 0) &&
 					   t->add_sep == ((p->flags & LLM_PRE_ADD_SEP) != 0) &&
-					   t->escape_spaces == ((p->flags & LLM_PRE_ESCAPE_SPACES) != 0), "%s: flags", p->name);
+					   t->escape_spaces == ((p->flags & LLM_PRE_ESCAPE_SPACES) != 0) &&
+					   t->newlines_whole == ((p->flags & LLM_PRE_NEWLINES_WHOLE) != 0), "%s: flags", p->name);
 			/* the pieces cover the text (escaped: each space 2 bytes longer) */
 			if (split(t, mixed_sample, &pc) == LLM_OK)
 			{
@@ -1101,6 +1103,10 @@ test_pre_errors(void)
 				   "gemma4 bytes: %d", n);
 		free(ids);
 		TEST_CHECK(round_trips(t, "a b  c\n", 7, false), "gemma4 round trip");
+		/* a run of newlines that is a token stays whole (nothing would merge it) */
+		n = tok(t, "a\n\nb\n", 5, false, false, &ids);
+		TEST_CHECK(ids_are(ids, n, (const int32_t[]) {'a', 518, 'b', 256 + '\n', -2}), "gemma4 newlines: %d", n);
+		free(ids);
 	}
 	llm_tokenizer_free(t);
 	llm_gguf_close(g);

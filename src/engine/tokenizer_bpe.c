@@ -373,6 +373,7 @@ llm_bpe_use_pre(LlmTokenizer *t, const char *name, LlmError *err)
 	t->pre = p != NULL ? p->group : llm_pre_group_missing;
 	t->ignore_merges = (flags & LLM_PRE_IGNORE_MERGES) != 0;
 	t->escape_spaces = (flags & LLM_PRE_ESCAPE_SPACES) != 0;
+	t->newlines_whole = (flags & LLM_PRE_NEWLINES_WHOLE) != 0;
 	t->raw_utf8 = t->pre->raw_utf8;
 	t->add_bos = (flags & LLM_PRE_ADD_BOS) != 0;
 	t->add_sep = (flags & LLM_PRE_ADD_SEP) != 0;
@@ -532,6 +533,7 @@ llm_bpe_piece(LlmBpeState *s, const char *text, size_t len, LlmTokBuf *out, LlmE
 	const LlmTokenizer *t = s->t;
 	size_t		wlen = 0;
 	int32_t		n_sym = 0;
+	bool		all_newlines;
 	LlmBigram	b;
 	LlmStatus	st = LLM_OK;
 
@@ -600,7 +602,10 @@ llm_bpe_piece(LlmBpeState *s, const char *text, size_t len, LlmTokBuf *out, LlmE
 		}
 	}
 
-	if (t->ignore_merges)
+	all_newlines = t->newlines_whole;
+	for (size_t i = 0; all_newlines && i < wlen; i++)
+		all_newlines = s->word[i] == '\n';
+	if (t->ignore_merges || all_newlines)
 	{
 		int32_t		id = llm_tokenizer_lookup(t, s->word, wlen);
 

@@ -40,6 +40,7 @@ typedef enum LlmTokenType
 #define LLM_PRE_ADD_BOS			0x02	/* add_bos_token defaults to true */
 #define LLM_PRE_ADD_SEP			0x04	/* add_sep_token defaults to true */
 #define LLM_PRE_ESCAPE_SPACES	0x08	/* spaces become U+2581 before the split */
+#define LLM_PRE_NEWLINES_WHOLE	0x10	/* a piece of newlines that is a token is kept (Gemma 4) */
 
 /* A pre-tokenizer: expressions applied in order (tokenizer_pre.c). */
 typedef struct LlmPreGroup
@@ -170,6 +171,7 @@ struct LlmTokenizer
 	bool		ignore_merges;	/* a whole pre-token that is in the vocabulary is kept */
 	bool		raw_utf8;		/* merge UTF-8 characters, not GPT-2 byte code points */
 	bool		escape_spaces;	/* spaces become U+2581 before pre-tokenizing */
+	bool		newlines_whole;	/* a newline run that is a token is kept whole */
 	uint16_t	byte_cp[256];	/* GPT-2 bytes_to_unicode: byte -> code point */
 	int16_t		cp_byte[324];	/* its inverse for code points < 324, else -1 */
 

@@ -282,6 +282,7 @@ const LlmPreGroup *const llm_pre_group_missing = &llm_pre_g_default;
 #define BOS LLM_PRE_ADD_BOS
 #define SEP LLM_PRE_ADD_SEP
 #define ESC LLM_PRE_ESCAPE_SPACES
+#define NLW LLM_PRE_NEWLINES_WHOLE
 
 /* Every tokenizer.ggml.pre value llama.cpp knows, in the order of its chain. */
 const LlmPreName llm_pre_names[] = {
@@ -315,8 +316,8 @@ const LlmPreName llm_pre_names[] = {
 	{"mellum", &llm_pre_g_gpt2, 0},
 	{"modern-bert", &llm_pre_g_gpt2, 0},
 	{"jais-2", &llm_pre_g_jais2, 0},
-	{"gemma4", &llm_pre_g_gemma4, ESC},
-	{"granite-embed-multi-311m", &llm_pre_g_gemma4, ESC},
+	{"gemma4", &llm_pre_g_gemma4, ESC | NLW},
+	{"granite-embed-multi-311m", &llm_pre_g_gemma4, ESC | NLW},
 	{"sarvam-moe", &llm_pre_g_gemma4, ESC},
 	{"jina-v1-en", &llm_pre_g_gpt2, SEP},
 	{"jina-v2-code", &llm_pre_g_gpt2, SEP},
