@@ -1,16 +1,24 @@
 /*
  * test_tokenizer.c
- *		Tests of the SPM ("llama") and byte-level BPE ("gpt2") tokenizers.
+ *		Tests of the SPM ("llama"), byte-level BPE ("gpt2") and WordPiece
+ *		("bert") tokenizers.
  *
  * The reference suites in ../shared/vocab come from llama.cpp: each .inp
  * holds inputs, every one followed by a line "__ggml_vocab_test__" (so an
  * input is the text between two "\n__ggml_vocab_test__\n" separators; the
  * newline before a separator line is not part of the input), and line i of
  * the .out holds the ids of input i without BOS.  Both suites must match
- * exactly with either parse_special setting.  Then: round trips of chosen
- * and random byte strings (the random ones include ill-formed UTF-8), empty
- * input, special tokens, pieces, load errors on synthetic vocabularies built
- * in memory, and a 100 kB timing check.  Run from the repository root.
+ * exactly with either parse_special setting (the BPE ones also with PCRE2's
+ * interpreter).  Then: round trips of chosen and random byte strings (the
+ * random ones include ill-formed UTF-8), empty input, special tokens,
+ * pieces, load errors on synthetic vocabularies built in memory, and a
+ * 100 kB timing check.  Pre-tokenizers: every name of tokenizer_pre.c on a
+ * synthetic byte-level vocabulary, exact pieces of simple rules, and
+ * llama.cpp's ids for every name with the llama-bpe vocabulary
+ * (test/data/pre_reference.tsv, from tools/gen_pre_reference.sh).
+ * WordPiece: a synthetic BERT vocabulary, its rules one by one and
+ * llama.cpp's ids for it (test/data/wpm_reference.tsv, from
+ * tools/gen_wpm_reference.sh).  Run from the repository root.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -661,10 +669,10 @@ test_synthetic(void)
 	int			n;
 
 	/* an unsupported model is named */
-	mg_strv(&m, "tokenizer.ggml.model", "bert");
+	mg_strv(&m, "tokenizer.ggml.model", "t5");
 	mg_strs(&m, "tokenizer.ggml.tokens", toks, 11);
 	st = mg_load(&m, &g, &t, &err);
-	TEST_CHECK(st == LLM_ERR_UNSUPPORTED && strstr(err.msg, "\"bert\"") != NULL && t == NULL,
+	TEST_CHECK(st == LLM_ERR_UNSUPPORTED && strstr(err.msg, "\"t5\"") != NULL && t == NULL,
 			   "unsupported model: %s", err.msg);
 	llm_gguf_close(g);
 	free(m.buf);
@@ -726,34 +734,900 @@ test_synthetic(void)
 	free(m.buf);
 	llm_tokenizer_free(NULL);
 
-	/* byte-level BPE with each known pre-tokenizer */
+	/* byte-level BPE with a few pre-tokenizers, and without tokenizer.ggml.pre */
 	for (int k = 0; k < 4; k++)
 	{
-		static const char *const pre[] = {"gpt-2", "llama-bpe", "qwen2", "something-else"};
+		static const char *const pre[] = {"gpt-2", "llama-bpe", "qwen2", NULL};
 		static const char *const btoks[] = {"a", "b", "ab", "\xC4\xA0", "\304\240ab", "<|end|>"};
 		static const char *const merges[] = {"a b", "\xC4\xA0 ab"};
 		const int32_t btypes[] = {1, 1, 1, 1, 1, 3};
 
 		memset(&m, 0, sizeof(m));
 		mg_strv(&m, "tokenizer.ggml.model", "gpt2");
-		mg_strv(&m, "tokenizer.ggml.pre", pre[k]);
+		if (pre[k] != NULL)
+			mg_strv(&m, "tokenizer.ggml.pre", pre[k]);
 		mg_strs(&m, "tokenizer.ggml.tokens", btoks, 6);
 		mg_i32s(&m, "tokenizer.ggml.token_type", btypes, 6);
 		mg_strs(&m, "tokenizer.ggml.merges", merges, 2);
 		st = mg_load(&m, &g, &t, &err);
-		TEST_CHECK(st == LLM_OK, "BPE with pre-tokenizer %s: %s", pre[k], err.msg);
+		TEST_CHECK(st == LLM_OK, "BPE with pre-tokenizer %s: %s", pre[k] ? pre[k] : "(none)", err.msg);
 		if (st == LLM_OK)
 		{
 			n = tok(t, "ab abc", 6, false, false, &ids);
-			TEST_CHECK(ids_are(ids, n, (const int32_t[]) {2, 4, -2}), "%s: ab abc: %d", pre[k], n);
+			TEST_CHECK(ids_are(ids, n, (const int32_t[]) {2, 4, -2}), "%s: ab abc: %d",
+					   pre[k] ? pre[k] : "(none)", n);
 			free(ids);
-			TEST_CHECK(llm_tokenizer_bos(t) == -1 && llm_tokenizer_is_eog(t, 5), "%s: ids", pre[k]);
+			TEST_CHECK(llm_tokenizer_bos(t) == -1 && llm_tokenizer_is_eog(t, 5), "%s: ids",
+					   pre[k] ? pre[k] : "(none)");
 		}
 		llm_tokenizer_free(t);
 		llm_gguf_close(g);
 		free(m.buf);
 	}
 }
+
+/* GPT-2's bytes_to_unicode of byte b, as UTF-8 into buf; returns buf. */
+static const char *
+gpt2_byte_symbol(int b, char *buf)
+{
+	static int	cps[256];
+	static bool done = false;
+	int			cp;
+
+	if (!done)
+	{
+		int			extra = 0;
+
+		for (int i = 0; i < 256; i++)
+		{
+			bool		printable = (i >= 33 && i <= 126) || (i >= 161 && i <= 172) || i >= 174;
+
+			cps[i] = printable ? i : 256 + extra++;
+		}
+		done = true;
+	}
+	cp = cps[b];
+	if (cp < 0x80)
+	{
+		buf[0] = (char) cp;
+		buf[1] = '\0';
+	}
+	else
+	{
+		buf[0] = (char) (0xC0 | (cp >> 6));
+		buf[1] = (char) (0x80 | (cp & 0x3F));
+		buf[2] = '\0';
+	}
+	return buf;
+}
+
+/*
+ * Load a synthetic byte-level BPE vocabulary with tokenizer.ggml.pre = pre
+ * (NULL: no key): the 256 GPT-2 byte symbols (ids 0..255), the 256 <0xNN>
+ * byte tokens (256..511), "Ġt" "he" "Ġthe" with their merges, <|end|>,
+ * "Ġxyz" without merges, "▁" and "\n\n" (raw UTF-8 only).  Every text
+ * tokenizes and round-trips with it.
+ */
+static LlmStatus
+load_bpe_with_pre(const char *pre, MemGguf *m, LlmGguf **g, LlmTokenizer **t, LlmError *err)
+{
+	static char names[512][8];
+	const char *toks[519];
+	int32_t		types[519];
+	static const char *const merges[] = {"\xC4\xA0 t", "h e", "\xC4\xA0t he"};
+
+	for (int b = 0; b < 256; b++)
+	{
+		toks[b] = gpt2_byte_symbol(b, names[b]);
+		types[b] = 1;
+		snprintf(names[256 + b], sizeof(names[0]), "<0x%02X>", b);
+		toks[256 + b] = names[256 + b];
+		types[256 + b] = 6;
+	}
+	toks[512] = "\xC4\xA0t";
+	toks[513] = "he";
+	toks[514] = "\xC4\xA0the";
+	toks[515] = "<|end|>";
+	toks[516] = "\xC4\xA0xyz";
+	toks[517] = "\xE2\x96\x81";
+	toks[518] = "\n\n";
+	types[512] = types[513] = types[514] = types[516] = types[517] = types[518] = 1;
+	types[515] = 3;
+	memset(m, 0, sizeof(*m));
+	mg_strv(m, "tokenizer.ggml.model", "gpt2");
+	if (pre != NULL)
+		mg_strv(m, "tokenizer.ggml.pre", pre);
+	mg_strs(m, "tokenizer.ggml.tokens", toks, 519);
+	mg_i32s(m, "tokenizer.ggml.token_type", types, 519);
+	mg_strs(m, "tokenizer.ggml.merges", merges, 3);
+	return mg_load(m, g, t, err);
+}
+
+/* Pieces collected by collect_piece. */
+typedef struct Pieces
+{
+	char		buf[4096];		/* the pieces, each followed by '|' */
+	size_t		len;
+	int			n;
+	size_t		bytes;			/* their total length */
+} Pieces;
+
+/* Append one piece (an LlmPieceFn). */
+static LlmStatus
+collect_piece(void *arg, const char *s, size_t len, LlmError *err)
+{
+	Pieces	   *p = arg;
+
+	if (p->len + len + 1 < sizeof(p->buf))
+	{
+		memcpy(p->buf + p->len, s, len);
+		p->len += len;
+		p->buf[p->len++] = '|';
+		p->buf[p->len] = '\0';
+	}
+	p->n++;
+	p->bytes += len;
+	return LLM_OK;
+}
+
+/* The pre-tokenizer pieces of text, "|" after each, into p. */
+static LlmStatus
+split(const LlmTokenizer *t, const char *text, Pieces *p)
+{
+	LlmError	err = {0};
+	LlmStatus	st;
+
+	memset(p, 0, sizeof(*p));
+	st = llm_bpe_pre_split(t, text, strlen(text), collect_piece, p, &err);
+	TEST_CHECK(st == LLM_OK, "split: %s", err.msg);
+	return st;
+}
+
+/* A text with letters, digits of several lengths, CJK, emoji, punctuation, newlines, contractions. */
+static const char mixed_sample[] =
+	"Hello, World! I'm sure they'll've DONE it... 'Twas 1 12 123 1234 1234567 3.14159 "
+	"\xD9\xA1\xD9\xA2\xD9\xA3 x\xC2\xB2 \t tabs\n\nnew\r\nlines  \n   end "
+	"\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96\xE7\x95\x8C\xEF\xBC\x8C\xE3\x81\x93\xE3\x82\x93\xE3\x81\xAB"
+	"\xE3\x81\xA1\xE3\x81\xAF \xEC\x95\x88\xEB\x85\x95 \xF0\x9F\x98\x80\xF0\x9F\x9A\x80\xF0\x9F\x91\x8D"
+	"\xF0\x9F\x8F\xBD na\xC3\xAFve caf\xC3\xA9 \xC2\xBFqu\xC3\xA9? \xD0\x9F\xD1\x80\xD0\xB8\xD0\xB2"
+	"\xD0\xB5\xD1\x82 \xCE\xB1\xCE\xB2\xCE\xB3 $x+=y^2 <sentinel:12> IMGIMGABZ a\xC2\xA0" "b\xE3\x80\x80"
+	"c \xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80 HelloWorld don't WE'LL \xFF\xC3";
+
+/* Every pre-tokenizer in the table compiles and tokenizes the mixed sample. */
+static void
+test_pre_all(void)
+{
+	const LlmPreGroup *last = NULL;
+
+	for (int k = 0; k < llm_pre_n_names; k++)
+	{
+		const LlmPreName *p = &llm_pre_names[k];
+		MemGguf		m;
+		LlmGguf    *g = NULL;
+		LlmTokenizer *t = NULL;
+		LlmError	err = {0};
+		LlmStatus	st;
+		Pieces		pc;
+
+		TEST_CHECK(llm_pre_find(p->name) == p, "%s: found by name", p->name);
+		TEST_CHECK(p->group->n_exprs >= 1 && p->group->n_exprs <= LLM_PRE_MAX_EXPRS,
+				   "%s: %d expressions", p->name, p->group->n_exprs);
+		st = load_bpe_with_pre(p->name, &m, &g, &t, &err);
+		TEST_CHECK(st == LLM_OK, "pre-tokenizer %s loads: %s", p->name, err.msg);
+		if (st == LLM_OK)
+		{
+			TEST_CHECK(t->jit, "%s: every expression JIT-compiles", p->name);
+			TEST_CHECK(t->ignore_merges == ((p->flags & LLM_PRE_IGNORE_MERGES) != 0) &&
+					   t->add_bos == ((p->flags & LLM_PRE_ADD_BOS) != 0) &&
+					   t->add_sep == ((p->flags & LLM_PRE_ADD_SEP) != 0) &&
+					   t->escape_spaces == ((p->flags & LLM_PRE_ESCAPE_SPACES) != 0) &&
+					   t->newlines_whole == ((p->flags & LLM_PRE_NEWLINES_WHOLE) != 0), "%s: flags", p->name);
+			/* the pieces cover the text (escaped: each space 2 bytes longer) */
+			if (split(t, mixed_sample, &pc) == LLM_OK)
+			{
+				size_t		want = strlen(mixed_sample);
+
+				if (t->escape_spaces)
+					for (const char *c = mixed_sample; *c != '\0'; c++)
+						want += *c == ' ' ? 2 : 0;
+				TEST_CHECK(pc.bytes == want, "%s: pieces cover the text (%zu of %zu bytes)",
+						   p->name, pc.bytes, want);
+			}
+			if (p->group != last)
+			{
+				/* once per group: the round trips, with and without JIT */
+				TEST_CHECK(round_trips(t, mixed_sample, strlen(mixed_sample), false),
+						   "%s: the mixed sample round-trips", p->name);
+				/* (raw UTF-8 vocabularies decode a literal U+2581 as a space) */
+				if (!t->raw_utf8)
+					test_random_bytes(t, false, p->name, 200);
+				t->jit = false;
+				TEST_CHECK(round_trips(t, mixed_sample, strlen(mixed_sample), false),
+						   "%s: the mixed sample round-trips without JIT", p->name);
+				last = p->group;
+			}
+		}
+		llm_tokenizer_free(t);
+		llm_gguf_close(g);
+		free(m.buf);
+	}
+}
+
+/* Whether the pieces of text under pre are want ("|" after each piece). */
+static bool
+pieces_are(const char *pre, const char *text, const char *want)
+{
+	MemGguf		m;
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = NULL;
+	LlmError	err = {0};
+	Pieces		pc;
+	bool		ok = false;
+
+	if (load_bpe_with_pre(pre, &m, &g, &t, &err) == LLM_OK)
+	{
+		for (int jit = 1; jit >= 0; jit--)
+		{
+			t->jit = t->jit && jit;
+			ok = split(t, text, &pc) == LLM_OK && strcmp(pc.buf, want) == 0;
+			if (!ok)
+			{
+				fprintf(stderr, "%s: pieces of \"%s\": \"%s\", want \"%s\"\n", pre ? pre : "(none)",
+						text, pc.buf, want);
+				break;
+			}
+		}
+	}
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	free(m.buf);
+	return ok;
+}
+
+/* The exact pieces of pre-tokenizers whose rules are easy to state. */
+static void
+test_pre_pieces(void)
+{
+	/* digits: runs (GPT-2), threes (Llama 3), single (Qwen2, StarCoder), threes from the right */
+	TEST_CHECK(pieces_are("gpt-2", "a 12345 b", "a| 12345| b|"), "gpt-2 digits");
+	TEST_CHECK(pieces_are("llama-bpe", "a 12345 b", "a| |123|45| b|"), "llama3 digits");
+	TEST_CHECK(pieces_are("qwen2", "a 123 b", "a| |1|2|3| b|"), "qwen2 digits");
+	TEST_CHECK(pieces_are("command-r", " 123 abc", " |1|2|3| abc|"), "command-r: digits, then GPT-2's");
+	TEST_CHECK(pieces_are("superbpe", "1234567 123456 12", "1|234|567| |123|456| |12|"),
+			   "superbpe: empty matches cut threes from the right");
+	TEST_CHECK(pieces_are("afmoe", "1234567", "1|234|567|"), "afmoe digits");
+	TEST_CHECK(pieces_are("tiny_aya", "12345", "12|345|"), "tiny_aya digits");
+	/* llama.cpp's digit splitter joins "a  " to "12"; the words rule then cuts the spaces */
+	TEST_CHECK(pieces_are("afmoe", "a  12", "a| | |12|"), "afmoe joins the text before digits");
+	/* several expressions, each over the pieces of the one before */
+	TEST_CHECK(pieces_are("deepseek-llm", "abc  123 ", "abc|  |123| |"), "deepseek-llm");
+	TEST_CHECK(pieces_are("deepseek-llm", "Hi, you!\n\n\xE4\xBD\xA0\xE5\xA5\xBD 42",
+						  "Hi|,| you|!|\n|\n|\xE4\xBD\xA0\xE5\xA5\xBD| |42|"), "deepseek-llm CJK");
+	TEST_CHECK(pieces_are("falcon", "a,b 1234", "a|,|b| |123|4|"), "falcon");
+	TEST_CHECK(pieces_are(NULL, "a+b=12345", "a|+|b|=|123|45|"), "llama.cpp's default (no key)");
+	TEST_CHECK(pieces_are("default", "a+b=12345", "a|+|b|=|123|45|"), "\"default\"");
+	TEST_CHECK(pieces_are("deepseek-v3", "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E" "abc 1234",
+						  "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E|abc| |123|4|"), "deepseek-v3");
+	/* contractions and case */
+	TEST_CHECK(pieces_are("llama-bpe", "don't", "don|'t|"), "llama3 contraction");
+	TEST_CHECK(pieces_are("gpt-4o", "don't HelloWorld", "don't| Hello|World|"), "gpt-4o");
+	TEST_CHECK(pieces_are("tekken", "HelloWorld", "Hello|World|"), "tekken case split");
+	/* llama.cpp reads \p{Lu} etc. as any letter, so Youtu does not split by case */
+	TEST_CHECK(pieces_are("youtu", "HelloWorld it's", "HelloWorld| it's|"), "youtu");
+	TEST_CHECK(pieces_are("kimi-k2", "\xE4\xBD\xA0\xE5\xA5\xBDworld 12345",
+						  "\xE4\xBD\xA0\xE5\xA5\xBD|world| |123|45|"), "kimi-k2");
+	TEST_CHECK(pieces_are("bloom", "Hello, world.", "Hello|,| world|.|"), "bloom");
+	/* (its last expression, GPT-2's, cuts the sentinel again) */
+	TEST_CHECK(pieces_are("chameleon", "<sentinel:3>x 12", "<|sentinel|:|3|>|x| |1|2|"), "chameleon");
+	/* Gemma 4: spaces become U+2581, lines apart */
+	TEST_CHECK(pieces_are("gemma4", "a b\n\nc", "a\xE2\x96\x81" "b|\n\n|c|"), "gemma4");
+	TEST_CHECK(pieces_are("whitespace", "ab  c", "ab|  |c|"), "whitespace");
+	/* ill-formed bytes are a piece of their own */
+	TEST_CHECK(pieces_are("llama-bpe", "ab\xFF\xFE" "cd", "ab|\xFF\xFE|cd|"), "ill-formed bytes");
+}
+
+/* An unknown tokenizer.ggml.pre is refused, naming it; the table's flags reach the tokenizer. */
+static void
+test_pre_errors(void)
+{
+	MemGguf		m;
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = NULL;
+	LlmError	err = {0};
+	LlmStatus	st;
+	int32_t    *ids = NULL;
+	int			n;
+
+	st = load_bpe_with_pre("no-such-pre", &m, &g, &t, &err);
+	TEST_CHECK(st == LLM_ERR_UNSUPPORTED && t == NULL &&
+			   strcmp(err.msg, "unknown pre-tokenizer \"no-such-pre\" (tokenizer.ggml.pre)") == 0,
+			   "unknown pre: %s", err.msg);
+	llm_gguf_close(g);
+	free(m.buf);
+
+	/* Llama 3 keeps a whole piece that is a token ("Ġxyz" has no merges); GPT-2 merges */
+	for (int k = 0; k < 2; k++)
+	{
+		st = load_bpe_with_pre(k == 0 ? "llama-bpe" : "gpt-2", &m, &g, &t, &err);
+		TEST_CHECK(st == LLM_OK, "load: %s", err.msg);
+		if (st == LLM_OK)
+		{
+			n = tok(t, " xyz the", 8, false, false, &ids);
+			/* the byte symbols' ids are their bytes: Ġ is 32 */
+			TEST_CHECK(k == 0 ? ids_are(ids, n, (const int32_t[]) {516, 514, -2}) :
+					   ids_are(ids, n, (const int32_t[]) {32, 'x', 'y', 'z', 514, -2}),
+					   "%s: \" xyz the\": %d ids", k == 0 ? "llama-bpe" : "gpt-2", n);
+			free(ids);
+		}
+		llm_tokenizer_free(t);
+		llm_gguf_close(g);
+		free(m.buf);
+	}
+
+	/* merges may be missing for Kimi K2 only (as in llama.cpp) */
+	for (int k = 0; k < 2; k++)
+	{
+		static const char *const ktoks[] = {"a", "b", "ab"};
+
+		memset(&m, 0, sizeof(m));
+		mg_strv(&m, "tokenizer.ggml.model", "gpt2");
+		mg_strv(&m, "tokenizer.ggml.pre", k == 0 ? "kimi-k2" : "qwen2");
+		mg_strs(&m, "tokenizer.ggml.tokens", ktoks, 3);
+		st = mg_load(&m, &g, &t, &err);
+		if (k == 0)
+		{
+			TEST_CHECK(st == LLM_OK, "kimi-k2 without merges: %s", err.msg);
+			if (st == LLM_OK)
+			{
+				/* "ab" is a whole piece and a token, but nothing merges */
+				n = tok(t, "ab", 2, false, false, &ids);
+				TEST_CHECK(ids_are(ids, n, (const int32_t[]) {0, 1, -2}), "kimi-k2: ab: %d", n);
+				free(ids);
+			}
+		}
+		else
+			TEST_CHECK(st == LLM_ERR_FORMAT && strstr(err.msg, "merges") != NULL,
+					   "qwen2 without merges: %s", err.msg);
+		llm_tokenizer_free(t);
+		llm_gguf_close(g);
+		free(m.buf);
+	}
+
+	/* Gemma 4: BPE on raw UTF-8, <0xNN> for what is no token, spaces as U+2581 */
+	st = load_bpe_with_pre("gemma4", &m, &g, &t, &err);
+	TEST_CHECK(st == LLM_OK, "gemma4: %s", err.msg);
+	if (st == LLM_OK)
+	{
+		n = tok(t, "\xE4\xBD\xA0 a", 5, false, false, &ids);
+		TEST_CHECK(ids_are(ids, n, (const int32_t[]) {256 + 0xE4, 256 + 0xBD, 256 + 0xA0, 517, 'a', -2}),
+				   "gemma4 bytes: %d", n);
+		free(ids);
+		TEST_CHECK(round_trips(t, "a b  c\n", 7, false), "gemma4 round trip");
+		/* a run of newlines that is a token stays whole (nothing would merge it) */
+		n = tok(t, "a\n\nb\n", 5, false, false, &ids);
+		TEST_CHECK(ids_are(ids, n, (const int32_t[]) {'a', 518, 'b', 256 + '\n', -2}), "gemma4 newlines: %d", n);
+		free(ids);
+	}
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	free(m.buf);
+}
+
+/* Split a suite's .inp into its inputs (pointers into buf, which is modified); returns the count. */
+static int
+suite_inputs(char *buf, char **inputs, size_t *lens, int max)
+{
+	int			n = 0;
+	char	   *pos = buf;
+
+	for (;;)
+	{
+		char	   *sep = strstr(pos, SEPARATOR);
+
+		if (sep == NULL || n == max)
+			break;
+		inputs[n] = pos;
+		lens[n] = (size_t) (sep - pos);
+		n++;
+		pos = sep + strlen(SEPARATOR);
+		if (*pos == '\0')
+			break;
+	}
+	return n;
+}
+
+/* Parse the ids of a reference line's third field (up to the newline) into want; returns the count. */
+static int
+parse_ids(const char *p, int32_t *want, int max)
+{
+	int			n = 0;
+
+	while (*p != '\n' && *p != '\0')
+	{
+		char	   *end;
+		long		v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (n < max)
+			want[n++] = (int32_t) v;
+		p = end;
+	}
+	return n;
+}
+
+/* The length of a reference line's first field (the name). */
+static size_t
+field_len(const char *line)
+{
+	return strcspn(line, "\t\n");
+}
+
+/*
+ * Compare the engine (its pre-tokenizer already chosen) with the reference
+ * lines of one name, from block on; *n_ok and *n_lines count.
+ */
+static void
+pre_reference_block(const LlmTokenizer *t, const char *name, const char *block,
+					char **inputs, const size_t *lens, int n_inputs, int *n_ok, int *n_lines)
+{
+	size_t		nl = field_len(block);
+
+	for (const char *line = block; strncmp(line, block, nl) == 0 && line[nl] == '\t';)
+	{
+		const char *f2 = line + nl + 1;
+		const char *f3 = strchr(f2, '\t');
+		const char *eol = strchr(line, '\n');
+		int32_t		want[1024];
+		int			n_want;
+		int			k = atoi(f2);
+		int32_t    *ids = NULL;
+		int			n;
+		bool		same;
+
+		if (f3 == NULL || eol == NULL)
+			break;
+		n_want = parse_ids(f3 + 1, want, 1024);
+		if (k >= 0 && k < n_inputs)
+		{
+			n = tok(t, inputs[k], lens[k], false, false, &ids);
+			same = n == n_want && (n == 0 || memcmp(ids, want, (size_t) n * sizeof(int32_t)) == 0);
+			TEST_CHECK(same, "%s input %d (%.*s): %d ids, want %d", name, k, (int) lens[k], inputs[k],
+					   n, n_want);
+			*n_ok += same;
+			(*n_lines)++;
+			free(ids);
+		}
+		line = eol + 1;
+	}
+}
+
+/*
+ * llama.cpp's ids for the llama-bpe suite's inputs and those of
+ * test/data/pre_inputs.inp under every other pre-tokenizer
+ * (test/data/pre_reference.tsv, made by tools/gen_pre_reference.sh with
+ * llama-tokenize): the llama-bpe vocabulary, its pre-tokenizer swapped for
+ * each name in turn.  "name = other" lines reuse other's ids.
+ */
+static void
+test_pre_reference(void)
+{
+	char		path[512];
+	char	   *inp,
+			   *extra = NULL,
+			   *ref;
+	size_t		inp_len,
+				extra_len,
+				ref_len;
+	char	   *inputs[128];
+	size_t		lens[128];
+	int			n_inputs;
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = load("vocab/ggml-vocab-llama-bpe.gguf", &g);
+	int			n_lines = 0,
+				n_ok = 0,
+				n_names = 0;
+
+	snprintf(path, sizeof(path), "%s/vocab/ggml-vocab-llama-bpe.gguf.inp", test_shared_dir());
+	inp = read_file(path, &inp_len);
+	extra = read_file("test/data/pre_inputs.inp", &extra_len);
+	ref = read_file("test/data/pre_reference.tsv", &ref_len);
+	TEST_CHECK(inp != NULL && extra != NULL && ref != NULL,
+			   "read the inputs and test/data/pre_reference.tsv");
+	if (t == NULL || inp == NULL || extra == NULL || ref == NULL)
+		goto done;
+	/* the suite's inputs, then test/data/pre_inputs.inp's */
+	n_inputs = suite_inputs(inp, inputs, lens, 128);
+	n_inputs += suite_inputs(extra, inputs + n_inputs, lens + n_inputs, 128 - n_inputs);
+	for (const char *line = ref; *line != '\0';)
+	{
+		size_t		nl = field_len(line);
+		char		name[64];
+		const char *block = line;
+		LlmError	err = {0};
+
+		if (line[0] == '#' || nl == 0 || nl >= sizeof(name) || line[nl] != '\t')
+		{
+			const char *eol = strchr(line, '\n');
+
+			TEST_CHECK(line[0] == '#', "pre_reference.tsv: a bad line");
+			if (eol == NULL)
+				break;
+			line = eol + 1;
+			continue;
+		}
+		memcpy(name, line, nl);
+		name[nl] = '\0';
+		if (line[nl + 1] == '=')
+		{
+			/* "name<TAB>=<TAB>other": other's block, found by its first line */
+			const char *other = line + nl + 3;
+			size_t		ol = field_len(other);
+
+			block = NULL;
+			for (const char *b = ref; block == NULL && *b != '\0';)
+			{
+				const char *eol = strchr(b, '\n');
+
+				if (field_len(b) == ol && strncmp(b, other, ol) == 0 && b[ol] == '\t' && b[ol + 1] != '=')
+					block = b;
+				if (eol == NULL)
+					break;
+				b = eol + 1;
+			}
+			TEST_CHECK(block != NULL, "pre_reference.tsv: %s refers to a name without ids", name);
+		}
+		n_names++;
+		if (block != NULL)
+		{
+			TEST_CHECK(llm_bpe_use_pre(t, name, &err) == LLM_OK, "use pre-tokenizer %s: %s", name, err.msg);
+			pre_reference_block(t, name, block, inputs, lens, n_inputs, &n_ok, &n_lines);
+		}
+		/* past this name's lines */
+		while (*line != '\0' && strncmp(line, name, nl) == 0 && line[nl] == '\t')
+		{
+			const char *eol = strchr(line, '\n');
+
+			line = eol != NULL ? eol + 1 : line + strlen(line);
+		}
+	}
+	printf("llama.cpp reference of %d pre-tokenizers: %d/%d\n", n_names, n_ok, n_lines);
+	TEST_CHECK(n_names >= 90 && n_ok == n_lines && n_lines == n_names * n_inputs,
+			   "pre-tokenizer reference: %d/%d", n_ok, n_lines);
+
+done:
+	free(inp);
+	free(extra);
+	free(ref);
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+}
+
+/* Append a bool value. */
+static void
+mg_bool(MemGguf *m, const char *key, bool v)
+{
+	mg_key(m, key, LLM_GGUF_BOOL);
+	mg_int(m, v ? 1 : 0, 1);
+}
+
+/* The normal tokens of the synthetic BERT vocabulary, from id 104 on. */
+static const char *const wpm_words[] = {
+	"\xE2\x96\x81hello", "\xE2\x96\x81world", "\xE2\x96\x81un", "\xE2\x96\x81unaff", "able", "aff",
+	"\xE2\x96\x81" "cafe", "\xE2\x96\x81naive", "\xE2\x96\x81,", "\xE2\x96\x81!", "\xE2\x96\x81'",
+	"\xE2\x96\x81t", "\xE2\x96\x81" "don", "\xE2\x96\x81\xE4\xBD\xA0", "\xE2\x96\x81\xE5\xA5\xBD",
+	"\xE2\x96\x81" "a", "b", "\xE2\x96\x81" "b", "\xE2\x96\x81" "c", "\xE2\x96\x81$", "\xE2\x96\x81x",
+	"\xE2\x96\x81" "e", "\xE2\x96\x81" "caf\xC3\xA9", "\xE2\x96\x81\xCE\xB1\xCE\xB2\xCE\xB3",
+	"\xE2\x96\x81Hello", "\xE2\x96\x81" "a\xCC\x81",
+};
+
+/*
+ * Load a synthetic BERT vocabulary: [PAD] 0, [unused] 1..99, [UNK] 100,
+ * [CLS] 101, [SEP] 102, [MASK] 103, then wpm_words; the special ids are
+ * llama.cpp's defaults, not written.  lowercase < 0: no normalizer key.
+ */
+static LlmStatus
+load_wpm(int lowercase, MemGguf *m, LlmGguf **g, LlmTokenizer **t, LlmError *err)
+{
+	static char unused[100][16];
+	const int	n_words = (int) (sizeof(wpm_words) / sizeof(wpm_words[0]));
+	const char *toks[104 + 32];
+	int32_t		types[104 + 32];
+
+	toks[0] = "[PAD]";
+	types[0] = 3;
+	for (int i = 1; i < 100; i++)
+	{
+		snprintf(unused[i], sizeof(unused[i]), "[unused%d]", i);
+		toks[i] = unused[i];
+		types[i] = 5;
+	}
+	toks[100] = "[UNK]";
+	types[100] = 2;
+	toks[101] = "[CLS]";
+	toks[102] = "[SEP]";
+	toks[103] = "[MASK]";
+	types[101] = types[102] = types[103] = 3;
+	for (int i = 0; i < n_words; i++)
+	{
+		toks[104 + i] = wpm_words[i];
+		types[104 + i] = 1;
+	}
+	memset(m, 0, sizeof(*m));
+	mg_strv(m, "tokenizer.ggml.model", "bert");
+	mg_strs(m, "tokenizer.ggml.tokens", toks, 104 + n_words);
+	mg_i32s(m, "tokenizer.ggml.token_type", types, 104 + n_words);
+	if (lowercase >= 0)
+		mg_bool(m, "tokenizer.ggml.normalizer.lowercase", lowercase != 0);
+	return mg_load(m, g, t, err);
+}
+
+/* The id of word w of wpm_words. */
+static int32_t
+wpm_id(const char *w)
+{
+	for (size_t i = 0; i < sizeof(wpm_words) / sizeof(wpm_words[0]); i++)
+		if (strcmp(wpm_words[i], w) == 0)
+			return 104 + (int32_t) i;
+	return -1;
+}
+
+/* Whether WordPiece gives text the ids want (-2 ends), without BOS/SEP. */
+static bool
+wpm_is(const LlmTokenizer *t, const char *text, const int32_t *want)
+{
+	int32_t    *ids = NULL;
+	int			n = tok(t, text, strlen(text), false, false, &ids);
+	bool		ok = n >= 0 && ids_are(ids, n, want);
+
+	if (!ok)
+	{
+		fprintf(stderr, "wordpiece \"%s\":", text);
+		for (int i = 0; i < n; i++)
+			fprintf(stderr, " %d", ids[i]);
+		fprintf(stderr, "\n");
+	}
+	free(ids);
+	return ok;
+}
+
+#define W(s) wpm_id("\xE2\x96\x81" s)
+
+/* WordPiece ("bert"): normalization, splitting, longest match, [UNK], [CLS]/[SEP], pieces. */
+static void
+test_wpm(void)
+{
+	MemGguf		m;
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = NULL;
+	LlmError	err = {0};
+	LlmStatus	st;
+	int32_t    *ids = NULL;
+	int			n;
+	char	   *text = NULL;
+	size_t		len = 0;
+
+	st = load_wpm(-1, &m, &g, &t, &err);
+	TEST_CHECK(st == LLM_OK, "BERT vocabulary loads: %s", err.msg);
+	if (st != LLM_OK)
+	{
+		llm_gguf_close(g);
+		free(m.buf);
+		return;
+	}
+	TEST_CHECK(llm_tokenizer_kind(t) == LLM_TOKENIZER_WPM, "kind");
+	TEST_CHECK(llm_tokenizer_bos(t) == 101 && llm_tokenizer_add_bos(t) && t->unk == 100 &&
+			   t->sep == 102 && t->add_sep, "BERT's default ids and flags");
+	TEST_CHECK(t->wpm_lowercase && t->wpm_strip_accents, "normalizer defaults");
+
+	/* lower case; whitespace of every kind splits */
+	TEST_CHECK(wpm_is(t, "Hello WORLD", (const int32_t[]) {W("hello"), W("world"), -2}), "lower case");
+	TEST_CHECK(wpm_is(t, "  hello\t\n\xE3\x80\x80world\xC2\xA0 ", (const int32_t[]) {W("hello"), W("world"), -2}),
+			   "whitespace");
+	TEST_CHECK(wpm_is(t, "\xCE\x91\xCE\x92\xCE\x93", (const int32_t[]) {W("\xCE\xB1\xCE\xB2\xCE\xB3"), -2}),
+			   "Greek lower case");
+	/* accents: precomposed letters to their base, combining marks dropped */
+	TEST_CHECK(wpm_is(t, "Caf\xC3\xA9 NA\xC3\x8FVE", (const int32_t[]) {W("cafe"), W("naive"), -2}), "accents");
+	TEST_CHECK(wpm_is(t, "e\xCC\x81", (const int32_t[]) {W("e"), -2}), "combining mark dropped");
+	/* punctuation and ASCII symbols are words of their own */
+	TEST_CHECK(wpm_is(t, "hello, world!", (const int32_t[]) {W("hello"), W(","), W("world"), W("!"), -2}),
+			   "punctuation");
+	TEST_CHECK(wpm_is(t, "don't", (const int32_t[]) {W("don"), W("'"), W("t"), -2}), "apostrophe");
+	TEST_CHECK(wpm_is(t, "$x", (const int32_t[]) {W("$"), W("x"), -2}), "ASCII symbol");
+	/* CJK ideographs: one word each */
+	TEST_CHECK(wpm_is(t, "\xE4\xBD\xA0\xE5\xA5\xBD", (const int32_t[]) {W("\xE4\xBD\xA0"), W("\xE5\xA5\xBD"), -2}),
+			   "CJK");
+	/* greedy longest match: ▁unaff + able, not ▁un + aff + able */
+	TEST_CHECK(wpm_is(t, "unaffable", (const int32_t[]) {W("unaff"), wpm_id("able"), -2}), "longest match");
+	TEST_CHECK(wpm_is(t, "unaff unable", (const int32_t[]) {W("unaff"), W("un"), wpm_id("able"), -2}),
+			   "longest match 2");
+	/* a word that does not fully match is one [UNK]; the others are kept */
+	TEST_CHECK(wpm_is(t, "abq hello", (const int32_t[]) {100, W("hello"), -2}), "unknown word");
+	TEST_CHECK(wpm_is(t, "ab c", (const int32_t[]) {W("a"), wpm_id("b"), W("c"), -2}), "continuation");
+	/* controls, NUL and ill-formed bytes are dropped inside a word */
+	TEST_CHECK(wpm_is(t, "a\x01" "b", (const int32_t[]) {W("a"), wpm_id("b"), -2}), "control dropped");
+	TEST_CHECK(wpm_is(t, "a\xFF" "b", (const int32_t[]) {W("a"), wpm_id("b"), -2}), "ill-formed dropped");
+	TEST_CHECK(wpm_is(t, "", (const int32_t[]) {-2}), "empty");
+	TEST_CHECK(wpm_is(t, " \x01 ", (const int32_t[]) {-2}), "nothing left");
+
+	/* [CLS] text [SEP] */
+	n = tok(t, "hello", 5, true, false, &ids);
+	TEST_CHECK(ids_are(ids, n, (const int32_t[]) {101, W("hello"), 102, -2}), "[CLS] hello [SEP]: %d", n);
+	free(ids);
+	n = tok(t, "[CLS]hello[SEP]", 15, false, true, &ids);
+	TEST_CHECK(ids_are(ids, n, (const int32_t[]) {101, W("hello"), 102, -2}), "parse_special: %d", n);
+	free(ids);
+	/* decoding: U+2581 is a space, special tokens are empty */
+	n = tok(t, "Hello, world unaffable", 22, true, false, &ids);
+	TEST_CHECK(n > 0 && llm_detokenize(t, ids, n, &text, &len, &err) == LLM_OK &&
+			   strcmp(text, " hello , world unaffable") == 0, "decode: \"%s\"", text ? text : "");
+	free(text);
+	free(ids);
+	TEST_CHECK(piece_is(t, wpm_id("able"), "able", 4) && piece_is(t, 101, "", 0), "pieces");
+	/* 100 kB in well under a second */
+	{
+		static const char unit[] = "Hello, world unaffable caf\xC3\xA9 \xE4\xBD\xA0\xE5\xA5\xBD xyzzy\n";
+		size_t		ul = strlen(unit),
+					total = 0;
+		char	   *big = malloc(100 * 1000 + ul);
+		double		t0,
+					dt;
+
+		while (total + ul <= 100 * 1000)
+		{
+			memcpy(big + total, unit, ul);
+			total += ul;
+		}
+		t0 = now();
+		n = tok(t, big, total, false, false, &ids);
+		dt = now() - t0;
+		printf("wordpiece: %zu bytes -> %d tokens in %.3f s\n", total, n, dt);
+		TEST_CHECK(n > 0 && dt < 1.0, "wordpiece: 100 kB took %.3f s", dt);
+		free(ids);
+		free(big);
+	}
+	/* random bytes: never an error */
+	{
+		uint64_t	seed = 12345;
+		int			n_fail = 0;
+
+		for (int k = 0; k < 2000; k++)
+		{
+			char		buf[64];
+			size_t		l = rng_next(&seed) % sizeof(buf);
+
+			for (size_t i = 0; i < l; i++)
+				buf[i] = (char) (rng_next(&seed) & 0xFF);
+			if (llm_tokenize(t, buf, l, true, true, &ids, &n, &err) != LLM_OK)
+				n_fail++;
+			free(ids);
+			ids = NULL;
+		}
+		TEST_CHECK(n_fail == 0, "wordpiece: %d random strings failed", n_fail);
+	}
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	free(m.buf);
+
+	/* without lower case (and so without stripping accents) */
+	st = load_wpm(0, &m, &g, &t, &err);
+	TEST_CHECK(st == LLM_OK, "BERT vocabulary, cased: %s", err.msg);
+	if (st == LLM_OK)
+	{
+		TEST_CHECK(!t->wpm_lowercase && !t->wpm_strip_accents, "cased normalizer");
+		TEST_CHECK(wpm_is(t, "Hello hello", (const int32_t[]) {W("Hello"), W("hello"), -2}), "cased");
+		TEST_CHECK(wpm_is(t, "caf\xC3\xA9 Caf\xC3\xA9", (const int32_t[]) {W("caf\xC3\xA9"), 100, -2}),
+				   "accents kept");
+		TEST_CHECK(wpm_is(t, "a\xCC\x81", (const int32_t[]) {W("a\xCC\x81"), -2}), "combining mark kept");
+	}
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	free(m.buf);
+
+	/* the mappings behind the normalizer */
+	TEST_CHECK(llm_wpm_lower('A') == 'a' && llm_wpm_lower(0x130) == 'i' && llm_wpm_lower(0x391) == 0x3B1 &&
+			   llm_wpm_lower(0x410) == 0x430 && llm_wpm_lower(0x4E00) == 0x4E00, "lower case map");
+	TEST_CHECK(llm_wpm_nfd_first(0xE9) == 'e' && llm_wpm_nfd_first(0x1EA5) == 'a' &&
+			   llm_wpm_nfd_first(0xAC00) == 0x1100 && llm_wpm_nfd_first('e') == 'e', "NFD map");
+}
+
+/*
+ * llama.cpp's WordPiece ids (test/data/wpm_reference.tsv, made by
+ * tools/gen_wpm_reference.sh with llama-tokenize) for the inputs of the
+ * llama-bpe suite, test/data/pre_inputs.inp and test/data/wpm_inputs.inp,
+ * with load_wpm's vocabulary, uncased and cased.
+ */
+static void
+test_wpm_reference(void)
+{
+	char		path[512];
+	char	   *files[3] = {NULL, NULL, NULL};
+	size_t		flen;
+	char	   *ref;
+	size_t		ref_len;
+	char	   *inputs[160];
+	size_t		lens[160];
+	int			n_inputs = 0;
+	LlmTokenizer *tk[2] = {NULL, NULL};
+	LlmGguf    *g[2] = {NULL, NULL};
+	MemGguf		m[2];
+	LlmError	err = {0};
+	int			n_ok = 0,
+				n_lines = 0;
+
+	snprintf(path, sizeof(path), "%s/vocab/ggml-vocab-llama-bpe.gguf.inp", test_shared_dir());
+	files[0] = read_file(path, &flen);
+	files[1] = read_file("test/data/pre_inputs.inp", &flen);
+	files[2] = read_file("test/data/wpm_inputs.inp", &flen);
+	ref = read_file("test/data/wpm_reference.tsv", &ref_len);
+	TEST_CHECK(files[0] && files[1] && files[2] && ref, "read the WordPiece reference and its inputs");
+	for (int k = 0; k < 2; k++)
+		TEST_CHECK(load_wpm(k == 0 ? -1 : 0, &m[k], &g[k], &tk[k], &err) == LLM_OK, "load_wpm: %s", err.msg);
+	if (!files[0] || !files[1] || !files[2] || !ref || !tk[0] || !tk[1])
+		goto done;
+	for (int f = 0; f < 3; f++)
+		n_inputs += suite_inputs(files[f], inputs + n_inputs, lens + n_inputs, 160 - n_inputs);
+	for (char *line = ref, *eol; (eol = strchr(line, '\n')) != NULL; line = eol + 1)
+	{
+		char	   *f2,
+				   *f3;
+		int			k;
+		int32_t		want[1024];
+		int			n_want = 0;
+		int32_t    *ids = NULL;
+		int			n;
+		bool		same;
+		const LlmTokenizer *t;
+
+		*eol = '\0';
+		if (line[0] == '#')
+			continue;
+		f2 = strchr(line, '\t');
+		f3 = f2 != NULL ? strchr(f2 + 1, '\t') : NULL;
+		if (f3 == NULL)
+			break;
+		*f2 = '\0';
+		t = strcmp(line, "cased") == 0 ? tk[1] : tk[0];
+		k = atoi(f2 + 1);
+		for (char *p = f3 + 1; *p != '\0';)
+		{
+			char	   *end;
+			long		v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (n_want < 1024)
+				want[n_want++] = (int32_t) v;
+			p = end;
+		}
+		if (k < 0 || k >= n_inputs)
+			continue;
+		n = tok(t, inputs[k], lens[k], false, false, &ids);
+		same = n == n_want && (n == 0 || memcmp(ids, want, (size_t) n * sizeof(int32_t)) == 0);
+		TEST_CHECK(same, "wordpiece %s input %d (%.*s): %d ids, want %d", line, k, (int) lens[k], inputs[k],
+				   n, n_want);
+		n_ok += same;
+		n_lines++;
+		free(ids);
+	}
+	printf("llama.cpp WordPiece reference: %d/%d\n", n_ok, n_lines);
+	TEST_CHECK(n_lines >= 180 && n_ok == n_lines, "WordPiece reference: %d/%d", n_ok, n_lines);
+
+done:
+	for (int k = 0; k < 2; k++)
+	{
+		llm_tokenizer_free(tk[k]);
+		llm_gguf_close(g[k]);
+		if (tk[k] != NULL || g[k] != NULL)
+			free(m[k].buf);
+	}
+	for (int f = 0; f < 3; f++)
+		free(files[f]);
+	free(ref);
+}
+
+/* The byte-level BPE reference suites (../shared/vocab/ggml-vocab-NAME.gguf). */
+static const char *const bpe_suites[] = {"gpt-2", "llama-bpe", "qwen2", "command-r"};
 
 /* Run every tokenizer test. */
 int
@@ -767,16 +1641,31 @@ main(void)
 		ok = run_suite("vocab/ggml-vocab-llama-spm.gguf", special, false, &total);
 		printf("llama-spm suite (parse_special=%d): %d/%d\n", special, ok, total);
 		TEST_CHECK(total == 46 && ok == total, "llama-spm suite %d/%d", ok, total);
-		ok = run_suite("vocab/ggml-vocab-gpt-2.gguf", special, false, &total);
-		printf("gpt-2 suite (parse_special=%d): %d/%d\n", special, ok, total);
-		TEST_CHECK(total == 46 && ok == total, "gpt-2 suite %d/%d", ok, total);
 	}
-	ok = run_suite("vocab/ggml-vocab-gpt-2.gguf", false, true, &total);
-	printf("gpt-2 suite (PCRE2 interpreter): %d/%d\n", ok, total);
-	TEST_CHECK(total == 46 && ok == total, "gpt-2 suite without JIT %d/%d", ok, total);
+	for (size_t v = 0; v < sizeof(bpe_suites) / sizeof(bpe_suites[0]); v++)
+	{
+		char		path[128];
+
+		snprintf(path, sizeof(path), "vocab/ggml-vocab-%s.gguf", bpe_suites[v]);
+		for (int mode = 0; mode < 3; mode++)
+		{
+			/* parse_special off and on with JIT, then PCRE2's interpreter */
+			ok = run_suite(path, mode == 1, mode == 2, &total);
+			printf("%s suite (%s): %d/%d\n", bpe_suites[v],
+				   mode == 0 ? "parse_special=0" : mode == 1 ? "parse_special=1" : "PCRE2 interpreter",
+				   ok, total);
+			TEST_CHECK(total == 46 && ok == total, "%s suite, mode %d: %d/%d", bpe_suites[v], mode, ok, total);
+		}
+	}
 	test_spm();
 	test_bpe();
 	test_stories();
 	test_synthetic();
+	test_pre_all();
+	test_pre_pieces();
+	test_pre_errors();
+	test_pre_reference();
+	test_wpm();
+	test_wpm_reference();
 	return test_summary("tokenizer");
 }

@@ -7,8 +7,9 @@
  * open-addressing hash table (text -> first id with that text: duplicate
  * strings are tolerated and the first wins).  The bytes each token stands
  * for in output text (its "piece") are computed once here, so detokenizing
- * is a concatenation.  The algorithms live in tokenizer_spm.c ("llama") and
- * tokenizer_bpe.c ("gpt2").
+ * is a concatenation.  The algorithms live in tokenizer_spm.c ("llama"),
+ * tokenizer_bpe.c ("gpt2", with the pre-tokenizers of tokenizer_pre.c) and
+ * tokenizer_wpm.c ("bert").
  *
  * Special tokens.  With parse_special, the input is scanned left to right and
  * at each position the longest control or user-defined token text starting
@@ -489,10 +490,11 @@ llm_spm_unescape(const char *s, size_t len, char *dst)
 }
 
 /*
- * Compute every token's piece (no piece is longer than its text).  SPM:
- * byte tokens give their byte, normal and user-defined tokens their text
- * with U+2581 as a space (as llama.cpp does); BPE: GPT-2 code points back to
- * bytes.  Control, unknown and unused tokens are empty.
+ * Compute every token's piece (no piece is longer than its text).  SPM,
+ * WordPiece and BPE on raw UTF-8 (Gemma 4's): byte tokens give their byte,
+ * normal and user-defined tokens their text with U+2581 as a space (as
+ * llama.cpp does); byte-level BPE: GPT-2 code points back to bytes.
+ * Control, unknown and unused tokens are empty.
  */
 static LlmStatus
 llm_tokenizer_make_pieces(LlmTokenizer *t, size_t arena_size, LlmError *err)
@@ -515,7 +517,7 @@ llm_tokenizer_make_pieces(LlmTokenizer *t, size_t arena_size, LlmError *err)
 		if (type == LLM_TOKEN_TYPE_CONTROL || type == LLM_TOKEN_TYPE_UNKNOWN ||
 			type == LLM_TOKEN_TYPE_UNUSED)
 			n = 0;
-		else if (t->kind == LLM_TOKENIZER_SPM)
+		else if (t->kind != LLM_TOKENIZER_BPE || t->raw_utf8)
 		{
 			int			byte = type == LLM_TOKEN_TYPE_BYTE ? llm_parse_byte_token(s, len) : -1;
 
@@ -679,7 +681,9 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 	char	   *model = NULL;
 	size_t		arena_size = 0;
 	LlmStatus	st;
-	bool		spm;
+	LlmTokenizerKind kind;
+	bool		spm,
+				wpm;
 
 	if (g == NULL || out == NULL)
 		return llm_error_set(err, LLM_ERR_INVALID, "llm_tokenizer_load needs a file and a result pointer");
@@ -690,9 +694,11 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 	if (st != LLM_OK)
 		return st;
 	if (strcmp(model, "llama") == 0)
-		spm = true;
+		kind = LLM_TOKENIZER_SPM;
 	else if (strcmp(model, "gpt2") == 0)
-		spm = false;
+		kind = LLM_TOKENIZER_BPE;
+	else if (strcmp(model, "bert") == 0)
+		kind = LLM_TOKENIZER_WPM;
 	else
 	{
 		st = llm_error_set(err, LLM_ERR_UNSUPPORTED, "unsupported tokenizer model \"%s\"", model);
@@ -700,31 +706,46 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 		return st;
 	}
 	free(model);
+	spm = kind == LLM_TOKENIZER_SPM;
+	wpm = kind == LLM_TOKENIZER_WPM;
 
 	t = calloc(1, sizeof(LlmTokenizer));
 	if (t == NULL)
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a tokenizer");
-	t->kind = spm ? LLM_TOKENIZER_SPM : LLM_TOKENIZER_BPE;
+	t->kind = kind;
 
+	/* defaults as in llama.cpp: SPM <unk> <s> </s>; BERT [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102 */
 	st = llm_tokenizer_load_vocab(t, g, &arena_size, err);
 	if (st == LLM_OK)
 		st = llm_tokenizer_get_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab,
-								  spm && t->n_vocab > 1 ? 1 : -1, &t->bos, err);
+								  spm && t->n_vocab > 1 ? 1 : wpm && t->n_vocab > 101 ? 101 : -1,
+								  &t->bos, err);
 	if (st == LLM_OK)
 		st = llm_tokenizer_get_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab,
 								  spm && t->n_vocab > 2 ? 2 : -1, &t->eos, err);
 	if (st == LLM_OK)
 		st = llm_tokenizer_get_id(g, "tokenizer.ggml.unknown_token_id", t->n_vocab,
-								  spm ? 0 : -1, &t->unk, err);
+								  spm ? 0 : wpm && t->n_vocab > 100 ? 100 : -1, &t->unk, err);
 	if (st == LLM_OK)
-		st = llm_tokenizer_get_id(g, "tokenizer.ggml.padding_token_id", t->n_vocab, -1, &t->pad, err);
+		st = llm_tokenizer_get_id(g, "tokenizer.ggml.seperator_token_id", t->n_vocab,
+								  wpm && t->n_vocab > 102 ? 102 : -1, &t->sep, err);
 	if (st == LLM_OK)
-		st = llm_tokenizer_get_flag(g, "tokenizer.ggml.add_bos_token", spm, &t->add_bos, err);
+		st = llm_tokenizer_get_id(g, "tokenizer.ggml.padding_token_id", t->n_vocab,
+								  wpm ? 0 : -1, &t->pad, err);
+	/* the pre-tokenizer (BPE) may change the defaults of the flags */
+	if (st == LLM_OK && kind == LLM_TOKENIZER_BPE)
+		st = llm_bpe_init(t, g, err);
+	if (st == LLM_OK && wpm)
+		st = llm_wpm_init(t, g, err);
+	if (st == LLM_OK)
+		st = llm_tokenizer_get_flag(g, "tokenizer.ggml.add_bos_token", spm || wpm || t->add_bos,
+									&t->add_bos, err);
+	if (st == LLM_OK)
+		st = llm_tokenizer_get_flag(g, "tokenizer.ggml.add_sep_token", wpm || t->add_sep,
+									&t->add_sep, err);
 	if (st == LLM_OK)
 		st = llm_tokenizer_get_flag(g, "tokenizer.ggml.add_space_prefix", spm,
 									&t->add_space_prefix, err);
-	if (st == LLM_OK && !spm)
-		st = llm_bpe_init(t, g, err);
 	if (st == LLM_OK)
 		st = llm_tokenizer_index_special(t, err);
 	if (st == LLM_OK)
@@ -736,7 +757,7 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 		llm_tokenizer_free(t);
 		return st;
 	}
-	if (spm)
+	if (spm || t->raw_utf8)
 		llm_tokenizer_index_bytes(t);
 	else
 		for (int b = 0; b < 256; b++)
@@ -752,6 +773,7 @@ llm_tokenizer_free(LlmTokenizer *t)
 	if (t == NULL)
 		return;
 	llm_bpe_free(t);
+	llm_wpm_free(t);
 	llm_strtab_free(&t->vocab);
 	free(t->text_arena);
 	free(t->text);
@@ -793,6 +815,8 @@ llm_tokenize_fragment(const LlmTokenizer *t, const char *text, size_t len, bool 
 {
 	if (t->kind == LLM_TOKENIZER_SPM)
 		return llm_spm_tokenize(t, text, len, t->add_space_prefix && after_special, out, err);
+	if (t->kind == LLM_TOKENIZER_WPM)
+		return llm_wpm_tokenize(t, text, len, out, err);
 	return llm_bpe_tokenize(t, text, len, out, err);
 }
 
@@ -841,6 +865,9 @@ llm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 	}
 	if (st == LLM_OK && len > frag)
 		st = llm_tokenize_fragment(t, text + frag, len - frag, after_special, &buf, err);
+	/* BERT-style vocabularies close the text with [SEP] */
+	if (st == LLM_OK && add_bos && t->add_sep && t->sep >= 0)
+		st = llm_tokbuf_push(&buf, t->sep, err);
 	if (st == LLM_OK && buf.ids == NULL)
 	{
 		/* no tokens: still hand back an array, so callers may always free it */

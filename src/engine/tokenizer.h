@@ -8,9 +8,14 @@
  * pieces not in the vocabulary fall back to byte tokens <0xNN>.
  *
  * tokenizer.ggml.model = "gpt2": byte-level BPE.  The text is split by the
- * GPT-2 pre-tokenizer regular expression (PCRE2, Unicode-aware), each piece
- * mapped byte by byte to printable code points, then merged by merge rank
- * (tokenizer.ggml.merges).
+ * regular expressions of the pre-tokenizer tokenizer.ggml.pre names (any of
+ * llama.cpp's; PCRE2, Unicode-aware), each piece mapped byte by byte to
+ * printable code points, then merged by merge rank (tokenizer.ggml.merges).
+ *
+ * tokenizer.ggml.model = "bert": WordPiece.  The text is lower-cased and
+ * stripped of accents, split at whitespace and around punctuation and CJK
+ * characters, and each word, written with a leading U+2581, is cut into the
+ * longest vocabulary tokens from the left; a word that cannot be is [UNK].
  *
  * Control and user-defined tokens (token types 3 and 4) are matched as whole
  * strings in the input when parse_special is set; otherwise they are text.
@@ -30,7 +35,8 @@ typedef struct LlmTokenizer LlmTokenizer;
 typedef enum LlmTokenizerKind
 {
 	LLM_TOKENIZER_SPM,			/* "llama" */
-	LLM_TOKENIZER_BPE			/* "gpt2" */
+	LLM_TOKENIZER_BPE,			/* "gpt2" */
+	LLM_TOKENIZER_WPM			/* "bert" (WordPiece) */
 } LlmTokenizerKind;
 
 /* Build a tokenizer from a GGUF file's tokenizer.ggml.* metadata. */
@@ -41,7 +47,9 @@ void		llm_tokenizer_free(LlmTokenizer *t);
 
 /*
  * Tokenize len bytes of text (any bytes: invalid UTF-8 is handled, never
- * crashes).  With add_bos, BOS is put first when the vocabulary has one.
+ * crashes).  With add_bos, BOS is put first when the vocabulary has one,
+ * and SEP last when it asks for one (tokenizer.ggml.add_sep_token: BERT's
+ * [CLS] text [SEP]).
  * *ids is a new malloc'd array of *n_ids tokens.
  */
 LlmStatus	llm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
@@ -66,7 +74,7 @@ int			llm_tokenizer_n_vocab(const LlmTokenizer *t);
 LlmTokenizerKind llm_tokenizer_kind(const LlmTokenizer *t);
 int32_t		llm_tokenizer_bos(const LlmTokenizer *t);	/* -1 when none */
 int32_t		llm_tokenizer_eos(const LlmTokenizer *t);	/* -1 when none */
-/* Whether the model wants BOS in front of a prompt (tokenizer.ggml.add_bos_token; default: SPM yes, BPE no). */
+/* Whether the model wants BOS in front of a prompt (tokenizer.ggml.add_bos_token; default: SPM, WordPiece and some pre-tokenizers yes). */
 bool		llm_tokenizer_add_bos(const LlmTokenizer *t);
 /* Whether id ends generation (EOS, EOT, or another end-of-generation token). */
 bool		llm_tokenizer_is_eog(const LlmTokenizer *t, int32_t id);

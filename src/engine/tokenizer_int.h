@@ -1,7 +1,7 @@
 /*
  * tokenizer_int.h
  *		Private structures of the tokenizers (tokenizer.c, tokenizer_spm.c,
- *		tokenizer_bpe.c).
+ *		tokenizer_bpe.c, tokenizer_pre.c, tokenizer_wpm.c).
  *
  * The tokenizer owns copies of every string it uses (token texts, pieces,
  * merges), so it outlives the GGUF file it was loaded from.  After loading
@@ -32,13 +32,42 @@ typedef enum LlmTokenType
 	LLM_TOKEN_TYPE_BYTE = 6
 } LlmTokenType;
 
-/* The GPT-2-family pre-tokenizer expressions we know. */
-typedef enum LlmPreTokenizer
+/* The most expressions one pre-tokenizer applies in turn. */
+#define LLM_PRE_MAX_EXPRS 8
+
+/* Flags of a tokenizer.ggml.pre value (llama.cpp sets them per name). */
+#define LLM_PRE_IGNORE_MERGES	0x01	/* a whole piece that is a token is kept */
+#define LLM_PRE_ADD_BOS			0x02	/* add_bos_token defaults to true */
+#define LLM_PRE_ADD_SEP			0x04	/* add_sep_token defaults to true */
+#define LLM_PRE_ESCAPE_SPACES	0x08	/* spaces become U+2581 before the split */
+#define LLM_PRE_NEWLINES_WHOLE	0x10	/* a piece of newlines that is a token is kept (Gemma 4) */
+
+/* A pre-tokenizer: expressions applied in order (tokenizer_pre.c). */
+typedef struct LlmPreGroup
 {
-	LLM_PRE_GPT2,
-	LLM_PRE_LLAMA3,
-	LLM_PRE_QWEN2
-} LlmPreTokenizer;
+	const char *name;			/* llama.cpp's pre type, lower case */
+	const char *const *exprs;	/* (n_exprs) llama.cpp's expressions, in order */
+	int			n_exprs;
+	bool		raw_utf8;		/* BPE on the UTF-8 text, not GPT-2's byte code points */
+} LlmPreGroup;
+
+/* One tokenizer.ggml.pre value and what it selects. */
+typedef struct LlmPreName
+{
+	const char *name;
+	const LlmPreGroup *group;
+	uint8_t		flags;			/* LLM_PRE_* */
+} LlmPreName;
+
+/* How a pre-tokenizer expression cuts a piece. */
+typedef enum LlmPreMode
+{
+	LLM_PRE_MODE_MATCH,			/* matches and the gaps between them */
+	LLM_PRE_MODE_DIGITS			/* llama.cpp's digits-in-threes splitter (AFMoE, Tiny Aya) */
+} LlmPreMode;
+
+/* Called with each piece of a split (len > 0). */
+typedef LlmStatus (*LlmPieceFn) (void *arg, const char *s, size_t len, LlmError *err);
 
 /* One slot of an open-addressing string table. */
 typedef struct LlmStrTabSlot
@@ -114,7 +143,9 @@ struct LlmTokenizer
 	int32_t		eos;
 	int32_t		unk;
 	int32_t		pad;
+	int32_t		sep;			/* BERT's [SEP] (RoBERTa's </s>), or -1 */
 	bool		add_bos;		/* tokenizer.ggml.add_bos_token (model's wish) */
+	bool		add_sep;		/* tokenizer.ggml.add_sep_token: SEP after the text */
 	bool		add_space_prefix;	/* SPM: prepend a space to text at the start */
 	uint8_t    *eog;			/* (n_vocab) 1 when the token ends generation */
 
@@ -127,18 +158,29 @@ struct LlmTokenizer
 	int			n_special;
 	int32_t		special_start[257];
 
-	/* SPM: the token for each byte (<0xNN>, else the one-byte text), or -1 */
+	/* SPM and raw BPE: the token for each byte (<0xNN>, else the one-byte text), or -1 */
 	int32_t		byte_token[256];
 
 	/* BPE */
 	char	   *merge_arena;	/* copies of the merge strings */
 	LlmStrTab	merges;			/* "left right" -> rank */
-	LlmPreTokenizer pre;
+	const LlmPreGroup *pre;		/* the pre-tokenizer (tokenizer.ggml.pre) */
+	pcre2_code *re[LLM_PRE_MAX_EXPRS];	/* (pre->n_exprs) its expressions, compiled once */
+	uint8_t		re_mode[LLM_PRE_MAX_EXPRS];	/* (pre->n_exprs) LlmPreMode of each */
+	bool		jit;			/* every re is JIT-compiled (else PCRE2 interprets them) */
 	bool		ignore_merges;	/* a whole pre-token that is in the vocabulary is kept */
-	pcre2_code *re;			/* the pre-tokenizer expression, compiled once */
-	bool		jit;			/* re is JIT-compiled (else PCRE2 interprets it) */
+	bool		raw_utf8;		/* merge UTF-8 characters, not GPT-2 byte code points */
+	bool		escape_spaces;	/* spaces become U+2581 before pre-tokenizing */
+	bool		newlines_whole;	/* a newline run that is a token is kept whole */
 	uint16_t	byte_cp[256];	/* GPT-2 bytes_to_unicode: byte -> code point */
 	int16_t		cp_byte[324];	/* its inverse for code points < 324, else -1 */
+
+	/* WordPiece */
+	pcre2_code *wpm_re;			/* classifies the characters of the text */
+	bool		wpm_jit;		/* wpm_re is JIT-compiled */
+	bool		wpm_lowercase;	/* tokenizer.ggml.normalizer.lowercase */
+	bool		wpm_strip_accents;	/* tokenizer.ggml.normalizer.strip_accents */
+	uint32_t	max_token_len;	/* the longest token text, in bytes */
 };
 
 /* tokenizer.c: shared helpers */
@@ -166,5 +208,22 @@ void		llm_bpe_free(LlmTokenizer *t);
 LlmStatus	llm_bpe_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 								  LlmTokBuf *out, LlmError *err);
 size_t		llm_bpe_decode_text(const LlmTokenizer *t, const char *s, size_t len, char *dst);
+const LlmPreName *llm_pre_find(const char *name);
+LlmStatus	llm_bpe_use_pre(LlmTokenizer *t, const char *name, LlmError *err);
+LlmStatus	llm_bpe_pre_split(const LlmTokenizer *t, const char *text, size_t len,
+							  LlmPieceFn fn, void *arg, LlmError *err);
+
+/* tokenizer_wpm.c */
+LlmStatus	llm_wpm_init(LlmTokenizer *t, const LlmGguf *g, LlmError *err);
+void		llm_wpm_free(LlmTokenizer *t);
+LlmStatus	llm_wpm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
+							  LlmTokBuf *out, LlmError *err);
+uint32_t	llm_wpm_lower(uint32_t cp);
+uint32_t	llm_wpm_nfd_first(uint32_t cp);
+
+/* tokenizer_pre.c */
+extern const LlmPreName llm_pre_names[];
+extern const int llm_pre_n_names;
+extern const LlmPreGroup *const llm_pre_group_missing;
 
 #endif							/* LLM_TOKENIZER_INT_H */
