@@ -49,6 +49,9 @@ test_generation_text(void)
 		{"{% if add_generation_prompt %}A{% if enable_thinking %}{% if thinking %}x{% else %}y{% endif %}{% endif %}{% endif %}", "A"},
 		/* the last block counts; "-" strips both ways */
 		{"{% if add_generation_prompt %}old{% endif %} {%- if add_generation_prompt and not ns.is_tool -%}  B  {%- endif %}", "B"},
+		/* a name the template sets to one literal */
+		{"{%- set end = '</think>' -%}{% if add_generation_prompt %}{{ 'A:' }}{{ end }}{% endif %}", "A:</think>"},
+		{"{%- set end = '</think>' + x -%}{% if add_generation_prompt %}{{ end }}{% endif %}", "ERR:3"},
 		/* what the evaluator does not know is refused */
 		{"{% if add_generation_prompt %}{{ prefix }}{% endif %}", "ERR:3"},
 		{"{% if add_generation_prompt %}{% if tools %}x{% endif %}{% endif %}", "ERR:3"},

@@ -6,7 +6,8 @@
  * turn: "<|im_start|>assistant\n", then perhaps "<think>\n", or
  * "<think>\n</think>" unless thinking is enabled.  This file evaluates that
  * one block, and only the little Jinja such blocks use:
- *   - string literals in {{ }} and plain text, as output;
+ *   - string literals in {{ }} and plain text, as output, and names the
+ *     template sets to one literal ("set thinking_end_token = '</think>'");
  *   - {% if %} / {% else %} / {% endif %} on enable_thinking and thinking,
  *     which are undefined (false) unless the template gives them a default
  *     with "set X = X if X is defined else True|False";
@@ -43,6 +44,8 @@ typedef struct GenVar
 
 typedef struct GenState
 {
+	const char *tmpl;			/* the whole template, for the names it sets */
+	size_t		tmpl_len;
 	char	   *out;
 	size_t		outsz;
 	size_t		n;
@@ -178,6 +181,47 @@ gen_literal(GenState *s, const GenTag *t, LlmStatus *st)
 	return true;
 }
 
+/*
+ * Write the literal the template sets name (len bytes) to, by a tag
+ * "{%- set NAME = 'literal' -%}" of its own; false when it sets none so.
+ */
+static bool
+gen_named_literal(GenState *s, const char *name, size_t len, LlmStatus *st)
+{
+	char		pattern[96];
+	size_t		n;
+
+	*st = LLM_OK;
+	if (len == 0 || len > 64)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!(name[i] == '_' || (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+			  (name[i] >= '0' && name[i] <= '9')))
+			return false;
+	snprintf(pattern, sizeof(pattern), "set %.*s = '", (int) len, name);
+	n = strlen(pattern);
+	for (size_t i = 0; i + n <= s->tmpl_len; i++)
+	{
+		size_t		j = i + n;
+		size_t		k;
+
+		if (memcmp(s->tmpl + i, pattern, n) != 0)
+			continue;
+		while (j < s->tmpl_len && s->tmpl[j] != '\'' && s->tmpl[j] != '\\')
+			j++;
+		/* one plain literal, then the end of the tag */
+		k = j + 1;
+		while (k < s->tmpl_len && (s->tmpl[k] == ' ' || s->tmpl[k] == '-'))
+			k++;
+		if (j >= s->tmpl_len || s->tmpl[j] != '\'' || k + 1 >= s->tmpl_len ||
+			s->tmpl[k] != '%' || s->tmpl[k + 1] != '}')
+			return false;
+		*st = gen_emit(s, s->tmpl + i + n, j - (i + n));
+		return true;
+	}
+	return false;
+}
+
 /* The variable named by text (len bytes), or NULL. */
 static GenVar *
 gen_var(GenState *s, const char *text, size_t len)
@@ -301,7 +345,7 @@ llm_chat_generation_text(const char *tmpl, size_t len, char *out, size_t outsz, 
 	bool		found = false;
 	bool		active[16];
 	int			depth = 0;
-	GenState	s = {out, outsz, 0, {{"enable_thinking", false, false}, {"thinking", false, false}}, err};
+	GenState	s = {tmpl, len, out, outsz, 0, {{"enable_thinking", false, false}, {"thinking", false, false}}, err};
 	GenTag		prev;
 
 	out[0] = '\0';
@@ -373,6 +417,8 @@ llm_chat_generation_text(const char *tmpl, size_t len, char *out, size_t outsz, 
 			if (on)
 			{
 				literal = gen_literal(&s, &t, &st);
+				if (st == LLM_OK && !literal)
+					literal = gen_named_literal(&s, t.body, t.body_len, &st);
 				if (st != LLM_OK)
 					return st;
 				if (!literal)
