@@ -49,6 +49,17 @@ SELECT llm_generate('Once upon a time', 4);
 SELECT llm_generate('Once upon a time', 4, chat => true);
 RESET llm.system_prompt;
 
+-- Checked as the worker will see them (single precision): one message, before anything is queued.
+SELECT llm_generate('x', 4, temperature => 1e308);
+SELECT llm_generate('x', 4, top_p => 1e-300);
+
+-- A request larger than llm.max_prompt_bytes is refused before it reaches shared memory.
+SET llm.max_prompt_bytes = 1024;
+SELECT llm_generate(repeat('a', 2000), 4);
+SELECT count(*) FROM llm_generate_batch(array_fill(repeat('a', 2000), ARRAY[300]), 4);
+SELECT llm_generate('Once upon a time', 4, stop => ARRAY[repeat('b', 1100)]);
+RESET llm.max_prompt_bytes;
+
 -- The settings that size shared memory need a restart.
 SET llm.max_queued_requests = 10;
 SET llm.model = 'other.gguf';

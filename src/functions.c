@@ -78,11 +78,12 @@ LlmGetParams(const NullableDatum *args, LlmParams *p)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_tokens %d exceeds the limit of %d tokens", p->max_tokens, llm_max_tokens),
 				 errhint("A superuser can raise llm.max_tokens.")));
-	if (isnan(p->temperature) || isinf(p->temperature) || p->temperature < 0)
+	/* as the worker sees them, in single precision: 1e308 would be infinite there, 1e-300 zero */
+	if (isnan(p->temperature) || isinf((float) p->temperature) || p->temperature < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("temperature must be a finite number greater than or equal to 0")));
-	if (isnan(p->top_p) || p->top_p <= 0 || p->top_p > 1)
+	if (isnan(p->top_p) || (float) p->top_p <= 0 || p->top_p > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("top_p must be greater than 0 and at most 1")));

@@ -17,6 +17,7 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 
 #include "llm.h"
 
@@ -41,6 +42,7 @@ int			llm_max_queued_requests = 1024;
 int			llm_debug_step_delay = 0;
 int			llm_batch_rows = -1;
 int			llm_max_tokens = 4096;
+int			llm_max_prompt_bytes = 1048576;
 bool		llm_chat = false;
 char	   *llm_system_prompt = NULL;
 int			llm_kv_type = LLM_KV_F16;
@@ -349,6 +351,15 @@ LlmDefineSettings(void)
 							4096, 0, INT_MAX,
 							PGC_SUSET,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.max_prompt_bytes",
+							"Largest request a call may queue: its prompt, system prompt and stop strings, in bytes.",
+							"Checked in the backend before anything is copied into shared memory.",
+							&llm_max_prompt_bytes,
+							1048576, 1024, MaxAllocSize / 2,
+							PGC_SUSET,
+							GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("llm.debug_step_delay",

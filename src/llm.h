@@ -52,6 +52,7 @@ extern int	llm_quantize;
 extern char *llm_quantize_calib;
 extern int	llm_batch_rows;
 extern int	llm_max_tokens;
+extern int	llm_max_prompt_bytes;
 
 /* Wait events (PostgreSQL 15 shows every extension wait as "Extension"). */
 #define LLM_WAIT_EVENT_REQUEST	PG_WAIT_EXTENSION	/* a backend waits for its result */

@@ -96,6 +96,12 @@ LlmQueueSubmit(LlmJob *job)
 	int			found = -1;
 
 	Assert(job->prompt != NULL && job->slot < 0);
+	if (input_len > (Size) llm_max_prompt_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("prompt is too large"),
+				 errdetail("The request has %zu bytes of prompt, system prompt and stop strings; llm.max_prompt_bytes is %d.",
+						   input_len, llm_max_prompt_bytes)));
 	input = dsa_allocate_extended(area, Max(input_len, 1), DSA_ALLOC_HUGE);
 	p = dsa_get_address(area, input);
 	if (job->system_len > 0)
@@ -162,6 +168,32 @@ LlmQueueSubmit(LlmJob *job)
 }
 
 /*
+ * libpq/libpq.h's, declared here: that header pulls in libpq-be.h and with
+ * it the GSSAPI headers, which building against PostgreSQL need not have.
+ */
+extern bool pq_check_connection(void);
+
+/* How often a waiting backend looks whether its client is still there. */
+#define LLM_CLIENT_CHECK_MS 1000
+
+/*
+ * End the session (FATAL, "connection to client lost") when its client has
+ * gone, as client_connection_check_interval would, whatever that setting:
+ * an abandoned query must not keep the model busy.  The error cleanup then
+ * cancels the session's requests.
+ */
+static void
+LlmCheckClient(void)
+{
+	if (MyProcPort != NULL && !pq_check_connection())
+	{
+		ClientConnectionLost = true;
+		InterruptPending = true;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * Whether a submitted job's slot is DONE or ERROR, waiting up to timeout_ms
  * for it (0: just look; -1: until it is).  Its result is then read by
  * LlmQueueWait.
@@ -216,7 +248,8 @@ LlmQueueWait(LlmJob *job)
 
 		if (state == LLM_SLOT_DONE || state == LLM_SLOT_ERROR)
 			break;
-		ConditionVariableSleep(&slot->cv, LLM_WAIT_EVENT_REQUEST);
+		if (ConditionVariableTimedSleep(&slot->cv, LLM_CLIENT_CHECK_MS, LLM_WAIT_EVENT_REQUEST))
+			LlmCheckClient();
 	}
 	ConditionVariableCancelSleep();
 

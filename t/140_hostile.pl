@@ -2,7 +2,8 @@
 #  - a FIFO named as llm.model must not hang the worker or block shutdown;
 #  - a waiting session gets SQLSTATE 57P01 (admin shutdown) when the worker
 #    is terminated, not XX000;
-#  - llm.model_dir = '/' accepts a model by its absolute path.
+#  - llm.model_dir = '/' accepts a model by its absolute path;
+#  - a query whose client was killed stops using the model within seconds.
 use strict;
 use warnings;
 use FindBin;
@@ -29,6 +30,17 @@ like($q->{err}, qr/ERROR:  57P01: llm background worker exited/, 'a terminated w
 $node->safe_psql('postgres', "ALTER SYSTEM RESET llm.debug_step_delay; SELECT pg_reload_conf()");
 $node->poll_query_until('postgres', "SELECT state = 'ready' FROM llm_worker_status()")
   or die 'the worker did not come back';
+
+# an abandoned query: kill -9 the client, and its backend cancels its requests by itself
+$node->safe_psql('postgres', "ALTER SYSTEM SET llm.debug_step_delay = '20ms'; SELECT pg_reload_conf()");
+my $abandoned = llm_start_query($node,
+	"SELECT count(*) FROM llm_generate_batch(array_fill('$prompt'::text, ARRAY[64]), max_tokens => 4000)");
+llm_poll($node, 'SELECT running_requests > 0 FROM llm_stats');
+$abandoned->{h}->signal('KILL');
+$abandoned->{h}->finish;
+my $freed = llm_poll($node, 'SELECT running_requests = 0 AND queued_requests = 0 FROM llm_stats');
+cmp_ok($freed, '<', 10, "the killed client's requests leave the worker in $freed s");
+$node->safe_psql('postgres', "ALTER SYSTEM RESET llm.debug_step_delay; SELECT pg_reload_conf()");
 
 # a FIFO as the model: refused at once, not opened for reading until a writer comes
 my $fifo = "$dir/fifo.gguf";
