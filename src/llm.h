@@ -252,8 +252,7 @@ extern PGDLLEXPORT void LlmWorkerMain(Datum main_arg);
 /* worker_model.c: the worker's model, from the settings to a running engine */
 extern LlmModel *LlmWorkerModel;	/* NULL when no model is loaded */
 extern LlmEngine *LlmWorkerEngine;	/* NULL when no model is loaded */
-extern void LlmWorkerLoad(void);
-extern void LlmWorkerUnload(void);
+extern bool LlmWorkerLoad(void);
 extern void LlmWorkerFreeEngine(void);
 extern bool LlmWorkerModelStale(void);
 extern sigset_t LlmBlockSignals(void);

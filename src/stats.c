@@ -150,7 +150,7 @@ llm_worker_status(PG_FUNCTION_ARGS)
 		values[i++] = TimestampTzGetDatum(w.loaded_at);
 	else
 		nulls[i++] = true;
-	if (w.error[0] != '\0' && !w.has_model)
+	if (w.error[0] != '\0')	/* also beside a model that still serves after a failed reload */
 		values[i++] = CStringGetTextDatum(w.error);
 	else
 		nulls[i++] = true;

@@ -648,9 +648,8 @@ LlmWorkerMain(Datum main_arg)
 		if (WorkerReloadPending && (LlmWorkerEngine == NULL || !llm_engine_busy(LlmWorkerEngine)))
 		{
 			WorkerReloadPending = false;
-			LlmWorkerUnload();
-			memset(&WorkerLast, 0, sizeof(WorkerLast));	/* a new engine counts from 0 */
-			LlmWorkerLoad();
+			if (LlmWorkerLoad())	/* the old model serves until a new one works */
+				memset(&WorkerLast, 0, sizeof(WorkerLast));	/* a new engine counts from 0 */
 		}
 
 		LlmWorkerScanSlots();

@@ -6,10 +6,12 @@
  *
  * The worker (worker.c) loads at start and, after a SIGHUP that changed
  * any of the settings below, once the engine has drained.  A model that is
- * missing, outside the directory or invalid is logged as an error and
- * leaves the worker without one (LlmWorkerModel and LlmWorkerEngine NULL,
- * state NO_MODEL with the reason in LlmState->worker.error): a bad setting
- * must not become a crash loop.
+ * missing, outside the directory or invalid is logged as an error: when
+ * a model was loaded, that one keeps serving (the new one is loaded before
+ * the old is freed) and LlmState->worker.error says why the settings were
+ * not applied; otherwise the worker stays without one (LlmWorkerModel and
+ * LlmWorkerEngine NULL, state NO_MODEL with the reason).  A bad setting
+ * must neither take service down nor become a crash loop.
  *
  * Only the worker process runs this code, and every engine call that may
  * start compute threads runs with all signals blocked (LlmBlockSignals), so
@@ -353,6 +355,8 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 				 errdetail_internal("%s", LlmMessageAsSentence(err.msg))));
 	}
 
+	/* the new model works: only now let the old one go */
+	LlmWorkerFreeEngine();
 	LlmWorkerModel = model;
 	LlmWorkerEngine = engine;
 	info = llm_model_info(model);
@@ -383,13 +387,21 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 }
 
 /*
- * Load the model the settings name.  Failure is logged as an error and
- * leaves the worker without a model; it never ends the worker.
+ * Load the model the settings name, in place of the one loaded (the engine
+ * must be idle).  The old one is freed only once the new one works: a
+ * failure is logged as an error and, when a model was loaded, leaves it
+ * serving (its settings stay the applied ones, so the next reload tries
+ * again), else leaves the worker without a model; it never ends the
+ * worker.  Returns whether a new engine now serves.
  */
-void
+bool
 LlmWorkerLoad(void)
 {
 	MemoryContext cxt = CurrentMemoryContext;
+	LlmModelSettings serving = WorkerApplied;
+	bool		had_model = LlmWorkerEngine != NULL;
+	char	   *serving_path = pstrdup(LlmState->worker.model_path);
+	bool		loaded = false;
 
 	LlmWorkerReadSettings(&WorkerApplied);
 	if (WorkerApplied.model[0] == '\0')
@@ -397,17 +409,20 @@ LlmWorkerLoad(void)
 		ereport(LOG,
 				(errmsg("llm worker has no model to load"),
 				 errhint("Set llm.model to a GGUF file in llm.model_dir and reload the configuration.")));
+		LlmWorkerFreeEngine();
 		LlmWorkerSetState(LLM_WORKER_NO_MODEL, "", "llm.model is not set.");
-		return;
+		return had_model;
 	}
 
-	LlmWorkerSetState(LLM_WORKER_LOADING,
-					  is_absolute_path(WorkerApplied.model) ? WorkerApplied.model
-					  : psprintf("%s/%s", WorkerApplied.model_dir, WorkerApplied.model),
-					  NULL);
+	if (!had_model)
+		LlmWorkerSetState(LLM_WORKER_LOADING,
+						  is_absolute_path(WorkerApplied.model) ? WorkerApplied.model
+						  : psprintf("%s/%s", WorkerApplied.model_dir, WorkerApplied.model),
+						  NULL);
 	PG_TRY();
 	{
 		LlmWorkerOpenModel(&WorkerApplied);
+		loaded = true;
 	}
 	PG_CATCH();
 	{
@@ -423,10 +438,21 @@ LlmWorkerLoad(void)
 		why = psprintf("%s.%s%s", edata->message,
 					   edata->detail ? " " : "", edata->detail ? edata->detail : "");
 		why[0] = pg_toupper((unsigned char) why[0]);
-		LlmWorkerSetState(LLM_WORKER_NO_MODEL, NULL, why);
+		if (had_model)
+		{
+			/* keep serving the model that works, and say so */
+			WorkerApplied = serving;
+			LlmWorkerSetState(LLM_WORKER_READY, serving_path,
+							  psprintf("The new settings were not applied: %s Still serving \"%s\".", why, serving_path));
+			ereport(LOG,
+					(errmsg("llm worker keeps serving model \"%s\"", serving_path)));
+		}
+		else
+			LlmWorkerSetState(LLM_WORKER_NO_MODEL, NULL, why);
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
+	return loaded;
 }
 
 /* Free the engine and the model, if loaded. */
@@ -439,14 +465,6 @@ LlmWorkerFreeEngine(void)
 		llm_model_free(LlmWorkerModel);
 	LlmWorkerEngine = NULL;
 	LlmWorkerModel = NULL;
-}
-
-/* Free the engine and the model (the engine must be idle). */
-void
-LlmWorkerUnload(void)
-{
-	LlmWorkerFreeEngine();
-	LlmWorkerSetState(LLM_WORKER_LOADING, NULL, NULL);
 }
 
 /*
