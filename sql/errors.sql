@@ -74,7 +74,10 @@ SELECT c.relname, has_table_privilege('llm_regress_user', c.oid, 'SELECT') AS re
 FROM pg_class c JOIN pg_depend d ON d.objid = c.oid
 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'llm')
 ORDER BY 1;
+SELECT model_path IS NOT NULL AS path_shown FROM llm_worker_status();
 SET ROLE llm_regress_user;
+-- the model's path is for members of pg_read_all_settings
+SELECT model, model_path IS NULL AS path_hidden FROM llm_worker_status();
 SELECT llm_generate('Once upon a time', 4);
 SELECT count(*) FROM llm_stats;
 SELECT count(*) >= 0 FROM llm_progress;

@@ -9,7 +9,10 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_authid.h"
 #include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -116,6 +119,15 @@ llm_worker_status(PG_FUNCTION_ARGS)
 	w = LlmState->worker;
 	LWLockRelease(LlmState->lock);
 
+	/* paths and system error texts are for those who may read every setting */
+	if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_SETTINGS))
+	{
+		w.model_path[0] = '\0';
+		if (w.error[0] != '\0')
+			strlcpy(w.error, "The settings could not be applied (members of pg_read_all_settings see why).",
+					sizeof(w.error));
+	}
+
 	if (w.pid != 0)
 		values[i++] = Int32GetDatum(w.pid);
 	else
@@ -124,7 +136,10 @@ llm_worker_status(PG_FUNCTION_ARGS)
 	if (w.has_model)
 	{
 		values[i++] = CStringGetTextDatum(w.model.name);
-		values[i++] = CStringGetTextDatum(w.model_path);
+		if (w.model_path[0] != '\0')
+			values[i++] = CStringGetTextDatum(w.model_path);
+		else
+			nulls[i++] = true;
 		values[i++] = CStringGetTextDatum(w.model.arch);
 		values[i++] = Int64GetDatum(w.model.n_params);
 		values[i++] = Int32GetDatum(w.model.n_layers);

@@ -216,11 +216,12 @@ LlmWorkerReadCalib(const char *path, size_t *len)
 }
 
 /*
- * The real path of the model file named by the settings; errors out when
- * it does not exist or lies outside llm.model_dir.
+ * The real path of file name (what it is, for messages: "model file"),
+ * relative to llm.model_dir unless absolute; errors out when it does not
+ * exist or lies outside llm.model_dir.
  */
 static char *
-LlmWorkerModelPath(const LlmModelSettings *s)
+LlmWorkerPathInDir(const LlmModelSettings *s, const char *name, const char *what)
 {
 	char	   *dir;
 	char	   *path;
@@ -239,10 +240,10 @@ LlmWorkerModelPath(const LlmModelSettings *s)
 				(errcode_for_file_access(),
 				 errmsg("could not access model directory \"%s\": %m", s->model_dir)));
 
-	if (is_absolute_path(s->model))
-		joined = pstrdup(s->model);
+	if (is_absolute_path(name))
+		joined = pstrdup(name);
 	else
-		joined = psprintf("%s/%s", s->model_dir, s->model);
+		joined = psprintf("%s/%s", s->model_dir, name);
 
 	path = realpath(joined, NULL);
 	if (path == NULL)
@@ -250,7 +251,7 @@ LlmWorkerModelPath(const LlmModelSettings *s)
 		free(dir);
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not access model file \"%s\": %m", joined)));
+				 errmsg("could not access %s \"%s\": %m", what, joined)));
 	}
 
 	/* inside dir: dir itself as a prefix, then a '/' (dir "/" ends with one) */
@@ -264,7 +265,7 @@ LlmWorkerModelPath(const LlmModelSettings *s)
 		free(dir);
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("model file \"%s\" is outside llm.model_dir", p),
+				 errmsg("%s \"%s\" is outside llm.model_dir", what, p),
 				 errdetail("llm.model_dir is \"%s\".", d)));
 	}
 
@@ -272,6 +273,13 @@ LlmWorkerModelPath(const LlmModelSettings *s)
 	free(path);
 	free(dir);
 	return joined;
+}
+
+/* The real path of the model file named by the settings, inside llm.model_dir. */
+static char *
+LlmWorkerModelPath(const LlmModelSettings *s)
+{
+	return LlmWorkerPathInDir(s, s->model, "model file");
 }
 
 /*
@@ -320,8 +328,8 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	path = LlmWorkerModelPath(s);
 
 	n_threads = s->threads > 0 ? s->threads : Min(Max(1, (int) sysconf(_SC_NPROCESSORS_ONLN)), 1024);
-	if (s->quantize_calib[0] != '\0')
-		calib = LlmWorkerReadCalib(s->quantize_calib, &calib_len);
+	if (s->quantize_calib[0] != '\0')	/* confined to llm.model_dir, as the model is */
+		calib = LlmWorkerReadCalib(LlmWorkerPathInDir(s, s->quantize_calib, "calibration text file"), &calib_len);
 
 	llm_model_load_options_default(&opts);
 	opts.quantize = (LlmQuantScheme) s->quantize;

@@ -1,9 +1,10 @@
 # Own quantization with AWQ at load: llm.quantize = int4_g32 with
 # llm.quantize_calib naming a calibration text serves the model with
 # activation-aware scales (the load is logged as such) and it generates; a
-# calibration file that is missing or too short is a clear load error (the
-# worker keeps running without a model and says why), fixed by a reload; a
-# calibration file is ignored when llm.quantize is none.
+# calibration file that is missing, too short or outside llm.model_dir is a
+# clear load error (the worker keeps serving the model it had and says
+# why), fixed by a reload; a calibration file is ignored when llm.quantize
+# is none.
 use strict;
 use warnings;
 use Cwd qw(abs_path);
@@ -25,7 +26,15 @@ BAIL_OUT("no calibration text in $shared/data or $shared/golden") unless defined
 $calib = abs_path($calib);
 note("calibration text: $calib");
 
-my $node = llm_node('awq', 'llm.quantize' => 'int4_g32', 'llm.quantize_calib' => $calib);
+# the calibration text must lie in llm.model_dir, as the model does: a directory of copies
+my $dir = PostgreSQL::Test::Utils::tempdir;
+my $model = $ENV{LLM_MODEL} // 'stories260K.gguf';
+append_to_file("$dir/calib.txt", slurp_file($calib));
+append_to_file("$dir/$model", slurp_file("$ENV{LLM_MODEL_DIR}/$model"));
+my $outside = $calib;
+$calib = "$dir/calib.txt";
+
+my $node = llm_node('awq', 'llm.model_dir' => $dir, 'llm.quantize' => 'int4_g32', 'llm.quantize_calib' => $calib);
 llm_wait_state($node);
 my $pid = llm_worker_pid($node);
 
@@ -48,22 +57,23 @@ sub check_bad_calib
 	$node->poll_query_until('postgres',
 		"SELECT error ~* \$\$$why\$\$ FROM llm_worker_status()")
 	  or die "$name: the worker did not report $why";
-	is($node->safe_psql('postgres', 'SELECT state FROM llm_worker_status()'),
-		'no model', "$name: no model");
+	like($node->safe_psql('postgres', 'SELECT state || error FROM llm_worker_status()'),
+		qr/^ready.*Still serving/, "$name: the model loaded before keeps serving");
 	like(slurp_file($node->logfile, $log_offset), qr/ERROR:  $logged/i,
 		"$name: the error is logged");
-	my ($rc, $out, $err) = $node->psql('postgres',
-		"SELECT llm_generate('Once upon a time', 4)");
-	like($err, qr/ERROR:  no model is loaded\nDETAIL:  .*$why/i,
-		"$name: llm_generate says no model is loaded, and why");
+	isnt($node->safe_psql('postgres', "SELECT llm_generate('Once upon a time', 4)"), '',
+		"$name: llm_generate still answers");
 }
 
-my $tmp = PostgreSQL::Test::Utils::tempdir;
+my $tmp = $dir;
 append_to_file("$tmp/short.txt", "Once upon a time there was a cat.\n");
 
 check_bad_calib('missing calibration text', "$tmp/missing.txt",
-	'could not read calibration text file ".*missing\.txt": No such file or directory',
-	'could not read calibration text file ".*missing\.txt": No such file or directory\n.*HINT:  Set llm\.quantize_calib');
+	'could not access calibration text file ".*missing\.txt": No such file or directory',
+	'could not access calibration text file ".*missing\.txt": No such file or directory');
+check_bad_calib('calibration text outside llm.model_dir', $outside,
+	'calibration text file ".*" is outside llm\.model_dir',
+	'calibration text file ".*" is outside llm\.model_dir');
 check_bad_calib('calibration text shorter than a chunk', "$tmp/short.txt",
 	'with AWQ calibration text ".*short\.txt"\. The calibration text has \d+ tokens, BOS included; AWQ needs at least 256',
 	'could not load model file ".*" with AWQ calibration text ".*short\.txt"\n.*DETAIL:  The calibration text has \d+ tokens');
