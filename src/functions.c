@@ -291,9 +291,16 @@ llm_generate_batch(PG_FUNCTION_ARGS)
 	bool	   *nulls;
 	int			n;
 	LlmJob	   *jobs;
+	NullableDatum args[LLM_GENERATE_NARGS];
 
-	/* the parameters, checked once (the prompt array stands in for a prompt) */
-	LlmJobFromArgs(&shared, fcinfo->args);
+	/*
+	 * The parameters, checked once.  The prompt array is not a prompt: it
+	 * must not be read as text (outside UTF-8 databases that conversion
+	 * failed on the array's header bytes).
+	 */
+	memcpy(args, fcinfo->args, sizeof(args));
+	args[LLM_ARG_PROMPT].isnull = true;
+	LlmJobFromArgs(&shared, args);
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();

@@ -22,6 +22,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -46,10 +47,53 @@ LlmQueueAttach(void)
 }
 
 /*
+ * Valid UTF-8 text (len bytes, NUL-terminated) in the server encoding, a
+ * character that encoding cannot hold written as "?"; s itself when no
+ * conversion is needed.
+ */
+static char *
+LlmUtf8ToServer(const char *s, Size len)
+{
+	int			enc = GetDatabaseEncoding();
+	Oid			proc;
+	StringInfoData out;
+	Size		i = 0;
+
+	if (enc == PG_UTF8 || enc == PG_SQL_ASCII)
+		return (char *) s;
+	proc = FindDefaultConversionProc(PG_UTF8, enc);
+	if (!OidIsValid(proc))
+		return pg_any_to_server(s, len, PG_UTF8);	/* reports the missing conversion */
+	initStringInfo(&out);
+	while (i < len)
+	{
+		Size		n = len - i;
+		int			done;
+
+		enlargeStringInfo(&out, (int) (n * MAX_CONVERSION_GROWTH + 1));
+		done = pg_do_encoding_conversion_buf(proc, PG_UTF8, enc,
+											 (unsigned char *) s + i, (int) n,
+											 (unsigned char *) out.data + out.len,
+											 out.maxlen - out.len, true);
+		i += done;
+		out.len += strlen(out.data + out.len);
+		if (i < len)
+		{
+			/* the character at i has no place in the server encoding */
+			appendStringInfoChar(&out, '?');
+			i += pg_utf_mblen((const unsigned char *) s + i);
+		}
+	}
+	return out.data;
+}
+
+/*
  * Copy a completion out of the DSA area as valid text in the server
  * encoding.  The engine's bytes are UTF-8 but may be cut inside a character
  * (max_tokens can end a sequence between byte tokens): invalid or
- * incomplete sequences and NUL bytes become U+FFFD.
+ * incomplete sequences and NUL bytes become U+FFFD.  A character the
+ * server encoding cannot hold (U+FFFD itself in LATIN1) becomes "?", so a
+ * completion never fails to convert (LlmUtf8ToServer).
  */
 static char *
 LlmCompletionToServer(const char *s, Size len)
@@ -76,7 +120,7 @@ LlmCompletionToServer(const char *s, Size len)
 		}
 	}
 
-	converted = pg_any_to_server(buf.data, buf.len, PG_UTF8);
+	converted = LlmUtf8ToServer(buf.data, buf.len);
 	if (converted != buf.data)
 		pfree(buf.data);
 	return converted;
