@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Summarizing a table, three ways, on the default model (Gemma 3 270M):
+# Summarizing a table, three ways, on Gemma 3 270M (the argument overrides it):
 #   rows       SELECT ... llm_generate(...) FROM docs, with llm.batch_rows = 0
 #              (no LLM Batch node: one request at a time);
 #   node       the same plain SELECT, planned with the LLM Batch node;
