@@ -50,9 +50,9 @@ my $batch = $node->safe_psql('postgres',
 	  . join(', ', map { "'$_'" } @prompts) . "], 8)");
 is($batch, join("\x01", @alone), 'a batch larger than the queue is served in order');
 
-# Large prompts: 1 MB crosses the DSA area's first segment.
+# Large prompts: 1 MB crosses the DSA area's first segment (llm.max_prompt_bytes raised to let it in).
 my ($rc, $out, $err) = $node->psql('postgres',
-	"SELECT llm_generate(repeat('Once upon a time. ', 60000), 4)");
+	"SET llm.max_prompt_bytes = '4MB'; SELECT llm_generate(repeat('Once upon a time. ', 60000), 4)");
 like($err, qr/ERROR:  prompt is too long\nDETAIL:  The prompt has \d+ tokens; the model's context length is \d+\./,
 	'a 1 MB prompt reaches the worker and is measured');
 is($node->safe_psql('postgres',

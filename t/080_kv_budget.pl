@@ -50,16 +50,17 @@ isnt($node->safe_psql('postgres', $prompt), '', 'int8 KV with streaming eviction
 reload_with("ALTER SYSTEM SET llm.kv_budget = 0.05");
 isnt($node->safe_psql('postgres', $prompt), '', 'a budget of 5% of the context generates');
 
-reload_with("ALTER SYSTEM SET llm.kv_budget = 6; ALTER SYSTEM SET llm.kv_evict = 'h2o'");
-llm_poll($node, "SELECT state = 'no model' FROM llm_worker_status()");
-like($node->safe_psql('postgres', 'SELECT error FROM llm_worker_status()'),
-	qr/KV budget of 6 keys cannot hold 4 attention sinks/,
+# a budget too small for the sinks and the window: refused, and the model loaded before keeps serving
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET llm.kv_budget = 6; ALTER SYSTEM SET llm.kv_evict = 'h2o'; SELECT pg_reload_conf()");
+llm_poll($node, "SELECT error LIKE '%KV budget of 6 keys%' FROM llm_worker_status()");
+like($node->safe_psql('postgres', 'SELECT state || error FROM llm_worker_status()'),
+	qr/^ready.*KV budget of 6 keys cannot hold 4 attention sinks.*Still serving/,
 	'a budget too small for the sinks and the window is refused with the reason');
-my ($rc, $out, $err) = $node->psql('postgres', $prompt);
-like($err, qr/ERROR:  no model is loaded/, 'llm_generate then says no model is loaded');
+isnt($node->safe_psql('postgres', $prompt), '', 'the model loaded before still generates');
 
 reload_with("ALTER SYSTEM SET llm.kv_sink_tokens = 2");
-is($node->safe_psql('postgres', 'SELECT state FROM llm_worker_status()'), 'ready',
+is($node->safe_psql('postgres', "SELECT state || coalesce(error, '') FROM llm_worker_status()"), 'ready',
 	'fewer sinks make the budget of 6 valid');
 isnt($node->safe_psql('postgres', $prompt), '', 'and it generates');
 
