@@ -316,6 +316,24 @@ llm_utf8_len(const uint8_t *s, size_t n)
 	return need;
 }
 
+/* Decode one valid UTF-8 character of length n into its code point. */
+uint32_t
+llm_utf8_decode(const uint8_t *s, size_t n)
+{
+	switch (n)
+	{
+		case 1:
+			return s[0];
+		case 2:
+			return ((uint32_t) (s[0] & 0x1F) << 6) | (s[1] & 0x3F);
+		case 3:
+			return ((uint32_t) (s[0] & 0x0F) << 12) | ((uint32_t) (s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+		default:
+			return ((uint32_t) (s[0] & 0x07) << 18) | ((uint32_t) (s[1] & 0x3F) << 12) |
+				((uint32_t) (s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+	}
+}
+
 /* Whether merges may produce a token of this type from text. */
 static inline bool
 llm_token_type_is_text(uint8_t type)

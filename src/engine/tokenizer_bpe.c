@@ -417,24 +417,6 @@ llm_bpe_free(LlmTokenizer *t)
 	t->merge_arena = NULL;
 }
 
-/* Decode one valid UTF-8 character of length n into its code point. */
-static uint32_t
-llm_utf8_decode(const uint8_t *s, size_t n)
-{
-	switch (n)
-	{
-		case 1:
-			return s[0];
-		case 2:
-			return ((uint32_t) (s[0] & 0x1F) << 6) | (s[1] & 0x3F);
-		case 3:
-			return ((uint32_t) (s[0] & 0x0F) << 12) | ((uint32_t) (s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-		default:
-			return ((uint32_t) (s[0] & 0x07) << 18) | ((uint32_t) (s[1] & 0x3F) << 12) |
-				((uint32_t) (s[2] & 0x3F) << 6) | (s[3] & 0x3F);
-	}
-}
-
 /*
  * Map a token's text back to bytes via the inverse of bytes_to_unicode;
  * characters outside the table (and ill-formed bytes) are copied as they

@@ -112,24 +112,6 @@ llm_wpm_nfd_first(uint32_t cp)
 	return llm_wpm_map(llm_wpm_nfd_map, llm_wpm_nfd_map_n, cp);
 }
 
-/* Decode the well-formed UTF-8 character of n bytes at s. */
-static uint32_t
-llm_wpm_decode(const uint8_t *s, size_t n)
-{
-	switch (n)
-	{
-		case 1:
-			return s[0];
-		case 2:
-			return ((uint32_t) (s[0] & 0x1F) << 6) | (s[1] & 0x3F);
-		case 3:
-			return ((uint32_t) (s[0] & 0x0F) << 12) | ((uint32_t) (s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-		default:
-			return ((uint32_t) (s[0] & 0x07) << 18) | ((uint32_t) (s[1] & 0x3F) << 12) |
-				((uint32_t) (s[2] & 0x3F) << 6) | (s[3] & 0x3F);
-	}
-}
-
 /* Encode cp as UTF-8 at dst (4 bytes of room); returns the length. */
 static size_t
 llm_wpm_encode(uint32_t cp, char *dst)
@@ -236,7 +218,7 @@ llm_wpm_decompose(const LlmTokenizer *t, const char *text, size_t len, size_t *n
 			continue;
 		}
 		if (t->wpm_strip_accents && cl > 1)
-			k += llm_wpm_encode(llm_wpm_nfd_first(llm_wpm_decode((const uint8_t *) text + i, cl)),
+			k += llm_wpm_encode(llm_wpm_nfd_first(llm_utf8_decode((const uint8_t *) text + i, cl)),
 								buf + k);
 		else
 		{
@@ -281,7 +263,7 @@ llm_wpm_append(const LlmTokenizer *t, LlmWpmWord *w, const char *s, size_t n, Ll
 		size_t		cl = llm_utf8_len((const uint8_t *) s + i, n - i);
 
 		if (t->wpm_lowercase)
-			w->len += llm_wpm_encode(llm_wpm_lower(llm_wpm_decode((const uint8_t *) s + i, cl)),
+			w->len += llm_wpm_encode(llm_wpm_lower(llm_utf8_decode((const uint8_t *) s + i, cl)),
 									 w->buf + w->len);
 		else
 		{
