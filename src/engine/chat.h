@@ -156,6 +156,14 @@ LlmStatus	llm_chat_format_load(const LlmGguf *g, const char *name, LlmChatFormat
 /* The text of token id in t (BOS, EOS), or "" when there is none. */
 const char *llm_chat_token_text(const LlmTokenizer *t, int32_t id);
 
+/*
+ * The literal a tag "{%- set NAME = 'literal' -%}" of template tmpl gives
+ * name (name_len bytes): *lit points into tmpl, *lit_len bytes.  False when
+ * no such tag sets it to one plain literal (escapes, concatenation).
+ */
+bool		llm_chat_set_literal(const char *tmpl, size_t len, const char *name, size_t name_len,
+								 const char **lit, size_t *lit_len);
+
 /* The family's name: "chatml", "llama3", "gemma", ..., or "none". */
 const char *llm_chat_family_name(LlmChatFamily family);
 

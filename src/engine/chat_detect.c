@@ -86,33 +86,6 @@ literal_between(const char *tmpl, size_t len, const char *open, const char *clos
 	return NULL;
 }
 
-/* The string literal (closed by a single quote) after prefix, decoded; NULL when there is none. */
-static char *
-literal_after(const char *tmpl, size_t len, const char *prefix)
-{
-	size_t		n = strlen(prefix);
-
-	for (size_t i = 0; i + n <= len; i++)
-	{
-		size_t		j = i + n;
-		char	   *out;
-
-		if (memcmp(tmpl + i, prefix, n) != 0)
-			continue;
-		while (j < len && tmpl[j] != '\'' && tmpl[j] != '\\')
-			j++;
-		if (j >= len || tmpl[j] != '\'')
-			return NULL;		/* escapes: not a plain literal */
-		out = malloc(j - (i + n) + 1);
-		if (out == NULL)
-			return NULL;
-		memcpy(out, tmpl + i + n, j - (i + n));
-		out[j - (i + n)] = '\0';
-		return out;
-	}
-	return NULL;
-}
-
 /* The default system turn of a ChatML template, with "\n" escaped or written out. */
 static char *
 chatml_default_system(const char *tmpl, size_t len)
@@ -253,7 +226,15 @@ llm_chat_detect(const char *tmpl, size_t len, LlmChatFormat *f, LlmError *err)
 			f->default_system = strdup("");
 	}
 	else if (fam == LLM_CHAT_GRANITE && !f->needs_system)
-		f->default_system = literal_after(tmpl, len, "set g4_default_system_message = '");	/* Granite 4.0 */
+	{
+		const char *lit;
+		size_t		lit_len;
+
+		/* Granite 4.0 */
+		if (llm_chat_set_literal(tmpl, len, "g4_default_system_message", strlen("g4_default_system_message"),
+								 &lit, &lit_len))
+			f->default_system = strndup(lit, lit_len);
+	}
 	else if (fam == LLM_CHAT_RWKV)
 		return generation_suffix(tmpl, len, "Assistant:", f, err);
 	else if (fam == LLM_CHAT_DEEPSEEK)

@@ -181,45 +181,18 @@ gen_literal(GenState *s, const GenTag *t, LlmStatus *st)
 	return true;
 }
 
-/*
- * Write the literal the template sets name (len bytes) to, by a tag
- * "{%- set NAME = 'literal' -%}" of its own; false when it sets none so.
- */
+/* Write the literal the template sets name (len bytes) to; false when it sets none so. */
 static bool
 gen_named_literal(GenState *s, const char *name, size_t len, LlmStatus *st)
 {
-	char		pattern[96];
-	size_t		n;
+	const char *lit;
+	size_t		lit_len;
 
 	*st = LLM_OK;
-	if (len == 0 || len > 64)
+	if (!llm_chat_set_literal(s->tmpl, s->tmpl_len, name, len, &lit, &lit_len))
 		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!(name[i] == '_' || (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
-			  (name[i] >= '0' && name[i] <= '9')))
-			return false;
-	snprintf(pattern, sizeof(pattern), "set %.*s = '", (int) len, name);
-	n = strlen(pattern);
-	for (size_t i = 0; i + n <= s->tmpl_len; i++)
-	{
-		size_t		j = i + n;
-		size_t		k;
-
-		if (memcmp(s->tmpl + i, pattern, n) != 0)
-			continue;
-		while (j < s->tmpl_len && s->tmpl[j] != '\'' && s->tmpl[j] != '\\')
-			j++;
-		/* one plain literal, then the end of the tag */
-		k = j + 1;
-		while (k < s->tmpl_len && (s->tmpl[k] == ' ' || s->tmpl[k] == '-'))
-			k++;
-		if (j >= s->tmpl_len || s->tmpl[j] != '\'' || k + 1 >= s->tmpl_len ||
-			s->tmpl[k] != '%' || s->tmpl[k + 1] != '}')
-			return false;
-		*st = gen_emit(s, s->tmpl + i + n, j - (i + n));
-		return true;
-	}
-	return false;
+	*st = gen_emit(s, lit, lit_len);
+	return true;
 }
 
 /* The variable named by text (len bytes), or NULL. */
@@ -332,6 +305,44 @@ gen_default(const char *tmpl, size_t len, GenVar *var)
 				var->value = truth;
 			}
 	}
+}
+
+/* The literal a tag "{%- set NAME = 'literal' -%}" of tmpl gives name (see chat.h). */
+bool
+llm_chat_set_literal(const char *tmpl, size_t len, const char *name, size_t name_len,
+					 const char **lit, size_t *lit_len)
+{
+	char		pattern[96];
+	size_t		n;
+
+	if (name_len == 0 || name_len > 64)
+		return false;
+	for (size_t i = 0; i < name_len; i++)
+		if (!(name[i] == '_' || (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+			  (name[i] >= '0' && name[i] <= '9')))
+			return false;
+	snprintf(pattern, sizeof(pattern), "set %.*s = '", (int) name_len, name);
+	n = strlen(pattern);
+	for (size_t i = 0; i + n <= len; i++)
+	{
+		size_t		j = i + n;
+		size_t		k;
+
+		if (memcmp(tmpl + i, pattern, n) != 0)
+			continue;
+		while (j < len && tmpl[j] != '\'' && tmpl[j] != '\\')
+			j++;
+		/* one plain literal, then the end of the tag */
+		k = j + 1;
+		while (k < len && (tmpl[k] == ' ' || tmpl[k] == '-'))
+			k++;
+		if (j >= len || tmpl[j] != '\'' || k + 1 >= len || tmpl[k] != '%' || tmpl[k + 1] != '}')
+			return false;
+		*lit = tmpl + i + n;
+		*lit_len = j - (i + n);
+		return true;
+	}
+	return false;
 }
 
 /* The text a template's generation block writes (see chat.h). */
