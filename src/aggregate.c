@@ -38,16 +38,6 @@ typedef struct LlmAggState
 	char	   *instruction;	/* UTF-8 */
 } LlmAggState;
 
-/* The UTF-8 copy of a text datum, in the current memory context. */
-static char *
-LlmAggUtf8(Datum d)
-{
-	char	   *s = text_to_cstring(DatumGetTextPP(d));
-	char	   *utf8 = pg_server_to_any(s, strlen(s), PG_UTF8);
-
-	return utf8 == s ? s : pstrdup(utf8);
-}
-
 /*
  * llm_agg_transfn(state, text, instruction)
  *		Collect one row's text (NULL ones are skipped); the instruction must
@@ -73,10 +63,10 @@ llm_agg_transfn(PG_FUNCTION_ARGS)
 	if (st == NULL)
 	{
 		st = palloc0(sizeof(*st));
-		st->instruction = LlmAggUtf8(PG_GETARG_DATUM(2));
+		st->instruction = LlmTextUtf8(PG_GETARG_DATUM(2), NULL);
 	}
 	if (!PG_ARGISNULL(1))
-		st->texts = lappend(st->texts, LlmAggUtf8(PG_GETARG_DATUM(1)));
+		st->texts = lappend(st->texts, LlmTextUtf8(PG_GETARG_DATUM(1), NULL));
 	MemoryContextSwitchTo(old);
 	PG_RETURN_POINTER(st);
 }

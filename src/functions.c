@@ -161,6 +161,18 @@ LlmGetStop(const NullableDatum *args, LlmJob *job)
 	job->n_stop = n;
 }
 
+/* A text datum in UTF-8 (what the model reads), as a NUL-terminated palloc'd copy; its length into *len unless NULL. */
+char *
+LlmTextUtf8(Datum d, Size *len)
+{
+	char	   *s = text_to_cstring(DatumGetTextPP(d));
+	char	   *utf8 = pg_server_to_any(s, strlen(s), PG_UTF8);
+
+	if (len != NULL)
+		*len = strlen(utf8);
+	return utf8;
+}
+
 /* Point a job at a prompt, converted to UTF-8. */
 static void
 LlmSetPrompt(LlmJob *job, text *prompt)

@@ -237,6 +237,7 @@ extern void LlmQueueSlotsFull(void) pg_attribute_noreturn();
 /* functions.c: the SQL generation functions' arguments, shared with the batch node */
 #define LLM_GENERATE_NARGS 10
 extern void LlmJobFromArgs(LlmJob *job, const NullableDatum *args);
+extern char *LlmTextUtf8(Datum d, Size *len);
 extern bool LlmIsGenerateFunc(Oid funcid);
 
 /* batch_plan.c and batch_scan.c: the "LLM Batch" plan node */

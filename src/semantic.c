@@ -36,17 +36,6 @@ PG_FUNCTION_INFO_V1(llm_classify_scores);
 PG_FUNCTION_INFO_V1(llm_filter);
 PG_FUNCTION_INFO_V1(llm_probability);
 
-/* The text of a text datum in UTF-8 (what the model reads), NUL-terminated, and its length. */
-static const char *
-LlmUtf8(Datum d, Size *len)
-{
-	char	   *s = text_to_cstring(DatumGetTextPP(d));
-	char	   *utf8 = pg_server_to_any(s, strlen(s), PG_UTF8);
-
-	*len = strlen(utf8);
-	return utf8;
-}
-
 /* A scoring job: prompt (chat or plain), then continuation; greedy parameters otherwise. */
 static void
 LlmScoreJob(LlmJob *job, const char *prompt, Size prompt_len, const char *cont, Size cont_len,
@@ -102,7 +91,7 @@ LlmGetLabels(ArrayType *arr, int *n_labels, Size **lens)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("labels must not contain NULL")));
-		labels[i] = LlmUtf8(elems[i], &(*lens)[i]);
+		labels[i] = LlmTextUtf8(elems[i], &(*lens)[i]);
 		if ((*lens)[i] == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -182,7 +171,7 @@ LlmInstruction(FunctionCallInfo fcinfo, int argno, const char *dflt)
 
 	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
 		return dflt;
-	return LlmUtf8(PG_GETARG_DATUM(argno), &len);
+	return LlmTextUtf8(PG_GETARG_DATUM(argno), &len);
 }
 
 /*
@@ -206,15 +195,15 @@ llm_score(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a system prompt needs chat"),
 				 errhint("Call llm_score with chat => true.")));
-	prompt = LlmUtf8(PG_GETARG_DATUM(0), &prompt_len);
-	cont = LlmUtf8(PG_GETARG_DATUM(1), &cont_len);
+	prompt = LlmTextUtf8(PG_GETARG_DATUM(0), &prompt_len);
+	cont = LlmTextUtf8(PG_GETARG_DATUM(1), &cont_len);
 	if (cont_len == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("continuation must not be empty")));
 	LlmScoreJob(&job, prompt, prompt_len, cont, cont_len, chat, false);
 	if (!PG_ARGISNULL(3))
-		job.system = LlmUtf8(PG_GETARG_DATUM(3), &job.system_len);
+		job.system = LlmTextUtf8(PG_GETARG_DATUM(3), &job.system_len);
 	LlmQueueRun(&job, 1);
 	PG_RETURN_FLOAT8(job.logprob);
 }
@@ -234,7 +223,7 @@ LlmClassifyArgs(FunctionCallInfo fcinfo, const char ***labels, int *n, double **
 		return false;
 	*labels = LlmGetLabels(PG_GETARG_ARRAYTYPE_P(1), n, &lens);
 	instruction = LlmInstruction(fcinfo, 2, LLM_CLASSIFY_INSTRUCTION);
-	input = LlmUtf8(PG_GETARG_DATUM(0), &input_len);
+	input = LlmTextUtf8(PG_GETARG_DATUM(0), &input_len);
 	*probs = palloc(sizeof(double) * *n);
 	LlmLabelProbabilities(instruction, input, input_len, *labels, lens, *n, *probs);
 	return true;
@@ -305,8 +294,8 @@ LlmYesProbability(FunctionCallInfo fcinfo)
 	double		probs[2];
 	Size		input_len;
 	Size		question_len;
-	const char *input = LlmUtf8(PG_GETARG_DATUM(0), &input_len);
-	const char *question = LlmUtf8(PG_GETARG_DATUM(1), &question_len);
+	const char *input = LlmTextUtf8(PG_GETARG_DATUM(0), &input_len);
+	const char *question = LlmTextUtf8(PG_GETARG_DATUM(1), &question_len);
 
 	if (question_len == 0)
 		ereport(ERROR,
