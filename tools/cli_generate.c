@@ -43,6 +43,51 @@ read_stdin(size_t *len)
 	return buf;
 }
 
+/*
+ * The grammar of --json-schema (text, or @FILE) or of the --choice
+ * options, into r; *buf holds the text for the caller to free.  False,
+ * with a message, when the schema file cannot be read or both are given.
+ */
+static bool
+cli_request_grammar(const CliOptions *o, LlmRequest *r, char **buf)
+{
+	size_t		len = 0;
+
+	if (o->json_schema != NULL && o->n_choice > 0)
+	{
+		fprintf(stderr, "llm-cli generate: --json-schema and --choice exclude each other\n");
+		return false;
+	}
+	if (o->json_schema != NULL)
+	{
+		if (o->json_schema[0] == '@' && (*buf = cli_read_file(o->json_schema + 1, &len)) == NULL)
+		{
+			fprintf(stderr, "llm-cli generate: could not read \"%s\"\n", o->json_schema + 1);
+			return false;
+		}
+		r->grammar = LLM_GRAMMAR_JSON_SCHEMA;
+		r->grammar_text = *buf != NULL ? *buf : o->json_schema;
+		r->grammar_len = *buf != NULL ? len : strlen(o->json_schema);
+	}
+	else if (o->n_choice > 0)
+	{
+		for (int i = 0; i < o->n_choice; i++)
+			len += strlen(o->choice[i]) + 1;
+		if ((*buf = malloc(len)) == NULL)
+			return false;
+		len = 0;
+		for (int i = 0; i < o->n_choice; i++)
+		{
+			memcpy(*buf + len, o->choice[i], strlen(o->choice[i]) + 1);
+			len += strlen(o->choice[i]) + 1;
+		}
+		r->grammar = LLM_GRAMMAR_CHOICES;
+		r->grammar_text = *buf;
+		r->grammar_len = len;
+	}
+	return true;
+}
+
 /* llm-cli generate: the continuation on stdout, timings on stderr. */
 int
 cli_generate(int argc, char **argv)
@@ -60,10 +105,11 @@ cli_generate(int argc, char **argv)
 	double		t0,
 				t1;
 	int			rc = 1;
+	char	   *grammar = NULL;
 
 	if (!cli_parse_options(argc, argv,
 						   "-m -p -n --temp --top-k --top-p --min-p --repeat-penalty --seed --threads --kv --ctx --stop --chat --system --quantize --calib "
-						   "--kv-budget --evict --sinks --kv-mb --device --step-ms",
+						   "--kv-budget --evict --sinks --kv-mb --device --step-ms --json-schema --choice",
 						   &o))
 		return 2;
 	if (o.prompt == NULL)
@@ -93,6 +139,8 @@ cli_generate(int argc, char **argv)
 	r.seed = o.seed;
 	r.stop = o.stop;
 	r.n_stop = o.n_stop;
+	if (!cli_request_grammar(&o, &r, &grammar))
+		goto done;
 	t0 = cli_now();
 	if (llm_engine_add(e, &r, &id, &err) != LLM_OK)
 	{
@@ -114,6 +162,8 @@ cli_generate(int argc, char **argv)
 	if (res.reason == LLM_FINISH_ERROR)
 	{
 		fprintf(stderr, "llm-cli generate: %s\n", res.error);
+		if (res.text_len > 0)
+			fprintf(stderr, "llm-cli generate: the output so far: %.*s\n", (int) res.text_len, res.text);
 		goto done;
 	}
 	fwrite(res.text, 1, res.text_len, stdout);
@@ -124,6 +174,7 @@ cli_generate(int argc, char **argv)
 	rc = 0;
 
 done:
+	free(grammar);
 	free(ids);
 	llm_engine_free(e);
 	llm_model_free(m);

@@ -267,6 +267,17 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 			}
 			o->stop[o->n_stop++] = val;
 		}
+		else if (strcmp(opt, "--json-schema") == 0)
+			o->json_schema = val;
+		else if (strcmp(opt, "--choice") == 0)
+		{
+			if (o->n_choice == CLI_MAX_STOPS)
+			{
+				fprintf(stderr, "llm-cli %s: at most %d choices\n", argv[0], CLI_MAX_STOPS);
+				return false;
+			}
+			o->choice[o->n_choice++] = val;
+		}
 		else if (strcmp(opt, "--bos") == 0 && val != NULL)
 			o->bos_text = val;
 		else if (strcmp(opt, "--bos") == 0)

@@ -41,6 +41,9 @@ typedef struct CliOptions
 	int			ctx;
 	const char *stop[CLI_MAX_STOPS];
 	int			n_stop;
+	const char *json_schema;	/* generate --json-schema: a JSON Schema's text, or @FILE */
+	const char *choice[CLI_MAX_STOPS];	/* generate --choice, repeated */
+	int			n_choice;
 	bool		bos;			/* tokenize: put BOS first */
 	bool		special;
 	bool		chat;			/* generate: wrap the prompt in the model's chat format */

@@ -21,9 +21,11 @@
 #include "engine.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "constraint.h"
 #include "forward.h"
 #include "kv.h"
 #include "model.h"
@@ -54,6 +56,8 @@ typedef struct Seq
 	int			max_tokens;
 	bool		ignore_eos;
 	int32_t    *forced;			/* (max_tokens) the generation to score instead of sampling, or NULL */
+	LlmConstraint *constraint;	/* the grammar the output follows, or NULL */
+	LlmConstraintCursor cursor; /* where the output is in it */
 	LlmSampler	sampler;
 	char	  **stop;			/* (n_stop) */
 	int			n_stop;
@@ -93,6 +97,7 @@ struct LlmEngine
 	Seq		  **b_owner;		/* sequence of each token */
 
 	LlmPace		pace;			/* prompt chunks sized to the step time */
+	LlmConstraintCache *constraints;	/* grammars of constrained requests, made on first use */
 
 	LlmEngineStats stats;
 };
@@ -267,6 +272,11 @@ seq_free(LlmEngine *e, Seq *s)
 	free(s->tokens);
 	free(s->logprobs);
 	free(s->forced);
+	if (s->constraint != NULL)
+	{
+		llm_constraint_cursor_free(&s->cursor);
+		llm_constraint_put(e->constraints, s->constraint);
+	}
 	free(s->text);
 	free(s->error);
 	free(s);
@@ -281,6 +291,7 @@ llm_engine_free(LlmEngine *e)
 	for (int i = 0; i < e->n_seqs; i++)
 		seq_free(e, e->seqs[i]);
 	free(e->seqs);
+	llm_constraint_cache_free(e->constraints);
 	llm_run_state_free(&e->run);
 	llm_kv_free(&e->kv);
 	llm_backend_free(e->backend);
@@ -367,6 +378,27 @@ seq_copy_stops(Seq *s, const LlmRequest *r, LlmError *err)
 	return LLM_OK;
 }
 
+/* Give s the constraint of r's grammar (compiled by the engine's cache on first use). */
+static LlmStatus
+seq_attach_grammar(LlmEngine *e, Seq *s, const LlmRequest *r, LlmError *err)
+{
+	LlmStatus	st;
+
+	if (e->constraints == NULL &&
+		(st = llm_constraint_cache_new(e->model->tokenizer, &e->constraints, err)) != LLM_OK)
+		return st;
+	if ((st = llm_constraint_get(e->constraints, r->grammar, r->grammar_text, r->grammar_len,
+								 &s->constraint, err)) != LLM_OK)
+		return st;
+	if ((st = llm_constraint_cursor_init(s->constraint, &s->cursor, err)) != LLM_OK)
+	{
+		llm_constraint_cursor_free(&s->cursor);
+		llm_constraint_put(e->constraints, s->constraint);
+		s->constraint = NULL;
+	}
+	return st;
+}
+
 /* Queue a sequence. */
 LlmStatus
 llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
@@ -388,6 +420,9 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 	if (r->n_forced > 0 && r->n_prompt + r->n_forced > e->config.n_ctx)
 		return llm_error_set(err, LLM_ERR_LIMIT, "a prompt of %d tokens and a continuation of %d do not fit the context of %d",
 							 r->n_prompt, r->n_forced, e->config.n_ctx);
+	if (r->grammar != LLM_GRAMMAR_NONE && (r->n_forced > 0 || r->n_stop > 0))
+		return llm_error_set(err, LLM_ERR_INVALID, "a grammar cannot be combined with %s",
+							 r->n_forced > 0 ? "forced tokens" : "stop strings");
 	for (int i = 0; i < r->n_forced; i++)
 		if (r->forced[i] < 0 || r->forced[i] >= e->model->config.n_vocab)
 			return llm_error_set(err, LLM_ERR_INVALID, "forced token %d is out of the vocabulary", r->forced[i]);
@@ -445,7 +480,8 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a sequence of %d tokens", want);
 	}
 	if ((st = llm_sampler_init(&s->sampler, &sp, e->model->config.n_vocab, err)) ||
-		(st = seq_copy_stops(s, r, err)))
+		(st = seq_copy_stops(s, r, err)) ||
+		(r->grammar != LLM_GRAMMAR_NONE && (st = seq_attach_grammar(e, s, r, err))))
 	{
 		seq_free(e, s);
 		return st;
@@ -456,7 +492,9 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 	s->ignore_eos = r->ignore_eos;
 	s->id = e->next_id++;
 	s->state = SEQ_WAITING;
-	if (s->max_tokens == 0)
+	if (s->max_tokens == 0 && s->constraint != NULL && !llm_constraint_accepting(&s->cursor))
+		seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_LIMIT, "max_tokens is 0, too few for the grammar's output");
+	else if (s->max_tokens == 0)
 		seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
 	e->seqs[e->n_seqs++] = s;
 	*id = s->id;
@@ -589,6 +627,41 @@ seq_hit_stop(Seq *s, size_t added_len)
 }
 
 /*
+ * Mask out of logits every token that would take s's output out of its
+ * grammar; false (s finished with the error) when none is left or the mask
+ * could not be made.
+ */
+static bool
+seq_constrain_logits(LlmEngine *e, Seq *s, float *logits)
+{
+	const uint64_t *mask;
+	LlmError	err;
+	int			n_vocab = e->model->config.n_vocab;
+	bool		any = false;
+
+	if (llm_constraint_mask(s->constraint, &s->cursor, &mask, &err) != LLM_OK)
+	{
+		seq_finish(e, s, LLM_FINISH_ERROR, err.status, err.msg);
+		return false;
+	}
+	for (int w = 0; w * 64 < n_vocab; w++)
+	{
+		uint64_t	bits = mask[w];
+		int			end = w * 64 + 64 < n_vocab ? w * 64 + 64 : n_vocab;
+
+		any |= bits != 0;
+		if (bits == ~(uint64_t) 0)
+			continue;
+		for (int t = w * 64; t < end; t++)
+			if (!((bits >> (t & 63)) & 1))
+				logits[t] = -INFINITY;
+	}
+	if (!any)
+		seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_LIMIT, "no token of the vocabulary can continue the grammar here");
+	return any;
+}
+
+/*
  * Sample s's next token from logits (or take its forced one) and decide
  * whether s is finished.
  */
@@ -611,10 +684,17 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 			seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
 		return;
 	}
+	if (s->constraint != NULL && !seq_constrain_logits(e, s, logits))
+		return;
 	t = llm_sampler_sample(&s->sampler, logits, s->tokens, s->n_tokens);
-	if (llm_tokenizer_is_eog(tok, t) && !s->ignore_eos)
+	if (llm_tokenizer_is_eog(tok, t) && (!s->ignore_eos || s->constraint != NULL))
 	{
 		seq_finish(e, s, LLM_FINISH_STOP, LLM_OK, NULL);
+		return;
+	}
+	if (s->constraint != NULL && !llm_constraint_advance(s->constraint, &s->cursor, t))
+	{
+		seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_NOMEM, "out of memory following the grammar");
 		return;
 	}
 	if (s->logprobs != NULL)
@@ -627,10 +707,16 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 		seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_NOMEM, "out of memory for the generated text");
 		return;
 	}
-	if (seq_hit_stop(s, len))
+	if (seq_hit_stop(s, len) || (s->constraint != NULL && llm_constraint_complete(&s->cursor)))
 		seq_finish(e, s, LLM_FINISH_STOP, LLM_OK, NULL);
 	else if (s->n_tokens - s->n_prompt >= s->max_tokens || s->n_tokens >= e->config.n_ctx)
-		seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
+	{
+		if (s->constraint != NULL && !llm_constraint_accepting(&s->cursor))
+			seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_LIMIT,
+					   "the output reached its token limit before it was complete for the grammar");
+		else
+			seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
+	}
 }
 
 /*

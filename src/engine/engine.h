@@ -130,6 +130,21 @@ int			llm_engine_n_ctx(const LlmEngine *e);
  */
 bool		llm_engine_prompt_fits(const LlmEngine *e, int n_prompt, int max_tokens);
 
+/* What constrains a request's output (LlmRequest.grammar). */
+typedef enum LlmGrammarKind
+{
+	LLM_GRAMMAR_NONE = 0,
+	LLM_GRAMMAR_JSON_SCHEMA,	/* JSON valid for a JSON Schema (json_schema.h has what is supported) */
+	LLM_GRAMMAR_CHOICES			/* exactly one of a list of strings */
+} LlmGrammarKind;
+
+/*
+ * Check a JSON Schema as llm_engine_add() compiles it, without a model:
+ * LLM_ERR_INVALID or LLM_ERR_UNSUPPORTED with a message naming the keyword
+ * and its place (a JSON pointer such as #/properties/name).
+ */
+LlmStatus	llm_json_schema_check(const char *schema, size_t len, LlmError *err);
+
 typedef struct LlmRequest
 {
 	const int32_t *prompt;		/* (n_prompt) token ids, BOS included if wanted; copied by add */
@@ -152,6 +167,22 @@ typedef struct LlmRequest
 	 */
 	const int32_t *forced;
 	int			n_forced;
+
+	/*
+	 * Constrained decoding: every sampled token keeps the output a prefix
+	 * of a sentence of the grammar (other tokens are masked out first), and
+	 * the sequence stops when the output is whole and nothing may follow,
+	 * or at EOS once it is whole.  grammar_text (grammar_len bytes, copied
+	 * by add) is the JSON Schema's text, or the choices back to back, each
+	 * NUL-terminated.  When max_tokens or the context ends the output before
+	 * it is whole, the sequence fails (LLM_FINISH_ERROR, LLM_ERR_LIMIT), so
+	 * a constrained result always parses.  Not with forced tokens or stop
+	 * strings.  The engine compiles each distinct grammar once and keeps
+	 * the token masks of the states it has seen.
+	 */
+	LlmGrammarKind grammar;
+	const char *grammar_text;
+	size_t		grammar_len;
 } LlmRequest;
 
 /* Request defaults: greedy, 128 tokens, filters off. */

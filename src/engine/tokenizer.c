@@ -273,67 +273,6 @@ llm_heap_free(LlmBigramHeap *h)
 	memset(h, 0, sizeof(*h));
 }
 
-/*
- * The length of the well-formed UTF-8 sequence at s (n > 0 bytes left), or 1
- * when the byte there does not start one (overlong forms, surrogates, code
- * points past U+10FFFF, stray continuation bytes, truncated sequences).
- */
-size_t
-llm_utf8_len(const uint8_t *s, size_t n)
-{
-	uint8_t		c = s[0];
-	uint8_t		lo = 0x80,
-				hi = 0xBF;
-	size_t		need;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		need = 2;
-	else if (c >= 0xE0 && c <= 0xEF)
-	{
-		need = 3;
-		if (c == 0xE0)
-			lo = 0xA0;
-		else if (c == 0xED)
-			hi = 0x9F;
-	}
-	else if (c >= 0xF0 && c <= 0xF4)
-	{
-		need = 4;
-		if (c == 0xF0)
-			lo = 0x90;
-		else if (c == 0xF4)
-			hi = 0x8F;
-	}
-	else
-		return 1;
-	if (n < need || s[1] < lo || s[1] > hi)
-		return 1;
-	for (size_t i = 2; i < need; i++)
-		if ((s[i] & 0xC0) != 0x80)
-			return 1;
-	return need;
-}
-
-/* Decode one valid UTF-8 character of length n into its code point. */
-uint32_t
-llm_utf8_decode(const uint8_t *s, size_t n)
-{
-	switch (n)
-	{
-		case 1:
-			return s[0];
-		case 2:
-			return ((uint32_t) (s[0] & 0x1F) << 6) | (s[1] & 0x3F);
-		case 3:
-			return ((uint32_t) (s[0] & 0x0F) << 12) | ((uint32_t) (s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-		default:
-			return ((uint32_t) (s[0] & 0x07) << 18) | ((uint32_t) (s[1] & 0x3F) << 12) |
-				((uint32_t) (s[2] & 0x3F) << 6) | (s[3] & 0x3F);
-	}
-}
-
 /* Whether merges may produce a token of this type from text. */
 static inline bool
 llm_token_type_is_text(uint8_t type)

@@ -19,6 +19,7 @@
 #include <pcre2.h>
 
 #include "tokenizer.h"
+#include "utf8.h"
 
 /* Token types, numbered as in tokenizer.ggml.token_type. */
 typedef enum LlmTokenType
@@ -195,8 +196,6 @@ LlmStatus	llm_tokbuf_push(LlmTokBuf *buf, int32_t id, LlmError *err);
 LlmStatus	llm_heap_push(LlmBigramHeap *h, const LlmBigram *b, LlmError *err);
 bool		llm_heap_pop(LlmBigramHeap *h, LlmBigram *out);
 void		llm_heap_free(LlmBigramHeap *h);
-size_t		llm_utf8_len(const uint8_t *s, size_t n);
-uint32_t	llm_utf8_decode(const uint8_t *s, size_t n);
 int32_t		llm_tokenizer_lookup(const LlmTokenizer *t, const char *s, size_t len);
 
 /* tokenizer_spm.c */

@@ -112,35 +112,6 @@ llm_wpm_nfd_first(uint32_t cp)
 	return llm_wpm_map(llm_wpm_nfd_map, llm_wpm_nfd_map_n, cp);
 }
 
-/* Encode cp as UTF-8 at dst (4 bytes of room); returns the length. */
-static size_t
-llm_wpm_encode(uint32_t cp, char *dst)
-{
-	if (cp < 0x80)
-	{
-		dst[0] = (char) cp;
-		return 1;
-	}
-	if (cp < 0x800)
-	{
-		dst[0] = (char) (0xC0 | (cp >> 6));
-		dst[1] = (char) (0x80 | (cp & 0x3F));
-		return 2;
-	}
-	if (cp < 0x10000)
-	{
-		dst[0] = (char) (0xE0 | (cp >> 12));
-		dst[1] = (char) (0x80 | ((cp >> 6) & 0x3F));
-		dst[2] = (char) (0x80 | (cp & 0x3F));
-		return 3;
-	}
-	dst[0] = (char) (0xF0 | (cp >> 18));
-	dst[1] = (char) (0x80 | ((cp >> 12) & 0x3F));
-	dst[2] = (char) (0x80 | ((cp >> 6) & 0x3F));
-	dst[3] = (char) (0x80 | (cp & 0x3F));
-	return 4;
-}
-
 /* Set up WordPiece: the normalizer flags, the classifier, the longest token. */
 LlmStatus
 llm_wpm_init(LlmTokenizer *t, const LlmGguf *g, LlmError *err)
@@ -218,7 +189,7 @@ llm_wpm_decompose(const LlmTokenizer *t, const char *text, size_t len, size_t *n
 			continue;
 		}
 		if (t->wpm_strip_accents && cl > 1)
-			k += llm_wpm_encode(llm_wpm_nfd_first(llm_utf8_decode((const uint8_t *) text + i, cl)),
+			k += llm_utf8_encode(llm_wpm_nfd_first(llm_utf8_decode((const uint8_t *) text + i, cl)),
 								buf + k);
 		else
 		{
@@ -263,7 +234,7 @@ llm_wpm_append(const LlmTokenizer *t, LlmWpmWord *w, const char *s, size_t n, Ll
 		size_t		cl = llm_utf8_len((const uint8_t *) s + i, n - i);
 
 		if (t->wpm_lowercase)
-			w->len += llm_wpm_encode(llm_wpm_lower(llm_utf8_decode((const uint8_t *) s + i, cl)),
+			w->len += llm_utf8_encode(llm_wpm_lower(llm_utf8_decode((const uint8_t *) s + i, cl)),
 									 w->buf + w->len);
 		else
 		{

@@ -1,0 +1,511 @@
+/*
+ * grammar.c
+ *		Byte grammars: the builder, the frozen form, and the recognizer
+ *		(grammar.h explains the stacks).
+ *
+ * Frozen form: every alternative's elements back to back in elems, each
+ * alternative closed by an END element; a rule's alternatives start at
+ * alt_pos[alt_first[r]] .. alt_pos[alt_first[r + 1] - 1].  An element is
+ * (index << 2) | kind, the index naming a byte set or a rule.
+ */
+#include "grammar.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ELEM_END	0u
+#define ELEM_SET	1u
+#define ELEM_RULE	2u
+#define ELEM_KIND(e)	((e) & 3u)
+#define ELEM_INDEX(e)	((e) >> 2)
+
+/* Rule references expanded in a row, without a byte between, before the recognizer gives up. */
+#define EXPAND_MAX_LEVELS 64
+
+/* An alternative being built. */
+typedef struct BuildAlt
+{
+	int			rule;
+	uint32_t   *elems;
+	int			n;
+	int			cap;
+} BuildAlt;
+
+struct LlmGrammarBuilder
+{
+	int			n_rules;
+	int		   *rule_n_alts;	/* (n_rules) */
+	int			rules_cap;
+	BuildAlt   *alts;			/* (n_alts) */
+	int			n_alts;
+	int			alts_cap;
+	LlmByteSet *sets;			/* (n_sets) */
+	int			n_sets;
+	int			sets_cap;
+	int			single_set[256];	/* the set holding only byte c, or -1 */
+	size_t		n_elems;
+	bool		nomem;
+	bool		too_big;
+};
+
+struct LlmGrammar
+{
+	uint32_t   *elems;
+	int		   *alt_pos;		/* (n_alts) where each alternative starts in elems, by rule */
+	int		   *alt_first;		/* (n_rules + 1) */
+	LlmByteSet *sets;
+	int			root;
+};
+
+/* Grow *p (of *cap items of size sz) to hold n items; false when out of memory. */
+static bool
+grow(void **p, int *cap, int n, size_t sz)
+{
+	int			ncap;
+	void	   *q;
+
+	if (n <= *cap)
+		return true;
+	ncap = *cap ? *cap * 2 : 16;
+	while (ncap < n)
+		ncap *= 2;
+	if ((q = realloc(*p, (size_t) ncap * sz)) == NULL)
+		return false;
+	*p = q;
+	*cap = ncap;
+	return true;
+}
+
+/* The set of bytes lo..hi. */
+LlmByteSet
+llm_byteset_range(uint8_t lo, uint8_t hi)
+{
+	LlmByteSet	s = {{0, 0, 0, 0}};
+
+	llm_byteset_add(&s, lo, hi);
+	return s;
+}
+
+/* Add lo..hi to s. */
+void
+llm_byteset_add(LlmByteSet *s, uint8_t lo, uint8_t hi)
+{
+	for (int c = lo; c <= hi; c++)
+		s->bits[c >> 6] |= (uint64_t) 1 << (c & 63);
+}
+
+/* Whether s holds c. */
+static inline bool
+byteset_has(const LlmByteSet *s, uint8_t c)
+{
+	return (s->bits[c >> 6] >> (c & 63)) & 1;
+}
+
+/* A new builder. */
+LlmGrammarBuilder *
+llm_grammar_builder_new(void)
+{
+	LlmGrammarBuilder *b = calloc(1, sizeof(*b));
+
+	if (b != NULL)
+		memset(b->single_set, -1, sizeof(b->single_set));
+	return b;
+}
+
+/* Free a builder. */
+void
+llm_grammar_builder_free(LlmGrammarBuilder *b)
+{
+	if (b == NULL)
+		return;
+	for (int i = 0; i < b->n_alts; i++)
+		free(b->alts[i].elems);
+	free(b->alts);
+	free(b->rule_n_alts);
+	free(b->sets);
+	free(b);
+}
+
+/* A new rule. */
+int
+llm_grammar_rule(LlmGrammarBuilder *b)
+{
+	if (!grow((void **) &b->rule_n_alts, &b->rules_cap, b->n_rules + 1, sizeof(int)))
+	{
+		b->nomem = true;
+		return 0;
+	}
+	b->rule_n_alts[b->n_rules] = 0;
+	return b->n_rules++;
+}
+
+/* A new alternative of rule. */
+int
+llm_grammar_alt(LlmGrammarBuilder *b, int rule)
+{
+	if (b->nomem || rule < 0 || rule >= b->n_rules)
+		return -1;
+	if (!grow((void **) &b->alts, &b->alts_cap, b->n_alts + 1, sizeof(BuildAlt)))
+	{
+		b->nomem = true;
+		return -1;
+	}
+	memset(&b->alts[b->n_alts], 0, sizeof(BuildAlt));
+	b->alts[b->n_alts].rule = rule;
+	b->rule_n_alts[rule]++;
+	return b->n_alts++;
+}
+
+/* Append element e to alternative alt. */
+static void
+builder_push(LlmGrammarBuilder *b, int alt, uint32_t e)
+{
+	BuildAlt   *a;
+
+	if (b->nomem || alt < 0)
+		return;
+	if (++b->n_elems > LLM_GRAMMAR_MAX_ELEMS)
+	{
+		b->too_big = true;
+		return;
+	}
+	a = &b->alts[alt];
+	if (!grow((void **) &a->elems, &a->cap, a->n + 1, sizeof(uint32_t)))
+	{
+		b->nomem = true;
+		return;
+	}
+	a->elems[a->n++] = e;
+}
+
+/* The number of a set equal to s, added if new (-1 when out of memory). */
+static int
+builder_set(LlmGrammarBuilder *b, const LlmByteSet *s)
+{
+	for (int i = 0; i < b->n_sets; i++)
+		if (memcmp(&b->sets[i], s, sizeof(*s)) == 0)
+			return i;
+	if (!grow((void **) &b->sets, &b->sets_cap, b->n_sets + 1, sizeof(LlmByteSet)))
+	{
+		b->nomem = true;
+		return -1;
+	}
+	b->sets[b->n_sets] = *s;
+	return b->n_sets++;
+}
+
+/* Append one byte out of set to alt. */
+void
+llm_grammar_add_set(LlmGrammarBuilder *b, int alt, const LlmByteSet *set)
+{
+	int			i = builder_set(b, set);
+
+	if (i >= 0)
+		builder_push(b, alt, ((uint32_t) i << 2) | ELEM_SET);
+}
+
+/* Append the bytes of s to alt. */
+void
+llm_grammar_add_literal(LlmGrammarBuilder *b, int alt, const char *s, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+	{
+		uint8_t		c = (uint8_t) s[k];
+
+		if (b->single_set[c] < 0)
+		{
+			LlmByteSet	one = llm_byteset_range(c, c);
+
+			b->single_set[c] = builder_set(b, &one);
+			if (b->single_set[c] < 0)
+				return;
+		}
+		builder_push(b, alt, ((uint32_t) b->single_set[c] << 2) | ELEM_SET);
+	}
+}
+
+/* Append a reference to rule to alt. */
+void
+llm_grammar_add_rule(LlmGrammarBuilder *b, int alt, int rule)
+{
+	builder_push(b, alt, ((uint32_t) rule << 2) | ELEM_RULE);
+}
+
+/* A rule of one literal. */
+int
+llm_grammar_literal_rule(LlmGrammarBuilder *b, const char *s, size_t n)
+{
+	int			r = llm_grammar_rule(b);
+
+	llm_grammar_add_literal(b, llm_grammar_alt(b, r), s, n);
+	return r;
+}
+
+/* Freeze the rules into a grammar. */
+LlmStatus
+llm_grammar_builder_finish(LlmGrammarBuilder *b, int root, LlmGrammar **out, LlmError *err)
+{
+	LlmGrammar *g;
+	int		   *fill;
+	size_t		pos = 0;
+	LlmStatus	st = LLM_OK;
+
+	if (b == NULL)
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a grammar");
+	if (b->nomem)
+		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a grammar");
+	else if (b->too_big)
+		st = llm_error_set(err, LLM_ERR_LIMIT, "the grammar would need more than %d elements", LLM_GRAMMAR_MAX_ELEMS);
+	else if (root < 0 || root >= b->n_rules)
+		st = llm_error_set(err, LLM_ERR_INVALID, "the grammar has no rule %d", root);
+	for (int r = 0; st == LLM_OK && r < b->n_rules; r++)
+		if (b->rule_n_alts[r] == 0)
+			st = llm_error_set(err, LLM_ERR_INVALID, "grammar rule %d has no alternatives", r);
+	if (st != LLM_OK)
+	{
+		llm_grammar_builder_free(b);
+		return st;
+	}
+
+	g = calloc(1, sizeof(*g));
+	fill = calloc((size_t) b->n_rules + 1, sizeof(int));
+	if (g != NULL)
+	{
+		g->elems = malloc((b->n_elems + (size_t) b->n_alts) * sizeof(uint32_t));
+		g->alt_pos = malloc((size_t) (b->n_alts ? b->n_alts : 1) * sizeof(int));
+		g->alt_first = calloc((size_t) b->n_rules + 1, sizeof(int));
+		g->sets = malloc((size_t) (b->n_sets ? b->n_sets : 1) * sizeof(LlmByteSet));
+	}
+	if (g == NULL || fill == NULL || g->elems == NULL || g->alt_pos == NULL || g->alt_first == NULL ||
+		g->sets == NULL)
+	{
+		free(fill);
+		llm_grammar_free(g);
+		llm_grammar_builder_free(b);
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a grammar");
+	}
+	/* alternatives grouped by rule, each in the order it was added */
+	for (int r = 0; r < b->n_rules; r++)
+		g->alt_first[r + 1] = g->alt_first[r] + b->rule_n_alts[r];
+	for (int i = 0; i < b->n_alts; i++)
+	{
+		const BuildAlt *a = &b->alts[i];
+
+		g->alt_pos[g->alt_first[a->rule] + fill[a->rule]++] = (int) pos;
+		if (a->n > 0)
+			memcpy(g->elems + pos, a->elems, (size_t) a->n * sizeof(uint32_t));
+		pos += (size_t) a->n;
+		g->elems[pos++] = ELEM_END;
+	}
+	if (b->n_sets > 0)
+		memcpy(g->sets, b->sets, (size_t) b->n_sets * sizeof(LlmByteSet));
+	g->root = root;
+	free(fill);
+	llm_grammar_builder_free(b);
+	*out = g;
+	return LLM_OK;
+}
+
+/* Free a grammar. */
+void
+llm_grammar_free(LlmGrammar *g)
+{
+	if (g == NULL)
+		return;
+	free(g->elems);
+	free(g->alt_pos);
+	free(g->alt_first);
+	free(g->sets);
+	free(g);
+}
+
+/* Initialise an empty state buffer. */
+void
+llm_grammar_state_init(LlmGrammarState *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+/* Free a state buffer. */
+void
+llm_grammar_state_free(LlmGrammarState *s)
+{
+	free(s->data);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Copy src into dst. */
+bool
+llm_grammar_state_copy(LlmGrammarState *dst, const LlmGrammarState *src)
+{
+	if (!grow((void **) &dst->data, &dst->cap, src->len, sizeof(uint32_t)))
+		return false;
+	if (src->len > 0)
+		memcpy(dst->data, src->data, (size_t) src->len * sizeof(uint32_t));
+	dst->len = src->len;
+	dst->n_stacks = src->n_stacks;
+	return true;
+}
+
+/* Whether a and b are the same state. */
+bool
+llm_grammar_state_equal(const LlmGrammarState *a, const LlmGrammarState *b)
+{
+	return a->len == b->len && a->n_stacks == b->n_stacks &&
+		(a->len == 0 || memcmp(a->data, b->data, (size_t) a->len * sizeof(uint32_t)) == 0);
+}
+
+/* A hash of the state's words (FNV-1a over 32-bit words, then a final mix). */
+uint64_t
+llm_grammar_state_hash(const LlmGrammarState *s)
+{
+	uint64_t	h = 1469598103934665603ull;
+
+	for (int i = 0; i < s->len; i++)
+		h = (h ^ s->data[i]) * 1099511628211ull;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h;
+}
+
+/* Add stack (depth d) to state s unless s has it; false when past the bounds or out of memory. */
+static bool
+state_emit(LlmGrammarState *s, const uint32_t *stack, int d)
+{
+	int			at = 0;
+
+	for (int i = 0; i < s->n_stacks; i++)
+	{
+		int			sd = (int) s->data[at];
+
+		if (sd == d && memcmp(s->data + at + 1, stack, (size_t) d * sizeof(uint32_t)) == 0)
+			return true;
+		at += sd + 1;
+	}
+	if (s->n_stacks >= LLM_GRAMMAR_MAX_STACKS ||
+		!grow((void **) &s->data, &s->cap, s->len + d + 1, sizeof(uint32_t)))
+		return false;
+	s->data[s->len] = (uint32_t) d;
+	if (d > 0)
+		memcpy(s->data + s->len + 1, stack, (size_t) d * sizeof(uint32_t));
+	s->len += d + 1;
+	s->n_stacks++;
+	return true;
+}
+
+/*
+ * Expand stack (depth d, which this may change: the caller's copy) until a
+ * byte set is on top, adding each resulting stack to out.
+ */
+static bool
+expand(const LlmGrammar *g, uint32_t *stack, int d, LlmGrammarState *out, int level)
+{
+	if (level > EXPAND_MAX_LEVELS)
+		return false;
+	for (;;)
+	{
+		uint32_t	e;
+		int			r;
+
+		if (d == 0)
+			return state_emit(out, stack, 0);
+		e = g->elems[stack[d - 1]];
+		if (ELEM_KIND(e) == ELEM_END)
+		{
+			d--;				/* the alternative is done: back to its caller */
+			continue;
+		}
+		if (ELEM_KIND(e) == ELEM_SET)
+			return state_emit(out, stack, d);
+
+		/* a rule: its caller goes on after it (unless nothing follows), each alternative on top */
+		r = (int) ELEM_INDEX(e);
+		if (ELEM_KIND(g->elems[stack[d - 1] + 1]) == ELEM_END)
+			d--;
+		else
+			stack[d - 1]++;
+		if (d >= LLM_GRAMMAR_MAX_DEPTH)
+			return false;
+		for (int a = g->alt_first[r]; a < g->alt_first[r + 1]; a++)
+		{
+			uint32_t	copy[LLM_GRAMMAR_MAX_DEPTH];
+
+			memcpy(copy, stack, (size_t) d * sizeof(uint32_t));
+			copy[d] = (uint32_t) g->alt_pos[a];
+			if (!expand(g, copy, d + 1, out, level + 1))
+				return false;
+		}
+		return true;
+	}
+}
+
+/* The state before any byte. */
+LlmStatus
+llm_grammar_start(const LlmGrammar *g, LlmGrammarState *out, LlmError *err)
+{
+	out->len = 0;
+	out->n_stacks = 0;
+	for (int a = g->alt_first[g->root]; a < g->alt_first[g->root + 1]; a++)
+	{
+		uint32_t	stack[1] = {(uint32_t) g->alt_pos[a]};
+
+		if (!expand(g, stack, 1, out, 0))
+			return llm_error_set(err, LLM_ERR_LIMIT, "the grammar's start is too ambiguous or recursive");
+	}
+	return LLM_OK;
+}
+
+/* The state after byte c. */
+bool
+llm_grammar_advance(const LlmGrammar *g, const LlmGrammarState *from, uint8_t c, LlmGrammarState *to)
+{
+	int			at = 0;
+
+	to->len = 0;
+	to->n_stacks = 0;
+	for (int i = 0; i < from->n_stacks; i++)
+	{
+		int			d = (int) from->data[at];
+		const uint32_t *stack = from->data + at + 1;
+
+		at += d + 1;
+		if (d == 0 || !byteset_has(&g->sets[ELEM_INDEX(g->elems[stack[d - 1]])], c))
+			continue;
+		{
+			uint32_t	copy[LLM_GRAMMAR_MAX_DEPTH];
+
+			memcpy(copy, stack, (size_t) d * sizeof(uint32_t));
+			copy[d - 1]++;		/* past the byte */
+			if (!expand(g, copy, d, to, 0))
+			{
+				to->len = 0;
+				to->n_stacks = 0;
+				return false;
+			}
+		}
+	}
+	return to->n_stacks > 0;
+}
+
+/* Whether the bytes so far form a sentence. */
+bool
+llm_grammar_accepting(const LlmGrammarState *s)
+{
+	int			at = 0;
+
+	for (int i = 0; i < s->n_stacks; i++)
+	{
+		if (s->data[at] == 0)
+			return true;
+		at += (int) s->data[at] + 1;
+	}
+	return false;
+}
+
+/* Whether they do and nothing may follow. */
+bool
+llm_grammar_complete(const LlmGrammarState *s)
+{
+	return s->n_stacks == 1 && s->data[0] == 0;
+}

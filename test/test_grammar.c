@@ -1,0 +1,249 @@
+/*
+ * test_grammar.c
+ *		The JSON reader, the JSON Schema compiler and the byte recognizer:
+ *		which texts each schema accepts and refuses, and the errors for
+ *		schemas it cannot compile.  test_constrained.c runs them in the
+ *		engine with real models.
+ */
+#include <string.h>
+
+#include "grammar.h"
+#include "json.h"
+#include "json_schema.h"
+#include "test.h"
+
+/* Whether grammar g accepts text as a whole sentence (and every prefix of it as a prefix). */
+static bool
+grammar_accepts(const LlmGrammar *g, const char *text, bool *prefix_ok)
+{
+	LlmGrammarState a,
+				b;
+	bool		ok = true;
+
+	llm_grammar_state_init(&a);
+	llm_grammar_state_init(&b);
+	if (llm_grammar_start(g, &a, NULL) != LLM_OK)
+		ok = false;
+	for (size_t i = 0; ok && text[i] != '\0'; i++)
+	{
+		LlmGrammarState t;
+
+		ok = llm_grammar_advance(g, &a, (uint8_t) text[i], &b);
+		t = a;
+		a = b;
+		b = t;
+	}
+	*prefix_ok = ok;
+	ok = ok && llm_grammar_accepting(&a);
+	llm_grammar_state_free(&a);
+	llm_grammar_state_free(&b);
+	return ok;
+}
+
+/* Check that schema accepts every text of good and refuses every text of bad (NULL-terminated lists). */
+static void
+check_schema(const char *schema, const char *const *good, const char *const *bad)
+{
+	LlmGrammar *g = NULL;
+	LlmError	err;
+	LlmStatus	st = llm_json_schema_compile(schema, strlen(schema), &g, &err);
+
+	TEST_CHECK(st == LLM_OK, "%s: %s", schema, err.msg);
+	if (st != LLM_OK)
+		return;
+	for (int i = 0; good[i] != NULL; i++)
+	{
+		bool		prefix;
+
+		TEST_CHECK(grammar_accepts(g, good[i], &prefix), "%s should accept %s", schema, good[i]);
+	}
+	for (int i = 0; bad[i] != NULL; i++)
+	{
+		bool		prefix;
+
+		TEST_CHECK(!grammar_accepts(g, bad[i], &prefix), "%s should refuse %s", schema, bad[i]);
+	}
+	llm_grammar_free(g);
+}
+
+/* Check that schema fails to compile with status want and a message containing part. */
+static void
+check_schema_error(const char *schema, LlmStatus want, const char *part)
+{
+	LlmGrammar *g = NULL;
+	LlmError	err;
+	LlmStatus	st = llm_json_schema_compile(schema, strlen(schema), &g, &err);
+
+	TEST_CHECK(st == want, "%s: status %d, want %d (%s)", schema, (int) st, (int) want, st ? err.msg : "ok");
+	TEST_CHECK(st == LLM_OK || strstr(err.msg, part) != NULL, "%s: message \"%s\" lacks \"%s\"", schema, err.msg, part);
+	llm_grammar_free(g);
+}
+
+/* The JSON reader: values, escapes, errors, equality and the writer's round trip. */
+static void
+test_json_reader(void)
+{
+	static const char *const good[] = {
+		"null", " true ", "-0.5e+3", "\"a\\u00e9\\ud83d\\ude00\\n\"", "[1,[2,{}]]",
+		"{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":\"e\"}}", NULL
+	};
+	static const char *const bad[] = {
+		"", "nul", "01", "1.", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "\"\\x\"", "\"\\ud800\"",
+		"{\"a\":1,\"a\":2}", "[1] 2", "\"tab\there\"", NULL
+	};
+	LlmJson    *v,
+			   *w;
+	LlmError	err;
+	char	   *text;
+	size_t		len;
+	char		deep[200];
+
+	for (int i = 0; good[i] != NULL; i++)
+	{
+		TEST_CHECK(llm_json_parse(good[i], strlen(good[i]), &v, &err) == LLM_OK, "%s: %s", good[i], err.msg);
+		if (v == NULL)
+			continue;
+		/* writing and reading again gives the same value */
+		TEST_CHECK(llm_json_write(v, &text, &len, &err) == LLM_OK, "write %s", good[i]);
+		TEST_CHECK(llm_json_parse(text, len, &w, &err) == LLM_OK && llm_json_equal(v, w), "round trip of %s: %s",
+				   good[i], text);
+		llm_json_free(w);
+		free(text);
+		llm_json_free(v);
+		v = NULL;
+	}
+	for (int i = 0; bad[i] != NULL; i++)
+		TEST_CHECK(llm_json_parse(bad[i], strlen(bad[i]), &v, &err) == LLM_ERR_INVALID, "%s should be refused", bad[i]);
+
+	TEST_CHECK(llm_json_parse("\"\\u00e9\\ud83d\\ude00\"", 20, &v, &err) == LLM_OK &&
+			   v->len == 6 && memcmp(v->str, "\xc3\xa9\xf0\x9f\x98\x80", 6) == 0, "escapes decode to UTF-8");
+	llm_json_free(v);
+	memset(deep, '[', sizeof(deep));
+	TEST_CHECK(llm_json_parse(deep, sizeof(deep), &v, &err) == LLM_ERR_INVALID && strstr(err.msg, "deeply"),
+			   "deep nesting is refused: %s", err.msg);
+	TEST_CHECK(llm_json_parse("{\"a\":1,\"b\":2}", 13, &v, &err) == LLM_OK &&
+			   llm_json_parse("{\"b\":2.0,\"a\":1}", 15, &w, &err) == LLM_OK && llm_json_equal(v, w),
+			   "members compare in any order, numbers by value");
+	llm_json_free(v);
+	llm_json_free(w);
+}
+
+/* Schemas of every supported keyword against texts they must accept and refuse. */
+static void
+test_schema_texts(void)
+{
+	check_schema("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"},"
+				 "\"city\":{\"type\":\"string\"}},\"required\":[\"name\",\"age\",\"city\"]}",
+				 (const char *[]) {
+		"{\"name\":\"Alice\",\"age\":31,\"city\":\"Paris\"}",
+			"{\n  \"name\": \"Alice\",\n  \"age\": 31,\n  \"city\": \"Paris\"\n}",
+			"{ \"name\" : \"A\\\"\\n\", \"age\" : -7, \"city\" : \"\xc3\xa9\" }", NULL
+	},
+				 (const char *[]) {
+		"{\"name\":\"Alice\",\"age\":31}", "{\"age\":31,\"name\":\"Alice\",\"city\":\"P\"}",
+			"{\"name\":\"Alice\",\"age\":31,\"city\":\"Paris\",}", "{\"name\":\"A\",\"age\":3.5,\"city\":\"P\"}",
+			" {\"name\":\"A\",\"age\":3,\"city\":\"P\"}", "{\"name\":\"A\",\"age\":3,\"city\":\"P\"} ",
+			"{\"name\":\"\\u0041\",\"age\":3,\"city\":\"P\"}", "{\"name\":\"\x01\",\"age\":3,\"city\":\"P\"}",
+			"{\"name\":\"\xc3\",\"age\":3,\"city\":\"P\"}", "{\"name\":\"\xed\xa0\x80\",\"age\":3,\"city\":\"P\"}", NULL
+	});
+	/* optional properties: any subset, in order, commas only between */
+	check_schema("{\"properties\":{\"a\":{\"type\":\"null\"},\"b\":{\"type\":\"boolean\"},\"c\":{\"const\":7}},"
+				 "\"required\":[\"b\"],\"additionalProperties\":false}",
+				 (const char *[]) {
+		"{\"b\":true}", "{\"a\":null,\"b\":false}", "{\"b\":true,\"c\":7}", "{\"a\":null,\"b\":true,\"c\":7}", NULL
+	},
+				 (const char *[]) {
+		"{}", "{\"a\":null}", "{,\"b\":true}", "{\"b\":true,}", "{\"b\":true,\"c\":8}", "{\"c\":7,\"b\":true}", NULL
+	});
+	check_schema("{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\"}}}",
+				 (const char *[]) {"{}", "{ }", "{\"x\":0}", "{\"x\":-1.25e-3}", "{\"x\":12.5E+2}", NULL},
+				 (const char *[]) {"{\"x\":01}", "{\"x\":.5}", "{\"x\":1.}", "{\"x\":1e}", "{\"x\":+1}", NULL});
+	check_schema("{\"type\":\"array\",\"items\":{\"enum\":[\"red\",\"green\",1,null]},\"minItems\":1,\"maxItems\":3}",
+				 (const char *[]) {"[\"red\"]", "[1, null, \"green\"]", "[\n  \"red\",\n  1\n]", NULL},
+				 (const char *[]) {"[]", "[\"blue\"]", "[1,1,1,1]", "[\"red\",]", "[\"Red\"]", NULL});
+	check_schema("{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}",
+				 (const char *[]) {"\"ab\"", "\"abc\"", "\"\xc3\xa9\xc3\xa9\"", "\"\\n\\t\"", NULL},
+				 (const char *[]) {"\"a\"", "\"abcd\"", "ab", NULL});
+	check_schema("{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"array\",\"maxItems\":0}]}",
+				 (const char *[]) {"42", "[]", "[ ]", NULL},
+				 (const char *[]) {"[1]", "4.5", "\"x\"", NULL});
+	check_schema("{\"type\":[\"string\",\"null\"],\"maxLength\":1}",
+				 (const char *[]) {"null", "\"\"", "\"x\"", NULL},
+				 (const char *[]) {"\"xy\"", "0", NULL});
+	check_schema("{\"const\":{\"k\":[1,\"two\"]}}",
+				 (const char *[]) {"{\"k\":[1,\"two\"]}", NULL},
+				 (const char *[]) {"{\"k\": [1,\"two\"]}", "{\"k\":[1]}", NULL});
+	check_schema("true",
+				 (const char *[]) {"1", "\"s\"", "{\"a\":[{\"b\":null}]}", "[[[]]]", "false", NULL},
+				 (const char *[]) {"", "[1,]", "{\"a\"}", "nul", NULL});
+	check_schema("{\"type\":\"integer\"}",
+				 (const char *[]) {"0", "-12", "1234567890123456", NULL},
+				 (const char *[]) {"12345678901234567", "00", "-", NULL});
+	check_schema("{\"type\":\"object\",\"properties\":{\"a/b~c\":{\"type\":\"string\",\"enum\":[\"q\\\"\"]}},"
+				 "\"required\":[\"a/b~c\"]}",
+				 (const char *[]) {"{\"a/b~c\":\"q\\\"\"}", NULL},
+				 (const char *[]) {"{\"a/b~c\":\"q\"}", NULL});
+}
+
+/* Schemas that must not compile, with the keyword or place named. */
+static void
+test_schema_errors(void)
+{
+	check_schema_error("{\"type\":\"string\",\"pattern\":\"^a\"}", LLM_ERR_UNSUPPORTED, "keyword \"pattern\" at #");
+	check_schema_error("{\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":0}}}", LLM_ERR_UNSUPPORTED,
+					   "\"minimum\" at #/properties/n");
+	check_schema_error("{\"type\":\"array\",\"items\":{\"format\":\"date\"}}", LLM_ERR_UNSUPPORTED, "\"format\" at #/items");
+	check_schema_error("{\"anyOf\":[{\"type\":\"integer\"},{\"$ref\":\"#/x\"}]}", LLM_ERR_UNSUPPORTED, "\"$ref\" at #/anyOf/1");
+	check_schema_error("{\"properties\":{\"a/b\":{\"oneOf\":[]}}}", LLM_ERR_UNSUPPORTED, "at #/properties/a~1b");
+	check_schema_error("{\"type\":\"object\",\"additionalProperties\":true}", LLM_ERR_UNSUPPORTED, "additionalProperties");
+	check_schema_error("{\"type\":\"object\",\"properties\":{},\"required\":[\"x\"]}", LLM_ERR_INVALID,
+					   "required property \"x\"");
+	check_schema_error("{\"type\":\"strin\"}", LLM_ERR_INVALID, "unknown type \"strin\"");
+	check_schema_error("{\"type\":\"string\",\"minLength\":3,\"maxLength\":2}", LLM_ERR_INVALID, "minLength");
+	check_schema_error("{\"type\":\"string\",\"maxLength\":-1}", LLM_ERR_INVALID, "maxLength");
+	check_schema_error("{\"type\":\"string\",\"maxLength\":1e9}", LLM_ERR_LIMIT, "maxLength above");
+	check_schema_error("{\"enum\":[]}", LLM_ERR_INVALID, "\"enum\" must be a non-empty array");
+	check_schema_error("{\"anyOf\":[{\"type\":\"null\"}],\"type\":\"string\"}", LLM_ERR_UNSUPPORTED, "anyOf");
+	check_schema_error("{\"type\":\"array\",\"items\":[{\"type\":\"null\"}]}", LLM_ERR_UNSUPPORTED, "tuple");
+	check_schema_error("false", LLM_ERR_INVALID, "allows no value");
+	check_schema_error("[1]", LLM_ERR_INVALID, "object or a boolean");
+	check_schema_error("{\"type\":", LLM_ERR_INVALID, "invalid JSON at byte");
+	check_schema_error("{\"const\":\"a\\u0000b\"}", LLM_ERR_INVALID, "NUL");
+	TEST_CHECK(llm_json_schema_check("{\"type\":\"boolean\"}", 18, NULL) == LLM_OK, "check accepts a good schema");
+}
+
+/* The grammar builder alone: choices-like alternatives, a prefix of another, and refused empty rules. */
+static void
+test_builder(void)
+{
+	LlmGrammarBuilder *b = llm_grammar_builder_new();
+	LlmGrammar *g = NULL;
+	int			root = llm_grammar_rule(b);
+	bool		prefix;
+
+	llm_grammar_add_literal(b, llm_grammar_alt(b, root), "yes", 3);
+	llm_grammar_add_literal(b, llm_grammar_alt(b, root), "yes please", 10);
+	llm_grammar_add_literal(b, llm_grammar_alt(b, root), "no", 2);
+	TEST_CHECK(llm_grammar_builder_finish(b, root, &g, NULL) == LLM_OK, "choices build");
+	TEST_CHECK(grammar_accepts(g, "yes", &prefix) && grammar_accepts(g, "yes please", &prefix) &&
+			   grammar_accepts(g, "no", &prefix), "each choice is a sentence");
+	TEST_CHECK(!grammar_accepts(g, "yes p", &prefix) && prefix, "a prefix of a choice is a prefix, not a sentence");
+	TEST_CHECK(!grammar_accepts(g, "nope", &prefix) && !prefix, "text past a choice is refused");
+	llm_grammar_free(g);
+
+	b = llm_grammar_builder_new();
+	root = llm_grammar_rule(b);
+	(void) llm_grammar_rule(b);		/* never given an alternative */
+	llm_grammar_alt(b, root);
+	TEST_CHECK(llm_grammar_builder_finish(b, root, &g, NULL) == LLM_ERR_INVALID, "a rule without alternatives is refused");
+}
+
+int
+main(void)
+{
+	test_json_reader();
+	test_schema_texts();
+	test_schema_errors();
+	test_builder();
+	return test_summary("test_grammar");
+}
