@@ -14,13 +14,15 @@ CREATE FUNCTION llm_generate(prompt text,
                              stop text[] DEFAULT NULL,
                              chat boolean DEFAULT NULL,
                              on_error text DEFAULT 'error',
-                             system text DEFAULT NULL)
+                             system text DEFAULT NULL,
+                             json_schema jsonb DEFAULT NULL,
+                             choices text[] DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'llm_generate'
 LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
 
-COMMENT ON FUNCTION llm_generate(text, int, float8, float8, int, bigint, text[], boolean, text, text) IS
-'continuation of the prompt by the model (greedy when temperature is 0; a NULL seed draws a random one; chat wraps the prompt in the model''s chat format, NULL meaning llm.chat, with system as its system prompt, NULL meaning llm.system_prompt; on_error => ''null'' gives NULL for a request that fails); over the rows of a query, calls run together in an LLM Batch plan node';
+COMMENT ON FUNCTION llm_generate(text, int, float8, float8, int, bigint, text[], boolean, text, text, jsonb, text[]) IS
+'continuation of the prompt by the model (greedy when temperature is 0; a NULL seed draws a random one; chat wraps the prompt in the model''s chat format, NULL meaning llm.chat, with system as its system prompt, NULL meaning llm.system_prompt; on_error => ''null'' gives NULL for a request that fails; json_schema makes the output JSON valid for that schema, choices makes it exactly one of them, both by masking the tokens that would break them); over the rows of a query, calls run together in an LLM Batch plan node';
 
 CREATE FUNCTION llm_generate_batch(prompts text[],
                                    max_tokens int DEFAULT 128,
@@ -31,13 +33,15 @@ CREATE FUNCTION llm_generate_batch(prompts text[],
                                    stop text[] DEFAULT NULL,
                                    chat boolean DEFAULT NULL,
                                    on_error text DEFAULT 'error',
-                                   system text DEFAULT NULL)
+                                   system text DEFAULT NULL,
+                                   json_schema jsonb DEFAULT NULL,
+                                   choices text[] DEFAULT NULL)
 RETURNS TABLE(ord int, completion text, prompt_tokens int,
               completion_tokens int, finish_reason text)
 AS 'MODULE_PATHNAME', 'llm_generate_batch'
 LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
 
-COMMENT ON FUNCTION llm_generate_batch(text[], int, float8, float8, int, bigint, text[], boolean, text, text) IS
+COMMENT ON FUNCTION llm_generate_batch(text[], int, float8, float8, int, bigint, text[], boolean, text, text, jsonb, text[]) IS
 'continuations of all prompts, generated together; one row per prompt in order (on_error => ''null'': a failed prompt gives a NULL completion and finish_reason error)';
 
 -- Semantic functions: read the model's probabilities, no sampling (semantic.c).
@@ -81,6 +85,31 @@ LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
 
 COMMENT ON FUNCTION llm_probability(text, text) IS
 'the probability that the model answers Yes (against No) to question about input';
+
+CREATE FUNCTION llm_rank(query text, candidates text[], instruction text DEFAULT NULL)
+RETURNS TABLE(rank int, candidate text, score float8)
+AS 'MODULE_PATHNAME', 'llm_rank'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000 ROWS 10;
+
+COMMENT ON FUNCTION llm_rank(text, text[], text) IS
+'the candidates, best first, scored by the probability that the model answers Yes (against No) to whether each is relevant to query; all candidates are scored in one batch';
+
+-- Constrained generation: llm_generate with json_schema, as an SQL function
+-- the planner inlines, so that over a table the calls run in an LLM Batch
+-- node like any llm_generate.  NULL input or schema gives NULL.
+CREATE FUNCTION llm_extract(input text, schema jsonb, instruction text DEFAULT NULL,
+                            max_tokens int DEFAULT 256, on_error text DEFAULT 'error',
+                            chat boolean DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE sql VOLATILE PARALLEL SAFE
+AS $$
+SELECT llm_generate(coalesce(instruction, 'Extract the information in the text as JSON that follows the JSON Schema.')
+                    || E'\n\nJSON Schema: ' || schema::text || E'\n\nText: ' || input || E'\n\nJSON:',
+                    max_tokens => max_tokens, chat => chat, on_error => on_error, json_schema => schema)::jsonb
+$$;
+
+COMMENT ON FUNCTION llm_extract(text, jsonb, text, int, text, boolean) IS
+'the fields of schema taken from input by the model, as jsonb that always validates against schema (decoding follows a grammar compiled from it); an output that max_tokens cuts short is an error, or NULL with on_error => ''null''';
 
 CREATE FUNCTION llm_agg_transfn(internal, text, text)
 RETURNS internal

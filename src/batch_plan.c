@@ -8,7 +8,7 @@
  * The rewrite.  Take a node P whose target list or filter calls
  * llm_generate().  P becomes the child P' of a new CustomScan C:
  *
- *   - P' computes, per row, every value C needs: the ten arguments of each
+ *   - P' computes, per row, every value C needs: the twelve arguments of each
  *     batched call, and every other subexpression of P's target list and
  *     of the filter clauses that call llm_generate().  Its other filter
  *     clauses stay in P', so rows are filtered before any request.
@@ -49,7 +49,7 @@ typedef struct BatchRewrite
 	List	   *child_tlist;	/* P''s target list being built */
 	List	   *calls;			/* each batched call: the FuncExpr, its args in child columns */
 	List	   *call_vars;		/* INDEX_VAR Vars of the calls' results (numbered at the end) */
-	List	   *call_args;		/* per call: its ten arguments, over the child's columns */
+	List	   *call_args;		/* per call: its twelve arguments, over the child's columns */
 } BatchRewrite;
 
 static planner_hook_type prev_planner_hook = NULL;

@@ -5,7 +5,7 @@
  *		order as their answers arrive.
  *
  * batch_plan.c puts the node over a plan node that calls llm_generate()
- * per row; the child computes each call's ten arguments as columns.  The
+ * per row; the child computes each call's twelve arguments as columns.  The
  * node keeps a ring of rows read from the child:
  *
  *   rows[head] ... rows[head + n_rows - 1]     in the child's order

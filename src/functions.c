@@ -22,6 +22,7 @@
 #include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
@@ -42,6 +43,8 @@ PG_FUNCTION_INFO_V1(llm_generate_batch);
 #define LLM_ARG_CHAT		7
 #define LLM_ARG_ON_ERROR	8
 #define LLM_ARG_SYSTEM		9
+#define LLM_ARG_JSON_SCHEMA 10
+#define LLM_ARG_CHOICES		11
 
 /* Error out when a parameter that has no NULL meaning is NULL. */
 static void
@@ -161,6 +164,87 @@ LlmGetStop(const NullableDatum *args, LlmJob *job)
 	job->n_stop = n;
 }
 
+/*
+ * The grammar of json_schema or choices, into job: the schema's text in
+ * UTF-8, checked here as the worker will compile it (so a bad schema fails
+ * before anything is queued, naming the keyword), or the choices back to
+ * back, NUL-terminated.  Neither with stop strings; not both.
+ */
+static void
+LlmGetGrammar(const NullableDatum *args, LlmJob *job)
+{
+	job->params.grammar = LLM_GRAMMAR_NONE;
+	job->params.grammar_len = 0;
+	job->grammar = NULL;
+	if (!args[LLM_ARG_JSON_SCHEMA].isnull && !args[LLM_ARG_CHOICES].isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("json_schema and choices cannot be used together")));
+	if ((!args[LLM_ARG_JSON_SCHEMA].isnull || !args[LLM_ARG_CHOICES].isnull) && job->n_stop > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("stop strings cannot be used with %s",
+						args[LLM_ARG_CHOICES].isnull ? "json_schema" : "choices")));
+	if (!args[LLM_ARG_JSON_SCHEMA].isnull)
+	{
+		Jsonb	   *jb = DatumGetJsonbP(args[LLM_ARG_JSON_SCHEMA].value);
+		char	   *s = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+		char	   *utf8 = pg_server_to_any(s, strlen(s), PG_UTF8);
+		static char *last_checked = NULL;	/* the last schema that passed, in TopMemoryContext */
+
+		if (last_checked == NULL || strcmp(last_checked, utf8) != 0)
+		{
+			LlmError	err;
+			LlmStatus	st = llm_json_schema_check(utf8, strlen(utf8), &err);
+
+			if (st != LLM_OK)
+				ereport(ERROR,
+						(errcode(LlmStatusErrcode(st)),
+						 errmsg("invalid json_schema: %s", err.msg)));
+			if (last_checked != NULL)
+				pfree(last_checked);
+			last_checked = MemoryContextStrdup(TopMemoryContext, utf8);
+		}
+		job->params.grammar = LLM_GRAMMAR_JSON_SCHEMA;
+		job->grammar = utf8;
+		job->params.grammar_len = strlen(utf8);
+	}
+	else if (!args[LLM_ARG_CHOICES].isnull)
+	{
+		ArrayType  *arr = DatumGetArrayTypeP(args[LLM_ARG_CHOICES].value);
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+		StringInfoData buf;
+
+		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+		if (n == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("choices must not be empty")));
+		initStringInfo(&buf);
+		for (int i = 0; i < n; i++)
+		{
+			Size		len;
+			char	   *utf8;
+
+			if (nulls[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("choices must not contain nulls")));
+			utf8 = LlmTextUtf8(elems[i], &len);
+			if (len == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("choices must not contain empty strings")));
+			appendBinaryStringInfo(&buf, utf8, len + 1);
+		}
+		job->params.grammar = LLM_GRAMMAR_CHOICES;
+		job->grammar = buf.data;
+		job->params.grammar_len = buf.len;
+	}
+}
+
 /* A text datum in UTF-8 (what the model reads), as a NUL-terminated palloc'd copy; its length into *len unless NULL. */
 char *
 LlmTextUtf8(Datum d, Size *len)
@@ -224,7 +308,7 @@ LlmGetSystem(const NullableDatum *args, LlmJob *job)
 }
 
 /*
- * Fill job from llm_generate()'s ten arguments: checks every parameter
+ * Fill job from llm_generate()'s twelve arguments: checks every parameter
  * (also for a NULL prompt, so bad calls fail the same way always), then the
  * prompt (NULL: no request) and the seed.
  */
@@ -235,6 +319,7 @@ LlmJobFromArgs(LlmJob *job, const NullableDatum *args)
 	job->slot = -1;
 	LlmGetParams(args, &job->params);
 	LlmGetStop(args, job);
+	LlmGetGrammar(args, job);
 	job->error_as_null = LlmGetErrorAsNull(args);
 	LlmGetSystem(args, job);
 	if (!args[LLM_ARG_PROMPT].isnull)
@@ -266,7 +351,8 @@ LlmIsGenerateFunc(Oid funcid)
 }
 
 /*
- * llm_generate(prompt, max_tokens, temperature, top_p, top_k, seed, stop, chat, on_error, system)
+ * llm_generate(prompt, max_tokens, temperature, top_p, top_k, seed, stop, chat, on_error, system,
+ *				json_schema, choices)
  *		The model's continuation of prompt.
  */
 Datum
@@ -286,7 +372,8 @@ llm_generate(PG_FUNCTION_ARGS)
 }
 
 /*
- * llm_generate_batch(prompts, max_tokens, temperature, top_p, top_k, seed, stop, chat, on_error, system)
+ * llm_generate_batch(prompts, max_tokens, temperature, top_p, top_k, seed, stop, chat, on_error, system,
+ *					  json_schema, choices)
  *		One row per prompt, in order: (ord, completion, prompt_tokens,
  *		completion_tokens, finish_reason).  Every prompt is queued before the
  *		first result is awaited, so the worker batches them.  With

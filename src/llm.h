@@ -86,6 +86,8 @@ typedef struct LlmParams
 	bool		chat;			/* wrap the prompt in the model's chat format */
 	bool		score;			/* score the continuation instead of generating (max_tokens unused) */
 	bool		score_eos;		/* score: the model's end-of-turn token closes the continuation */
+	LlmGrammarKind grammar;		/* what constrains the output: its text (grammar_len bytes) ends the input */
+	Size		grammar_len;
 } LlmParams;
 
 /* One request slot in shared memory. */
@@ -98,7 +100,7 @@ typedef struct LlmSlot
 
 	/* Written by the backend before FREE -> QUEUED. */
 	LlmParams	params;
-	dsa_pointer input;			/* system prompt, prompt, then n_stop NUL-terminated stop strings */
+	dsa_pointer input;			/* system prompt, prompt, continuation, n_stop NUL-terminated stop strings, grammar */
 	bool		has_system;		/* a system prompt of system_len bytes comes first */
 	Size		system_len;
 	Size		prompt_len;
@@ -209,6 +211,7 @@ typedef struct LlmJob
 	const char *stops;			/* n_stop NUL-terminated UTF-8 strings, back to back */
 	Size		stops_len;
 	int			n_stop;
+	const char *grammar;		/* params.grammar: the JSON Schema's UTF-8 text, or the choices NUL-terminated */
 	bool		error_as_null;	/* on_error => 'null': a failed request gives a NULL completion */
 
 	/* queue bookkeeping */
@@ -235,7 +238,7 @@ extern void LlmQueueCancel(LlmJob *jobs, int n_jobs);
 extern void LlmQueueSlotsFull(void) pg_attribute_noreturn();
 
 /* functions.c: the SQL generation functions' arguments, shared with the batch node */
-#define LLM_GENERATE_NARGS 10
+#define LLM_GENERATE_NARGS 12
 extern void LlmJobFromArgs(LlmJob *job, const NullableDatum *args);
 extern char *LlmTextUtf8(Datum d, Size *len);
 extern bool LlmIsGenerateFunc(Oid funcid);

@@ -134,7 +134,8 @@ bool
 LlmQueueSubmit(LlmJob *job)
 {
 	dsa_area   *area = LlmShmemDsa();
-	Size		input_len = job->system_len + job->prompt_len + job->continuation_len + job->stops_len;
+	Size		input_len = job->system_len + job->prompt_len + job->continuation_len + job->stops_len +
+		job->params.grammar_len;
 	dsa_pointer input;
 	char	   *p;
 	int			found = -1;
@@ -144,7 +145,7 @@ LlmQueueSubmit(LlmJob *job)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("prompt is too large"),
-				 errdetail("The request has %zu bytes of prompt, system prompt and stop strings; llm.max_prompt_bytes is %d.",
+				 errdetail("The request has %zu bytes of prompt, system prompt, stop strings and schema; llm.max_prompt_bytes is %d.",
 						   input_len, llm_max_prompt_bytes)));
 	input = dsa_allocate_extended(area, Max(input_len, 1), DSA_ALLOC_HUGE);
 	p = dsa_get_address(area, input);
@@ -155,6 +156,9 @@ LlmQueueSubmit(LlmJob *job)
 		memcpy(p + job->system_len + job->prompt_len, job->continuation, job->continuation_len);
 	if (job->stops_len > 0)
 		memcpy(p + job->system_len + job->prompt_len + job->continuation_len, job->stops, job->stops_len);
+	if (job->params.grammar_len > 0)
+		memcpy(p + job->system_len + job->prompt_len + job->continuation_len + job->stops_len,
+			   job->grammar, job->params.grammar_len);
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	for (int n = 0; n < LlmState->n_slots; n++)

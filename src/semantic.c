@@ -2,7 +2,7 @@
  * semantic.c
  *		SQL functions that read the model's probabilities instead of
  *		sampling text: llm_score(), llm_classify(), llm_classify_scores(),
- *		llm_filter() and llm_probability().
+ *		llm_filter(), llm_probability() and llm_rank().
  *
  * Each is one or more scoring jobs (LlmParams.score): the worker prefills
  * the prompt and takes the continuation's tokens as the generation,
@@ -35,6 +35,7 @@ PG_FUNCTION_INFO_V1(llm_classify);
 PG_FUNCTION_INFO_V1(llm_classify_scores);
 PG_FUNCTION_INFO_V1(llm_filter);
 PG_FUNCTION_INFO_V1(llm_probability);
+PG_FUNCTION_INFO_V1(llm_rank);
 
 /* A scoring job: prompt (chat or plain), then continuation; greedy parameters otherwise. */
 static void
@@ -107,20 +108,16 @@ LlmGetLabels(ArrayType *arr, int *n_labels, Size **lens)
 }
 
 /*
- * The probability of each of n labels as the model's answer to the
- * question made of instruction and input (probs, summing to 1).  With a
- * chat template the question is the user's turn and a label the whole
- * reply; without one, a plain "...\nAnswer:" and " label".
+ * The scoring jobs (jobs[0..n)) for each of n labels as the model's answer
+ * to the question made of instruction and input.  With a chat template the
+ * question is the user's turn and a label the whole reply; without one, a
+ * plain "...\nAnswer:" and " label".
  */
 static void
-LlmLabelProbabilities(const char *instruction, const char *input, Size input_len,
-					  const char *const *labels, const Size *lens, int n, double *probs)
+LlmLabelJobs(const char *instruction, const char *input, Size input_len,
+			 const char *const *labels, const Size *lens, int n, bool chat, LlmJob *jobs)
 {
-	bool		chat = LlmModelChats();
 	StringInfoData q;
-	LlmJob	   *jobs = palloc(sizeof(LlmJob) * n);
-	double		best = -INFINITY;
-	double		sum = 0;
 
 	initStringInfo(&q);
 	appendStringInfoString(&q, instruction);
@@ -152,15 +149,33 @@ LlmLabelProbabilities(const char *instruction, const char *input, Size input_len
 		}
 		LlmScoreJob(&jobs[i], q.data, q.len, cont, cont_len, chat, chat);
 	}
-	LlmQueueRun(jobs, n);
+}
 
-	/* softmax over the labels' log-probabilities, in label order */
+/* The softmax of n run scoring jobs' log-probabilities, in order, into probs. */
+static void
+LlmLabelSoftmax(const LlmJob *jobs, int n, double *probs)
+{
+	double		best = -INFINITY;
+	double		sum = 0;
+
 	for (int i = 0; i < n; i++)
 		best = Max(best, jobs[i].logprob);
 	for (int i = 0; i < n; i++)
 		sum += probs[i] = exp(jobs[i].logprob - best);
 	for (int i = 0; i < n; i++)
 		probs[i] /= sum;
+}
+
+/* The probability of each of n labels as the model's answer (LlmLabelJobs), summing to 1. */
+static void
+LlmLabelProbabilities(const char *instruction, const char *input, Size input_len,
+					  const char *const *labels, const Size *lens, int n, double *probs)
+{
+	LlmJob	   *jobs = palloc(sizeof(LlmJob) * n);
+
+	LlmLabelJobs(instruction, input, input_len, labels, lens, n, LlmModelChats(), jobs);
+	LlmQueueRun(jobs, n);
+	LlmLabelSoftmax(jobs, n, probs);
 }
 
 /* The instruction of a classify call: the argument, or a default naming the task. */
@@ -285,12 +300,13 @@ llm_classify_scores(PG_FUNCTION_ARGS)
 	PG_RETURN_NULL();
 }
 
+static const char *const LlmYesNo[2] = {"Yes", "No"};
+static const Size LlmYesNoLen[2] = {3, 2};
+
 /* P(Yes) against P(No) as the model's answer to question about input. */
 static double
 LlmYesProbability(FunctionCallInfo fcinfo)
 {
-	static const char *const labels[2] = {"Yes", "No"};
-	static const Size lens[2] = {3, 2};
 	double		probs[2];
 	Size		input_len;
 	Size		question_len;
@@ -301,7 +317,7 @@ LlmYesProbability(FunctionCallInfo fcinfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("question must not be empty")));
-	LlmLabelProbabilities(question, input, input_len, labels, lens, 2, probs);
+	LlmLabelProbabilities(question, input, input_len, LlmYesNo, LlmYesNoLen, 2, probs);
 	return probs[0];
 }
 
@@ -334,4 +350,97 @@ llm_probability(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_NULL();
 	PG_RETURN_FLOAT8(LlmYesProbability(fcinfo));
+}
+
+/* A candidate of llm_rank() with its score, for sorting. */
+typedef struct LlmRanked
+{
+	int			index;
+	double		score;
+} LlmRanked;
+
+/* qsort order of llm_rank(): higher score first, then the candidates' order. */
+static int
+LlmRankedCompare(const void *a, const void *b)
+{
+	const LlmRanked *x = a;
+	const LlmRanked *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return x->index - y->index;
+}
+
+#define LLM_RANK_INSTRUCTION "Is the text relevant to the query?"
+
+/*
+ * llm_rank(query, candidates, instruction)
+ *		One row per candidate, best first: (rank, candidate, score), the
+ *		score being the probability that the model answers Yes (against No)
+ *		to whether the candidate is relevant to the query.  Every
+ *		candidate's two scoring jobs are queued at once, so the worker
+ *		batches them all.
+ */
+Datum
+llm_rank(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	Size		query_len;
+	const char *query;
+	const char *instruction;
+	StringInfoData q;
+	LlmJob	   *jobs;
+	LlmRanked  *ranked;
+	bool		chat;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	if (ARR_NDIM(PG_GETARG_ARRAYTYPE_P(1)) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("candidates must be a one-dimensional array")));
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	query = LlmTextUtf8(PG_GETARG_DATUM(0), &query_len);
+	instruction = LlmInstruction(fcinfo, 2, LLM_RANK_INSTRUCTION);
+	initStringInfo(&q);
+	appendStringInfo(&q, "%s\n\nQuery: %s", instruction, query);
+
+	chat = LlmModelChats();
+	jobs = palloc(sizeof(LlmJob) * 2 * Max(n, 1));
+	ranked = palloc(sizeof(LlmRanked) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		Size		len;
+		const char *cand;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("candidates must not contain NULL")));
+		cand = LlmTextUtf8(elems[i], &len);
+		LlmLabelJobs(q.data, cand, len, LlmYesNo, LlmYesNoLen, 2, chat, &jobs[2 * i]);
+	}
+	LlmQueueRun(jobs, 2 * n);
+
+	for (int i = 0; i < n; i++)
+	{
+		double		probs[2];
+
+		LlmLabelSoftmax(&jobs[2 * i], 2, probs);
+		ranked[i].index = i;
+		ranked[i].score = probs[0];
+	}
+	qsort(ranked, n, sizeof(LlmRanked), LlmRankedCompare);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[3] = {Int32GetDatum(i + 1), elems[ranked[i].index], Float8GetDatum(ranked[i].score)};
+		bool		isnull[3] = {false, false, false};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
+	}
+	PG_RETURN_NULL();
 }

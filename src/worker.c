@@ -214,6 +214,7 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size s
 	int			n_ctx;
 	int32_t    *forced = NULL;
 	int			n_forced = 0;
+	const char *grammar;
 	sigset_t	mask;
 
 	if (LlmWorkerEngine == NULL)
@@ -255,16 +256,15 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size s
 									   n_tokens, n_ctx),
 							  NULL);
 
-	/* The stop strings follow the prompt, each NUL-terminated. */
+	/* The stop strings follow the prompt and the continuation, each NUL-terminated; then the grammar. */
+	grammar = bytes + system_len + prompt_len + continuation_len;
 	if (n_stop > 0)
 	{
-		const char *p = bytes + system_len + prompt_len + continuation_len;
-
 		stop = palloc(sizeof(char *) * n_stop);
 		for (int i = 0; i < n_stop; i++)
 		{
-			stop[i] = p;
-			p += strlen(p) + 1;
+			stop[i] = grammar;
+			grammar += strlen(grammar) + 1;
 		}
 	}
 
@@ -303,6 +303,9 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size s
 	req.seed = params->seed;
 	req.stop = stop;
 	req.n_stop = n_stop;
+	req.grammar = params->grammar;
+	req.grammar_text = grammar;
+	req.grammar_len = params->grammar_len;
 
 	mask = LlmBlockSignals();
 	status = llm_engine_add(LlmWorkerEngine, &req, id, &err);

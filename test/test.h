@@ -90,4 +90,38 @@ test_tokenize(const LlmModel *m, const char *s, int *n)
 	return ids;
 }
 
+/* An engine for m of up to max_seqs sequences and n_ctx tokens each, f32 KV, prefix cache on; exits on failure. */
+static inline LlmEngine *
+test_engine_new(LlmModel *m, int max_seqs, int n_ctx)
+{
+	LlmEngineConfig c;
+	LlmEngine  *e = NULL;
+	LlmError	err;
+
+	llm_engine_config_default(&c);
+	c.kv_type = LLM_KV_F32;
+	c.max_seqs = max_seqs;
+	c.n_ctx = n_ctx;
+	if (llm_engine_new(m, &c, &e, &err) != LLM_OK)
+	{
+		fprintf(stderr, "engine: %s\n", err.msg);
+		exit(1);
+	}
+	return e;
+}
+
+/* Step e until it is idle (a failed step counts as a failed check). */
+static inline void
+test_run_to_idle(LlmEngine *e)
+{
+	LlmError	err;
+
+	for (int steps = 0; llm_engine_busy(e) && steps < 100000; steps++)
+		if (llm_engine_step(e, &err) != LLM_OK)
+		{
+			TEST_CHECK(false, "step: %s", err.msg);
+			return;
+		}
+}
+
 #endif							/* LLM_TEST_H */

@@ -16,38 +16,11 @@
 
 static LlmModel *model;
 
-/* An engine of up to max_seqs sequences, f32 KV, prefix cache on. */
+/* An engine of up to max_seqs sequences of 256 tokens (test_engine_new). */
 static LlmEngine *
 make_engine(int max_seqs)
 {
-	LlmEngineConfig c;
-	LlmEngine  *e = NULL;
-	LlmError	err;
-
-	llm_engine_config_default(&c);
-	c.kv_type = LLM_KV_F32;
-	c.max_seqs = max_seqs;
-	c.n_ctx = 256;
-	if (llm_engine_new(model, &c, &e, &err) != LLM_OK)
-	{
-		fprintf(stderr, "engine: %s\n", err.msg);
-		exit(1);
-	}
-	return e;
-}
-
-/* Step e until idle. */
-static void
-run_to_idle(LlmEngine *e)
-{
-	LlmError	err;
-
-	for (int steps = 0; llm_engine_busy(e) && steps < 100000; steps++)
-		if (llm_engine_step(e, &err) != LLM_OK)
-		{
-			TEST_CHECK(false, "step: %s", err.msg);
-			return;
-		}
+	return test_engine_new(model, max_seqs, 256);
 }
 
 /* Queue prompt with n greedy tokens, or the n forced ones when forced is set; logprobs recorded. */
@@ -139,7 +112,7 @@ main(void)
 	/* greedy generation's tokens and log-probabilities */
 	e = make_engine(8);
 	id = add(e, prompt, 12, NULL, &err, &st);
-	run_to_idle(e);
+	test_run_to_idle(e);
 	n = result(e, id, greedy, lp_greedy, &reason);
 	TEST_CHECK(n == 12, "greedy: %d tokens", n);
 
@@ -153,7 +126,7 @@ main(void)
 		for (int k = 0; k < crowd; k++)
 			others[k] = add(e, k == 0 ? "The dog" : k == 1 ? "Tom and Sue went to the park and" : "Lily",
 							20 + k, NULL, &err, &st);
-		run_to_idle(e);
+		test_run_to_idle(e);
 		n = result(e, id, got, lp_got, &reason);
 		forget_results();
 		for (int k = 0; k < crowd; k++)
@@ -195,14 +168,14 @@ main(void)
 			{
 				a = add(f, shared, n_yes, yes, &err, &st);
 				b = add(f, shared, n_no, no, &err, &st);
-				run_to_idle(f);
+				test_run_to_idle(f);
 			}
 			else
 			{
 				b = add(f, shared, n_no, no, &err, &st);
-				run_to_idle(f);
+				test_run_to_idle(f);
 				a = add(f, shared, n_yes, yes, &err, &st);
-				run_to_idle(f);
+				test_run_to_idle(f);
 			}
 			TEST_CHECK(result(f, a, got, round == 0 ? lp_a[0] : lp_b[0], &reason) == n_yes, "yes scored");
 			TEST_CHECK(result(f, b, got, round == 0 ? lp_a[1] : lp_b[1], &reason) == n_no, "no scored");
@@ -219,7 +192,7 @@ main(void)
 	for (int i = 0; i < 12; i++)
 		other[i] = (greedy[i] + 7 + i) % llm_tokenizer_n_vocab(llm_model_tokenizer(model));
 	id = add(e, prompt, 12, other, &err, &st);
-	run_to_idle(e);
+	test_run_to_idle(e);
 	n = result(e, id, got, lp_got, &reason);
 	TEST_CHECK(n == 12, "a forced continuation is never cut short (EOS, stop): %d", n);
 	TEST_CHECK(lp_got[0] <= lp_greedy[0], "the first forced token is no likelier than the greedy one");

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(build-essential postgresql-15 postgresql-server-dev-15 libpcre2-dev
-          libipc-run-perl valgrind python3 python3-jinja2)
+          libipc-run-perl valgrind python3 python3-jinja2 python3-jsonschema)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -70,6 +70,7 @@ struct LlmConstraintCache
 	int			n_items;
 	int			items_cap;
 	uint64_t	clock;
+	size_t		budget;			/* bytes an automaton may hold before it is dropped */
 	int64_t		n_interned;
 	int64_t		n_masks;
 };
@@ -378,7 +379,7 @@ llm_constraint_mask(LlmConstraint *c, LlmConstraintCursor *cur, const uint64_t *
 {
 	int			id;
 
-	if (c->bytes > LLM_CONSTRAINT_BUDGET_BYTES)
+	if (c->bytes > c->cache->budget)
 		dfa_clear(c);
 	if ((id = cursor_id(c, cur)) < 0 || (c->states[id].mask == NULL && !dfa_mask(c, id)))
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a token mask");
@@ -450,6 +451,7 @@ llm_constraint_cache_new(const LlmTokenizer *tok, LlmConstraintCache **out, LlmE
 	cache->tok = tok;
 	cache->n_vocab = n_vocab;
 	cache->mask_words = (n_vocab + 63) / 64;
+	cache->budget = LLM_CONSTRAINT_BUDGET_BYTES;
 	for (int32_t id = 0; id < n_vocab; id++)
 		if (llm_tokenizer_is_eog(tok, id))
 			cache->eog[cache->n_eog++] = id;
@@ -584,6 +586,13 @@ llm_constraint_put(LlmConstraintCache *cache, LlmConstraint *c)
 		return;
 	c->refs--;
 	cache_trim(cache);
+}
+
+/* Set the memory budget of each automaton (tests force rebuilds with a small one). */
+void
+llm_constraint_cache_set_budget(LlmConstraintCache *cache, size_t bytes)
+{
+	cache->budget = bytes;
 }
 
 /* Counters for benchmarks. */

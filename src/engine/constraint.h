@@ -32,6 +32,7 @@
 #define LLM_CONSTRAINT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -86,6 +87,9 @@ bool		llm_constraint_advance(LlmConstraint *c, LlmConstraintCursor *cur, int32_t
 /* Whether the output at cur is a whole sentence; and whether, besides, nothing may follow. */
 bool		llm_constraint_accepting(const LlmConstraintCursor *cur);
 bool		llm_constraint_complete(const LlmConstraintCursor *cur);
+
+/* Set the memory budget of each automaton (default LLM_CONSTRAINT_BUDGET_BYTES). */
+void		llm_constraint_cache_set_budget(LlmConstraintCache *cache, size_t bytes);
 
 /* Counters: automaton states interned and masks computed since the cache was made (benchmarks). */
 void		llm_constraint_cache_counts(const LlmConstraintCache *cache, int64_t *states, int64_t *masks);

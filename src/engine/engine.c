@@ -713,7 +713,9 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 	{
 		if (s->constraint != NULL && !llm_constraint_accepting(&s->cursor))
 			seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_LIMIT,
-					   "the output reached its token limit before it was complete for the grammar");
+					   s->n_tokens - s->n_prompt >= s->max_tokens ?
+					   "the output reached max_tokens before it was complete for its grammar" :
+					   "the output reached the context length before it was complete for its grammar");
 		else
 			seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
 	}

@@ -1,0 +1,390 @@
+/*
+ * test_constrained.c
+ *		Constrained decoding with real models (stories260K always; SmolLM2
+ *		and Gemma 3 when tools/fetch-model.sh has fetched them):
+ *
+ *   - every token mask equals the scalar reference, which feeds each
+ *     token's bytes to the recognizer one by one (the trie walk and the
+ *     automaton are only a faster way to the same bits), also when the
+ *     automaton is rebuilt at every step;
+ *   - outputs parse as JSON and are one of the choices;
+ *   - a request gives the same tokens alone and in a batch with others;
+ *   - max_tokens too small is an error, never a cut output; bad requests
+ *     are refused.
+ *
+ * test/json_schema_test.py checks the outputs against the schemas with a
+ * real JSON Schema validator.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "constraint.h"
+#include "json.h"
+#include "json_schema.h"
+#include "test.h"
+
+/* Schemas the tests run (each compiles). */
+static const char *const schemas[] = {
+	"{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":12},\"age\":{\"type\":\"integer\"},"
+	"\"happy\":{\"type\":\"boolean\"}},\"required\":[\"name\",\"age\",\"happy\"]}",
+	"{\"type\":\"array\",\"items\":{\"enum\":[\"red\",\"green\",\"blue\"]},\"minItems\":1,\"maxItems\":4}",
+	"{\"type\":\"object\",\"properties\":{\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":8},"
+	"\"maxItems\":3},\"score\":{\"type\":\"number\"},\"note\":{\"type\":[\"string\",\"null\"]}},\"required\":[\"tags\"]}",
+	"{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"object\",\"properties\":{\"x\":{\"const\":1}},\"required\":[\"x\"]}]}",
+	"true",
+	NULL
+};
+
+static const char *const prompts[] = {
+	"Once upon a time", "Lily had a dog", "The answer is", "{\"name\": \"Tom\"", NULL
+};
+
+/* The scalar reference of a mask: each token's bytes fed to the recognizer from state st. */
+static void
+reference_mask(const LlmGrammar *g, const LlmTokenizer *tok, const LlmGrammarState *st, uint64_t *mask)
+{
+	int			n_vocab = llm_tokenizer_n_vocab(tok);
+	LlmGrammarState a,
+				b;
+
+	llm_grammar_state_init(&a);
+	llm_grammar_state_init(&b);
+	memset(mask, 0, (size_t) (n_vocab + 63) / 64 * sizeof(uint64_t));
+	for (int32_t t = 0; t < n_vocab; t++)
+	{
+		size_t		len = 0;
+		const char *p = llm_token_piece(tok, t, &len);
+		bool		ok;
+
+		if (llm_tokenizer_is_eog(tok, t))
+			ok = llm_grammar_accepting(st);
+		else if (p == NULL || len == 0)
+			ok = false;
+		else
+		{
+			ok = llm_grammar_state_copy(&a, st);
+			for (size_t i = 0; ok && i < len; i++)
+			{
+				LlmGrammarState x;
+
+				ok = llm_grammar_advance(g, &a, (uint8_t) p[i], &b);
+				x = a;
+				a = b;
+				b = x;
+			}
+		}
+		if (ok)
+			mask[t >> 6] |= (uint64_t) 1 << (t & 63);
+	}
+	llm_grammar_state_free(&a);
+	llm_grammar_state_free(&b);
+}
+
+/*
+ * Follow a pseudo-random path of allowed tokens through schema for up to
+ * n_steps tokens, comparing each mask with the reference; with a budget of
+ * 1 byte the automaton is dropped before every mask.
+ */
+static void
+check_masks(const LlmModel *m, const char *schema, int n_steps, size_t budget)
+{
+	const LlmTokenizer *tok = llm_model_tokenizer(m);
+	int			n_vocab = llm_tokenizer_n_vocab(tok);
+	int			words = (n_vocab + 63) / 64;
+	LlmConstraintCache *cache;
+	LlmConstraint *c;
+	LlmConstraintCursor cur;
+	LlmGrammar *g;
+	LlmError	err;
+	uint64_t   *ref = malloc((size_t) words * sizeof(uint64_t));
+	int			mismatches = 0;
+
+	TEST_CHECK(llm_constraint_cache_new(tok, &cache, &err) == LLM_OK, "cache: %s", err.msg);
+	llm_constraint_cache_set_budget(cache, budget);
+	TEST_CHECK(llm_constraint_get(cache, LLM_GRAMMAR_JSON_SCHEMA, schema, strlen(schema), &c, &err) == LLM_OK,
+			   "compile %s: %s", schema, err.msg);
+	TEST_CHECK(llm_json_schema_compile(schema, strlen(schema), &g, &err) == LLM_OK, "compile: %s", err.msg);
+	TEST_CHECK(llm_constraint_cursor_init(c, &cur, &err) == LLM_OK, "cursor: %s", err.msg);
+	for (int step = 0; step < n_steps && !llm_constraint_complete(&cur); step++)
+	{
+		const uint64_t *mask;
+		int			n_allowed = 0;
+		int32_t		pick = -1;
+		int			k;
+
+		TEST_CHECK(llm_constraint_mask(c, &cur, &mask, &err) == LLM_OK, "mask: %s", err.msg);
+		reference_mask(g, tok, &cur.state, ref);
+		if (memcmp(mask, ref, (size_t) words * sizeof(uint64_t)) != 0)
+			mismatches++;
+		for (int t = 0; t < n_vocab; t++)
+			n_allowed += (mask[t >> 6] >> (t & 63)) & 1;
+		TEST_CHECK(n_allowed > 0, "step %d of %s allows no token", step, schema);
+		if (n_allowed == 0)
+			break;
+		/* a pseudo-random allowed token that is not end-of-generation */
+		k = (int) (test_rng_next() % (uint64_t) n_allowed);
+		for (int t = 0; t < n_vocab && pick < 0; t++)
+			if ((mask[t >> 6] >> (t & 63)) & 1 && k-- == 0)
+				pick = t;
+		if (llm_tokenizer_is_eog(tok, pick))
+			break;
+		TEST_CHECK(llm_constraint_advance(c, &cur, pick), "advance over an allowed token %d", pick);
+	}
+	TEST_CHECK(mismatches == 0, "%d masks differ from the reference for %s (budget %zu)", mismatches, schema, budget);
+	llm_constraint_cursor_free(&cur);
+	llm_constraint_put(cache, c);
+	llm_grammar_free(g);
+	llm_constraint_cache_free(cache);
+	free(ref);
+}
+
+/* One request's outcome, copied from its result. */
+typedef struct Outcome
+{
+	LlmFinishReason reason;
+	LlmStatus	status;
+	char	   *text;
+	int			n_tokens;
+	int32_t		tokens[512];
+} Outcome;
+
+/* Queue prompt constrained by (kind, text, len) on e; -1 when refused (*st says why). */
+static int64_t
+add_constrained(LlmEngine *e, const LlmModel *m, const char *prompt, LlmGrammarKind kind, const char *text,
+				size_t len, int max_tokens, float temperature, uint64_t seed, LlmStatus *st)
+{
+	LlmRequest	r;
+	LlmError	err;
+	int64_t		id = -1;
+	int			n_ids;
+	int32_t    *ids = test_tokenize(m, prompt, &n_ids);
+
+	llm_request_default(&r);
+	r.prompt = ids;
+	r.n_prompt = n_ids;
+	r.max_tokens = max_tokens;
+	r.temperature = temperature;
+	r.seed = seed;
+	r.grammar = kind;
+	r.grammar_text = text;
+	r.grammar_len = len;
+	*st = llm_engine_add(e, &r, &id, &err);
+	free(ids);
+	return *st == LLM_OK ? id : -1;
+}
+
+/* Poll every result of e into out[i] for the request of id ids[i], releasing each. */
+static void
+collect(LlmEngine *e, const int64_t *ids, Outcome *out, int n_out)
+{
+	LlmResult	r;
+
+	while (llm_engine_poll(e, &r))
+	{
+		int			i = 0;
+
+		while (i < n_out && ids[i] != r.id)
+			i++;
+		if (i < n_out)
+		{
+			Outcome    *o = &out[i];
+
+			o->reason = r.reason;
+			o->status = r.status;
+			o->text = strdup(r.text);
+			o->n_tokens = r.n_generated < 512 ? r.n_generated : 512;
+			memcpy(o->tokens, r.tokens, (size_t) o->n_tokens * sizeof(int32_t));
+		}
+		llm_engine_release(e, r.id);
+	}
+}
+
+/* Whether text parses as one JSON value. */
+static bool
+parses(const char *text)
+{
+	LlmJson    *v;
+
+	if (llm_json_parse(text, strlen(text), &v, NULL) != LLM_OK)
+		return false;
+	llm_json_free(v);
+	return true;
+}
+
+/* Generations for every schema and prompt, greedy and sampled: alone, then all in one batch. */
+static void
+check_generations(LlmModel *m, const char *name)
+{
+	enum
+	{
+		N_MAX = 64
+	};
+	Outcome    *alone = calloc(N_MAX, sizeof(Outcome));
+	Outcome    *batch = calloc(N_MAX, sizeof(Outcome));
+	int64_t		ids[N_MAX];
+	int			n = 0;
+	LlmEngine  *e;
+	LlmStatus	st;
+	int			n_valid = 0;
+
+	/* alone: one engine per request */
+	for (int s = 0; schemas[s] != NULL; s++)
+		for (int p = 0; prompts[p] != NULL; p++)
+			for (int temp = 0; temp < 2 && n < N_MAX; temp++, n++)
+			{
+				e = test_engine_new(m, 1, 512);
+				ids[0] = add_constrained(e, m, prompts[p], LLM_GRAMMAR_JSON_SCHEMA, schemas[s], strlen(schemas[s]),
+										 200, temp ? 1.0f : 0.0f, 1000 + (uint64_t) n, &st);
+				TEST_CHECK(st == LLM_OK, "%s: add failed", name);
+				test_run_to_idle(e);
+				collect(e, ids, &alone[n], 1);
+				llm_engine_free(e);
+			}
+	/* together: every request in one engine, 16 at a time */
+	e = test_engine_new(m, 16, 512);
+	n = 0;
+	for (int s = 0; schemas[s] != NULL; s++)
+		for (int p = 0; prompts[p] != NULL; p++)
+			for (int temp = 0; temp < 2 && n < N_MAX; temp++, n++)
+				ids[n] = add_constrained(e, m, prompts[p], LLM_GRAMMAR_JSON_SCHEMA, schemas[s], strlen(schemas[s]),
+										 200, temp ? 1.0f : 0.0f, 1000 + (uint64_t) n, &st);
+	test_run_to_idle(e);
+	collect(e, ids, batch, n);
+	llm_engine_free(e);
+
+	for (int i = 0; i < n; i++)
+	{
+		TEST_CHECK(alone[i].text != NULL && batch[i].text != NULL, "%s request %d finished", name, i);
+		if (alone[i].text == NULL || batch[i].text == NULL)
+			continue;
+		TEST_CHECK(alone[i].reason == batch[i].reason && alone[i].n_tokens == batch[i].n_tokens &&
+				   memcmp(alone[i].tokens, batch[i].tokens, (size_t) alone[i].n_tokens * sizeof(int32_t)) == 0,
+				   "%s request %d: the same tokens alone and in a batch (%s | %s)", name, i, alone[i].text, batch[i].text);
+		if (alone[i].reason == LLM_FINISH_ERROR)
+			TEST_CHECK(alone[i].status == LLM_ERR_LIMIT, "%s request %d fails only by its limit", name, i);
+		else
+		{
+			TEST_CHECK(parses(alone[i].text), "%s request %d parses: %s", name, i, alone[i].text);
+			n_valid++;
+		}
+		free(alone[i].text);
+		free(batch[i].text);
+	}
+	printf("%s: %d of %d constrained outputs complete within 200 tokens\n", name, n_valid, n);
+	TEST_CHECK(n_valid >= n / 2, "%s: most outputs complete", name);
+	free(alone);
+	free(batch);
+}
+
+/* Choices, the limit errors and the refused combinations on stories260K. */
+static void
+check_requests(LlmModel *m)
+{
+	static const char choices[] = "yes\0no\0maybe so\0";
+	LlmEngine  *e = test_engine_new(m, 4, 256);
+	Outcome		out[4];
+	int64_t		rid[4];
+	LlmStatus	st;
+	LlmRequest	r;
+	LlmError	err;
+	int64_t		id;
+	int32_t		forced[1] = {5};
+	const char *stop[1] = {"x"};
+	int			n_ids;
+	int32_t    *ids = test_tokenize(m, "Once upon a time", &n_ids);
+
+	memset(out, 0, sizeof(out));
+	rid[0] = add_constrained(e, m, "Once upon a time", LLM_GRAMMAR_CHOICES, choices, sizeof(choices) - 1, 16, 0, 0, &st);
+	rid[1] = add_constrained(e, m, "Lily", LLM_GRAMMAR_CHOICES, choices, sizeof(choices) - 1, 16, 1.5f, 7, &st);
+	rid[2] = add_constrained(e, m, "Once upon a time", LLM_GRAMMAR_JSON_SCHEMA, schemas[0], strlen(schemas[0]), 3, 0, 0, &st);
+	rid[3] = add_constrained(e, m, "Once upon a time", LLM_GRAMMAR_JSON_SCHEMA, schemas[0], strlen(schemas[0]), 0, 0, 0, &st);
+	test_run_to_idle(e);
+	collect(e, rid, out, 4);
+	for (int i = 0; i < 2; i++)
+		TEST_CHECK(out[i].text != NULL && (strcmp(out[i].text, "yes") == 0 || strcmp(out[i].text, "no") == 0 ||
+										   strcmp(out[i].text, "maybe so") == 0),
+				   "choice output %d is a choice: %s", i, out[i].text ? out[i].text : "(none)");
+	TEST_CHECK(out[2].reason == LLM_FINISH_ERROR && out[2].status == LLM_ERR_LIMIT, "3 tokens cannot hold the object");
+	TEST_CHECK(out[3].reason == LLM_FINISH_ERROR && out[3].status == LLM_ERR_LIMIT, "max_tokens 0 cannot hold it");
+	for (int i = 0; i < 4; i++)
+		free(out[i].text);
+
+	{
+		const char *bad = "{\"type\":\"string\",\"format\":\"date\"}";
+
+		add_constrained(e, m, "x", LLM_GRAMMAR_JSON_SCHEMA, bad, strlen(bad), 8, 0, 0, &st);
+	}
+	TEST_CHECK(st == LLM_ERR_UNSUPPORTED, "an unsupported schema is refused by add");
+	add_constrained(e, m, "x", LLM_GRAMMAR_CHOICES, "a\0\0", 3, 8, 0, 0, &st);
+	TEST_CHECK(st == LLM_ERR_INVALID, "an empty choice is refused");
+	llm_request_default(&r);
+	r.prompt = ids;
+	r.n_prompt = n_ids;
+	r.max_tokens = 1;
+	r.grammar = LLM_GRAMMAR_CHOICES;
+	r.grammar_text = choices;
+	r.grammar_len = sizeof(choices) - 1;
+	r.forced = forced;
+	r.n_forced = 1;
+	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_INVALID, "a grammar with forced tokens is refused");
+	r.forced = NULL;
+	r.n_forced = 0;
+	r.stop = stop;
+	r.n_stop = 1;
+	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_ERR_INVALID, "a grammar with stop strings is refused");
+	free(ids);
+	llm_engine_free(e);
+}
+
+/* Load path, or NULL (with a note) when it is absent. */
+static LlmModel *
+load_optional(const char *path)
+{
+	LlmModel   *m = NULL;
+	LlmError	err;
+	FILE	   *f = fopen(path, "rb");
+
+	if (f == NULL)
+	{
+		printf("test_constrained: %s not fetched, skipped\n", path);
+		return NULL;
+	}
+	fclose(f);
+	if (llm_model_load(path, &m, &err) != LLM_OK)
+	{
+		TEST_CHECK(false, "load %s: %s", path, err.msg);
+		return NULL;
+	}
+	return m;
+}
+
+int
+main(void)
+{
+	char		path[1024];
+	LlmModel   *m;
+
+	snprintf(path, sizeof(path), "%s/models/stories260K.gguf", test_shared_dir());
+	if ((m = load_optional(path)) == NULL)
+		return test_summary("test_constrained");
+	for (int s = 0; schemas[s] != NULL; s++)
+	{
+		check_masks(m, schemas[s], 60, LLM_CONSTRAINT_BUDGET_BYTES);
+		check_masks(m, schemas[s], 30, 1);
+	}
+	check_generations(m, "stories260K");
+	check_requests(m);
+	llm_model_free(m);
+
+	/* a BPE vocabulary of 49k tokens (LLM_TEST_SMOLLM2, from tools/fetch-model.sh), on fewer steps */
+	if ((m = load_optional(getenv("LLM_TEST_SMOLLM2") ? getenv("LLM_TEST_SMOLLM2") :
+						   ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf")) != NULL)
+	{
+		check_masks(m, schemas[0], 12, LLM_CONSTRAINT_BUDGET_BYTES);
+		check_masks(m, schemas[2], 12, LLM_CONSTRAINT_BUDGET_BYTES);
+		printf("SmolLM2-135M: masks checked against the reference\n");
+		llm_model_free(m);
+	}
+	return test_summary("test_constrained");
+}
