@@ -216,7 +216,7 @@ LLM_MODEL_DIR ?= $(abspath ../shared/models)
 LLM_MODEL ?= stories260K.gguf
 LLM_REGRESS_CONF = $(BUILD)/regress.conf
 export LLM_MODEL_DIR LLM_MODEL LLM_REAL_MODEL_DIR
-REGRESS = init generate batch errors stats batch_scan semantic
+REGRESS = init generate batch errors stats batch_scan semantic constrained
 REGRESS_OPTS = --temp-config=$(LLM_REGRESS_CONF) --temp-instance=./tmp_check --encoding=UTF8 --no-locale
 TAP_TESTS = 1
 EXTRA_CLEAN = tmp_check results regression.diffs regression.out

@@ -1,0 +1,67 @@
+-- Constrained generation on stories260K: json_schema, choices, llm_extract, and llm_rank.
+-- Greedy outputs are fixed for the model, so they are shown; each parses as jsonb.
+
+-- An object of three required properties, in their jsonb order.
+SELECT llm_generate('Once upon a time', max_tokens => 200,
+                    json_schema => '{"type":"object","properties":{"name":{"type":"string","maxLength":10},"age":{"type":"integer"},"happy":{"type":"boolean"}},"required":["name","age","happy"]}') AS out \gset
+SELECT :'out'::jsonb ?& ARRAY['name', 'age', 'happy'] AS has_all,
+       jsonb_typeof((:'out'::jsonb)->'age') AS age, jsonb_typeof((:'out'::jsonb)->'happy') AS happy,
+       length((:'out'::jsonb)->>'name') <= 10 AS short_name;
+-- The same bits every time, alone or beside other rows.
+SELECT llm_generate('Lily had a dog', max_tokens => 64, json_schema => '{"type":"array","items":{"enum":["red","green","blue"]},"minItems":1,"maxItems":3}');
+SELECT llm_generate(p, max_tokens => 64, json_schema => '{"type":"array","items":{"enum":["red","green","blue"]},"minItems":1,"maxItems":3}')
+FROM (VALUES ('Lily had a dog'), ('Tom ran'), ('The sun')) v(p);
+SELECT completion::jsonb IS NOT NULL AS parses, finish_reason
+FROM llm_generate_batch(ARRAY['Once upon a time', 'Lily had a dog'], max_tokens => 64,
+                        json_schema => '{"type":"integer"}');
+-- Sampled, with a seed: the output is still valid.
+SELECT jsonb_typeof(llm_generate('The cat', max_tokens => 64, temperature => 1.5, seed => 42,
+                                 json_schema => '{"type":["number","null"]}')::jsonb) IN ('number', 'null') AS valid;
+
+-- choices: exactly one of them.
+SELECT llm_generate('Once upon a time', max_tokens => 8, choices => ARRAY['yes', 'no', 'maybe so'])
+       IN ('yes', 'no', 'maybe so') AS one_of;
+SELECT llm_generate('Lily was', max_tokens => 8, temperature => 2, seed => 3, choices => ARRAY['happy', 'sad'])
+       IN ('happy', 'sad') AS one_of;
+
+-- llm_extract over a table runs in one LLM Batch node; NULL in, NULL out.
+CREATE TABLE notes (id int PRIMARY KEY, body text);
+INSERT INTO notes VALUES (1, 'Lily is three years old.'), (2, 'Tom has a red ball.'), (3, NULL);
+EXPLAIN (COSTS OFF)
+SELECT id, llm_extract(body, '{"type":"object","properties":{"who":{"type":"string","maxLength":12}},"required":["who"]}') FROM notes;
+SELECT id, jsonb_typeof(llm_extract(body, '{"type":"object","properties":{"who":{"type":"string","maxLength":12}},"required":["who"]}', max_tokens => 64)->'who') AS who
+FROM notes ORDER BY id;
+SELECT llm_extract('Lily', NULL) IS NULL AS null_schema;
+-- Too few tokens for the schema: an error, or NULL with on_error => 'null'; never a cut output.
+SELECT llm_extract('Lily is three.', '{"type":"object","properties":{"who":{"type":"string"}},"required":["who"]}', max_tokens => 2);
+SELECT llm_extract(body, '{"type":"object","properties":{"who":{"type":"string"}},"required":["who"]}',
+                   max_tokens => 2, on_error => 'null') IS NULL AS is_null
+FROM notes ORDER BY id;
+DROP TABLE notes;
+
+-- llm_rank: every candidate once, best first, ranks 1..n.
+SELECT array_agg(rank ORDER BY rank) AS ranks, count(DISTINCT candidate) AS candidates,
+       bool_and(score BETWEEN 0 AND 1) AS probabilities
+FROM llm_rank('a dog', ARRAY['The dog ran.', 'The sun is hot.', 'Lily ate cake.']);
+SELECT count(*) FROM llm_rank(NULL, ARRAY['a']);
+SELECT count(*) FROM llm_rank('q', ARRAY[]::text[]);
+SELECT * FROM llm_rank('q', ARRAY['a', NULL]);
+
+-- Bad schemas and choices: each a clear error naming what is wrong, before anything is queued.
+SELECT llm_generate('x', json_schema => '{"type":"string","pattern":"^a"}');
+SELECT llm_generate('x', json_schema => '{"type":"object","properties":{"n":{"type":"integer","minimum":0}}}');
+SELECT llm_generate('x', json_schema => '{"type":"array","items":{"format":"date"}}');
+SELECT llm_generate('x', json_schema => '{"type":"object","additionalProperties":true}');
+SELECT llm_generate('x', json_schema => '{"type":"object","properties":{},"required":["a"]}');
+SELECT llm_generate('x', json_schema => '{"type":"strin"}');
+SELECT llm_generate('x', json_schema => '{"type":"string","minLength":5,"maxLength":2}');
+SELECT llm_generate('x', json_schema => '{"type":"string","maxLength":1000000}');
+SELECT llm_generate('x', json_schema => '{"enum":[]}');
+SELECT llm_generate('x', json_schema => '"string"');
+SELECT llm_generate('x', json_schema => 'false');
+SELECT llm_generate('x', choices => ARRAY[]::text[]);
+SELECT llm_generate('x', choices => ARRAY['a', NULL]);
+SELECT llm_generate('x', choices => ARRAY['a', '']);
+SELECT llm_generate('x', choices => ARRAY['a'], stop => ARRAY['b']);
+SELECT llm_generate('x', choices => ARRAY['a'], json_schema => '{}');
+SELECT llm_generate(NULL, json_schema => '{"type":"string","pattern":"x"}');
