@@ -68,6 +68,10 @@ $(BUILD)/test/%: test/%.c $(wildcard test/*.h) $(ENGINE_LIB) | build-dirs
 $(BUILD)/bench_kernels: bench/bench_kernels.c $(ENGINE_LIB) | build-dirs
 	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
 
+# constrained decoding against plain decoding (bench/bench_constrained.c)
+$(BUILD)/bench_constrained: bench/bench_constrained.c $(ENGINE_LIB) | build-dirs
+	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
+
 build-dirs:
 	@mkdir -p $(BIN) $(BUILD)/src/engine/cpu $(BUILD)/tools $(BUILD)/test
 
@@ -123,7 +127,7 @@ $(CUDA_LIB): $(CUDA_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BIN)/llm-cli $(BIN)/llm-random-model $(TEST_BINS) $(BUILD)/bench_kernels: $(CUDA_LIB)
+$(BIN)/llm-cli $(BIN)/llm-random-model $(TEST_BINS) $(BUILD)/bench_kernels $(BUILD)/bench_constrained: $(CUDA_LIB)
 
 $(BUILD)/cuda/test_cuda: $(BUILD)/cuda/test_cuda.o $(ENGINE_LIB) $(CUDA_LIB)
 	$(CC) $(ECFLAGS) -o $@ $< $(LINK_ENGINE)

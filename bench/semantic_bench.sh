@@ -6,7 +6,10 @@
 #     with the answer parsed (the first label named in it), which the LLM
 #     Batch node runs as one batch;
 #   - accuracy on test/data/semantic_labels.tsv (60 texts written for it:
-#     sentiment in 3 classes, and a yes/no question each), both routes.
+#     sentiment in 3 classes, and a yes/no question each), both routes, and
+#     for sentiment the two constrained routes too (llm_extract of an enum
+#     field, with the share of valid outputs; llm_generate with choices).
+# json_schema decoding speed and mask times are bench/constrained_bench.sh's.
 # Prints a table and writes bench/results/$NAME.{md,csv} (NAME default
 # semantic_bench).
 #
@@ -79,6 +82,19 @@ FROM labelled;
 SQL
 )
 read -r acc_c acc_cn acc_f acc_fn unparsed <<< "$acc"
+# the constrained routes: llm_extract of a sentiment field, and llm_generate with choices
+schema='{"type":"object","properties":{"sentiment":{"enum":["positive","negative","neutral"]}},"required":["sentiment"]}'
+ext=$("${PSQL[@]}" -At -F ' ' <<SQL
+WITH x AS (SELECT sentiment, llm_extract(body, '$schema', '$sentiment', 32, 'null') AS j,
+                  llm_generate($(naive_sentiment body "$labels3"), 8, chat => $CHAT, choices => $labels3) AS c
+           FROM labelled)
+SELECT round(100.0 * avg((j->>'sentiment' = sentiment)::int), 1),
+       round(100.0 * avg((j IS NOT NULL AND j->>'sentiment' = ANY ($labels3))::int), 1),
+       round(100.0 * avg((c = sentiment)::int), 1)
+FROM x;
+SQL
+)
+read -r acc_x valid_x acc_ch <<< "$ext"
 {
     echo "# Semantic functions against llm_generate + parsing ($(basename "$model"), $THREADS threads, $ROWS rows)"
     echo
@@ -95,6 +111,10 @@ read -r acc_c acc_cn acc_f acc_fn unparsed <<< "$acc"
     echo "|---|---|---|"
     echo "| sentiment, 3 labels | $acc_c% | $acc_cn% |"
     echo "| yes/no question | $acc_f% | $acc_fn% ($unparsed% of answers name neither) |"
+    echo
+    echo "Constrained routes for the same sentiment: llm_extract of {\"sentiment\": enum} is right for $acc_x%"
+    echo "($valid_x% of its outputs valid for the schema); llm_generate with choices => the 3 labels, $acc_ch%."
+    echo "json_schema decoding speed and mask times: bench/constrained_bench.sh."
 } > "$OUT/$NAME.md"
 cat "$OUT/$NAME.md"
 pgtemp_stop

@@ -8,7 +8,8 @@
  *     automaton are only a faster way to the same bits), also when the
  *     automaton is rebuilt at every step;
  *   - outputs parse as JSON and are one of the choices;
- *   - a request gives the same tokens alone and in a batch with others;
+ *   - a request gives the same tokens alone and in a batch with others,
+ *     and the same through the greedy shortcut and the masked sampler;
  *   - max_tokens too small is an error, never a cut output; bad requests
  *     are refused.
  *
@@ -337,6 +338,50 @@ check_requests(LlmModel *m)
 	llm_engine_free(e);
 }
 
+/*
+ * The greedy shortcut (argmax over the allowed tokens only) against the
+ * masked sampler, which logprobs forces: the same tokens for every schema.
+ */
+static void
+check_greedy_paths(LlmModel *m)
+{
+	for (int s = 0; schemas[s] != NULL; s++)
+	{
+		Outcome		out[2];
+		int64_t		rid[2];
+		LlmEngine  *e = test_engine_new(m, 2, 512);
+
+		memset(out, 0, sizeof(out));
+		for (int k = 0; k < 2; k++)
+		{
+			LlmRequest	r;
+			LlmError	err;
+			int			n_ids;
+			int32_t    *ids = test_tokenize(m, prompts[s % 4], &n_ids);
+
+			llm_request_default(&r);
+			r.prompt = ids;
+			r.n_prompt = n_ids;
+			r.max_tokens = 200;
+			r.logprobs = k == 1;
+			r.grammar = LLM_GRAMMAR_JSON_SCHEMA;
+			r.grammar_text = schemas[s];
+			r.grammar_len = strlen(schemas[s]);
+			TEST_CHECK(llm_engine_add(e, &r, &rid[k], &err) == LLM_OK, "add: %s", err.msg);
+			free(ids);
+		}
+		test_run_to_idle(e);
+		collect(e, rid, out, 2);
+		TEST_CHECK(out[0].text != NULL && out[1].text != NULL && out[0].n_tokens == out[1].n_tokens &&
+				   memcmp(out[0].tokens, out[1].tokens, (size_t) out[0].n_tokens * sizeof(int32_t)) == 0,
+				   "schema %d: the greedy shortcut and the masked sampler agree (%s | %s)", s,
+				   out[0].text ? out[0].text : "-", out[1].text ? out[1].text : "-");
+		free(out[0].text);
+		free(out[1].text);
+		llm_engine_free(e);
+	}
+}
+
 /* Load path, or NULL (with a note) when it is absent. */
 static LlmModel *
 load_optional(const char *path)
@@ -374,6 +419,7 @@ main(void)
 		check_masks(m, schemas[s], 30, 1);
 	}
 	check_generations(m, "stories260K");
+	check_greedy_paths(m);
 	check_requests(m);
 	llm_model_free(m);
 

@@ -626,39 +626,63 @@ seq_hit_stop(Seq *s, size_t added_len)
 	return true;
 }
 
-/*
- * Mask out of logits every token that would take s's output out of its
- * grammar; false (s finished with the error) when none is left or the mask
- * could not be made.
- */
-static bool
-seq_constrain_logits(LlmEngine *e, Seq *s, float *logits)
+/* Whether token t is allowed by mask. */
+static inline bool
+mask_allows(const uint64_t *mask, int32_t t)
 {
-	const uint64_t *mask;
-	LlmError	err;
-	int			n_vocab = e->model->config.n_vocab;
-	bool		any = false;
+	return (mask[t >> 6] >> (t & 63)) & 1;
+}
 
-	if (llm_constraint_mask(s->constraint, &s->cursor, &mask, &err) != LLM_OK)
+/*
+ * Choose s's next token under its grammar: the highest logit among the
+ * tokens mask allows (lowest id on ties, NaN as -infinity) when s is greedy
+ * without a repetition penalty or log-probabilities, which needs no pass
+ * over the disallowed tokens; else the sampler's pick after every
+ * disallowed logit is set to -infinity.  Either way the same token; should
+ * every allowed logit be -infinity or NaN, the lowest allowed id.  -1 when
+ * the mask allows no token.
+ */
+static int32_t
+seq_sample_constrained(Seq *s, const uint64_t *mask, float *logits, int n_vocab)
+{
+	const LlmSamplerParams *p = &s->sampler.params;
+	int32_t		first = -1,
+				best = -1;
+	float		top = -INFINITY;
+
+	for (int w = 0; w * 64 < n_vocab && first < 0; w++)
+		if (mask[w] != 0)
+			first = w * 64 + __builtin_ctzll(mask[w]);
+	if (first < 0)
+		return -1;
+	if (!(p->temperature > 0.0f) && p->repeat_penalty == 1.0f && s->logprobs == NULL)
 	{
-		seq_finish(e, s, LLM_FINISH_ERROR, err.status, err.msg);
-		return false;
+		for (int w = first >> 6; w * 64 < n_vocab; w++)
+			for (uint64_t bits = mask[w]; bits != 0; bits &= bits - 1)
+			{
+				int32_t		t = w * 64 + __builtin_ctzll(bits);
+
+				if (logits[t] > top)	/* false for NaN */
+				{
+					top = logits[t];
+					best = t;
+				}
+			}
+		return best >= 0 ? best : first;
 	}
 	for (int w = 0; w * 64 < n_vocab; w++)
 	{
 		uint64_t	bits = mask[w];
 		int			end = w * 64 + 64 < n_vocab ? w * 64 + 64 : n_vocab;
 
-		any |= bits != 0;
 		if (bits == ~(uint64_t) 0)
 			continue;
 		for (int t = w * 64; t < end; t++)
 			if (!((bits >> (t & 63)) & 1))
 				logits[t] = -INFINITY;
 	}
-	if (!any)
-		seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_LIMIT, "no token of the vocabulary can continue the grammar here");
-	return any;
+	best = llm_sampler_sample(&s->sampler, logits, s->tokens, s->n_tokens);
+	return best >= 0 && best < n_vocab && mask_allows(mask, best) ? best : first;
 }
 
 /*
@@ -684,9 +708,24 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 			seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
 		return;
 	}
-	if (s->constraint != NULL && !seq_constrain_logits(e, s, logits))
-		return;
-	t = llm_sampler_sample(&s->sampler, logits, s->tokens, s->n_tokens);
+	if (s->constraint != NULL)
+	{
+		const uint64_t *mask;
+		LlmError	err;
+
+		if (llm_constraint_mask(s->constraint, &s->cursor, &mask, &err) != LLM_OK)
+		{
+			seq_finish(e, s, LLM_FINISH_ERROR, err.status, err.msg);
+			return;
+		}
+		if ((t = seq_sample_constrained(s, mask, logits, e->model->config.n_vocab)) < 0)
+		{
+			seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_LIMIT, "no token of the vocabulary can continue the grammar here");
+			return;
+		}
+	}
+	else
+		t = llm_sampler_sample(&s->sampler, logits, s->tokens, s->n_tokens);
 	if (llm_tokenizer_is_eog(tok, t) && (!s->ignore_eos || s->constraint != NULL))
 	{
 		seq_finish(e, s, LLM_FINISH_STOP, LLM_OK, NULL);
