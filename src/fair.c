@@ -49,12 +49,13 @@
  * queue was empty at the last pick starts at the current virtual time
  * (the start tag of the last admission) if it is behind it, so time
  * without queued requests earns no credit (SFQ's rule for a flow that
- * becomes backlogged).  Finally the
- * engine is configured with LlmFairHeadroom() sequences beyond
- * llm.max_sequences, which only the first request of a role with nothing
- * running may take: a newcomer starts at the next step even while the
- * engine is full of another role's long generations, which would
- * otherwise make it wait for one of them to finish.
+ * becomes backlogged).  Finally the engine is configured with
+ * LlmFairHeadroom() sequences beyond llm.max_sequences, which only the
+ * first request of a role with nothing running may take: a newcomer
+ * starts at the next step even while the engine is full of another role's
+ * long generations, which would otherwise make it wait for one of them to
+ * finish.  The engine's own admission order (cached prefixes first)
+ * still applies, among the requests the worker admits together.
  *
  * Roles tracked.  LLM_ROLE_ENTRIES entries in shared memory; entry 0
  * stands for "other roles".  A role gets an entry on its first request;
@@ -67,7 +68,8 @@
  * by LlmState->lock, as the slots are (see shmem.c), so a slot and its
  * role's counters change together.  Backends write an entry's roleid,
  * weight, last_used and n_waiting (exclusive lock, while taking a slot or
- * waiting for one); the worker writes vtime and the counters (exclusive
+ * waiting for one), and reset the whole entry when they reuse it for
+ * another role; the worker writes vtime and the counters (exclusive
  * lock, while admitting or answering); llm_role_stats() and
  * llm_reset_stats() read or zero the counters.  An entry is reused only
  * while no slot refers to it and nobody waits on it.  slot_freed is a
