@@ -181,6 +181,30 @@ FROM llm_progress() p LEFT JOIN pg_stat_activity a ON a.pid = p.pid;
 COMMENT ON VIEW llm_progress IS
 'one row per backend with work in the llm worker: its query, rows done of the total (a plan''s estimate; NULL when unknown), tokens in and out, completion tokens per second, elapsed time and the time left at that rate';
 
+CREATE FUNCTION llm_role_stats(
+    OUT roleid oid,
+    OUT role name,
+    OUT weight int,
+    OUT queued_requests int,
+    OUT running_requests int,
+    OUT completed_requests bigint,
+    OUT failed_requests bigint,
+    OUT cancelled_requests bigint,
+    OUT prompt_tokens bigint,
+    OUT completion_tokens bigint,
+    OUT total_queue_time float8,
+    OUT mean_queue_time float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'llm_role_stats'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+CREATE VIEW llm_role_stats AS SELECT * FROM llm_role_stats();
+
+COMMENT ON VIEW llm_role_stats IS
+'per role (the session user): its llm.role_weight, requests queued and running now, requests completed, failed and cancelled, prompt and completion tokens, and the time its requests waited in the queue (total and mean, in milliseconds); roles beyond the 127 tracked are counted in a row with NULL roleid and role';
+
+GRANT SELECT ON llm_role_stats TO PUBLIC;
+
 CREATE FUNCTION llm_worker_status(
     OUT pid int,
     OUT state text,

@@ -75,7 +75,18 @@ FROM pg_class c JOIN pg_depend d ON d.objid = c.oid
 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'llm')
 ORDER BY 1;
 SELECT model_path IS NOT NULL AS path_shown FROM llm_worker_status();
+-- The fair shares' settings are a superuser's: no role may raise its own share.
+SET llm.role_weight = 0;
+SET llm.max_requests_per_role = -2;
+ALTER ROLE llm_regress_user SET llm.role_weight = 1001;
+ALTER ROLE llm_regress_user SET llm.role_weight = 4;
+SELECT setconfig FROM pg_db_role_setting WHERE setrole = 'llm_regress_user'::regrole;
 SET ROLE llm_regress_user;
+SET llm.role_weight = 10;
+SET llm.max_requests_per_role = 10000;
+ALTER ROLE llm_regress_user SET llm.role_weight = 10;
+ALTER ROLE llm_regress_user RESET llm.role_weight;
+SELECT count(*) >= 0 FROM llm_role_stats;
 -- the model's path is for members of pg_read_all_settings
 SELECT model, model_path IS NULL AS path_hidden FROM llm_worker_status();
 SELECT llm_generate('Once upon a time', 4);
@@ -83,4 +94,5 @@ SELECT count(*) FROM llm_stats;
 SELECT count(*) >= 0 FROM llm_progress;
 SELECT llm_reset_stats();
 RESET ROLE;
+ALTER ROLE llm_regress_user RESET llm.role_weight;
 DROP ROLE llm_regress_user;

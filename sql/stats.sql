@@ -17,6 +17,12 @@ SELECT llm_generate('Once upon a time', 8) IS NOT NULL AS generated;
 SELECT completed_requests, prompt_tokens, completion_tokens, steps >= 8 AS steps
 FROM llm_stats;
 
+-- The same request, counted for its role (the session user).
+SELECT weight, queued_requests, running_requests, completed_requests, failed_requests,
+       cancelled_requests, prompt_tokens, completion_tokens,
+       mean_queue_time >= 0 AND total_queue_time = mean_queue_time AS queue_time
+FROM llm_role_stats WHERE role = session_user;
+
 -- A prompt seen before reuses its cached KV blocks (the prefix cache).
 SELECT llm_generate(repeat('Once upon a time there was a cat. ', 10), 1) IS NOT NULL AS first,
        llm_generate(repeat('Once upon a time there was a cat. ', 10), 1) IS NOT NULL AS again;

@@ -448,12 +448,8 @@ batch_fill(BatchState *bs)
 				row->n_submitted++;
 				continue;
 			}
-			if (!LlmQueueSubmit(job))
-			{
-				if (bs->n_busy > 1 || row->n_submitted > row->n_answered)
-					return;
-				LlmQueueSlotsFull();
-			}
+			if (!LlmQueueSubmit(job, bs->n_busy > 1 || row->n_submitted > row->n_answered))
+				return;			/* wait for the answers in flight */
 			bs->n_requests++;
 			row->n_submitted++;
 		}

@@ -43,6 +43,8 @@ int			llm_debug_step_delay = 0;
 int			llm_batch_rows = -1;
 int			llm_max_tokens = 4096;
 int			llm_max_prompt_bytes = 1048576;
+int			llm_max_requests_per_role = -1;
+int			llm_role_weight = 1;
 bool		llm_chat = false;
 char	   *llm_system_prompt = NULL;
 int			llm_kv_type = LLM_KV_F16;
@@ -233,7 +235,9 @@ LlmDefineSettings(void)
 
 	DefineCustomIntVariable("llm.max_sequences",
 							"Maximum number of requests the engine generates for at once.",
-							"Requests beyond it wait in the engine's queue.  Takes effect when the worker next loads a model.",
+							"Requests beyond it wait in the queue, from which the worker takes them by weighted fair "
+							"queueing over roles; an eighth more (at least one) are kept for roles with none "
+							"running.  Takes effect when the worker next loads a model.",
 							&llm_max_sequences,
 							64, 1, 4096,
 							PGC_SIGHUP,
@@ -330,6 +334,27 @@ LlmDefineSettings(void)
 							&llm_max_queued_requests,
 							1024, 1, 65536,
 							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.max_requests_per_role",
+							"Request slots one role may hold at once.",
+							"A role also holds at most its share of the slots by llm.role_weight while other roles "
+							"have requests.  A batch beyond it waits for its own requests; a lone request beyond it "
+							"fails.  -1 uses llm.max_queued_requests less a quarter.",
+							&llm_max_requests_per_role,
+							-1, -1, 65536,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.role_weight",
+							"Weight of the session's role in the llm worker's fair shares.",
+							"Roles with requests share the request slots and the engine's sequences in proportion "
+							"to their weights.  Set per role by a superuser: ALTER ROLE ... SET llm.role_weight.",
+							&llm_role_weight,
+							1, 1, 1000,
+							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
 

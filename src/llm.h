@@ -53,6 +53,8 @@ extern char *llm_quantize_calib;
 extern int	llm_batch_rows;
 extern int	llm_max_tokens;
 extern int	llm_max_prompt_bytes;
+extern int	llm_max_requests_per_role;
+extern int	llm_role_weight;
 
 /* Wait events (PostgreSQL 15 shows every extension wait as "Extension"). */
 #define LLM_WAIT_EVENT_REQUEST	PG_WAIT_EXTENSION	/* a backend waits for its result */
@@ -96,6 +98,7 @@ typedef struct LlmSlot
 	LlmSlotState state;
 	uint64		request_id;		/* unique per submission, never 0 */
 	int			owner_pid;		/* the backend that submitted it */
+	int			role;			/* its role's entry in fair.c's table */
 	TimestampTz queued_at;
 
 	/* Written by the backend before FREE -> QUEUED. */
@@ -197,6 +200,71 @@ extern void LlmWakeWorker(void);
 extern void LlmSlotTakeChunks(LlmSlot *slot, dsa_pointer *chunks, int *n);
 extern void LlmFreeChunks(dsa_pointer *chunks, int n);
 
+/* fair.c: shares of slots and engine sequences among roles, per-role counters */
+#define LLM_ROLE_ENTRIES 128	/* roles tracked, entry 0 standing for the others */
+
+/* A role's cumulative counters (llm_role_stats). */
+typedef struct LlmRoleCounters
+{
+	int64		completed;
+	int64		failed;
+	int64		cancelled;
+	int64		prompt_tokens;	/* of completed requests */
+	int64		completion_tokens;
+	int64		admitted;		/* requests the worker took from the queue */
+	int64		queue_us;		/* their time in the queue, summed */
+} LlmRoleCounters;
+
+/* One row of llm_role_stats. */
+typedef struct LlmRoleStats
+{
+	Oid			roleid;			/* InvalidOid: roles beyond the table */
+	int			weight;
+	int			queued;
+	int			running;
+	LlmRoleCounters c;
+} LlmRoleStats;
+
+/* Why a backend got no slot. */
+typedef enum LlmFairRefusalKind
+{
+	LLM_FAIR_OK = 0,
+	LLM_FAIR_QUEUE_FULL,		/* every slot taken, the role at llm.max_requests_per_role */
+	LLM_FAIR_ROLE_LIMIT,		/* free slots, the role at llm.max_requests_per_role */
+	LLM_FAIR_WAIT				/* the role at its share, or every slot taken by others: wait */
+} LlmFairRefusalKind;
+
+typedef struct LlmFairRefusal
+{
+	LlmFairRefusalKind refusal;
+	int			role;			/* the role's entry */
+	int			held;			/* slots it holds */
+	int			cap;			/* llm.max_requests_per_role, resolved */
+	int			share;			/* its weighted share of the slots */
+	int			limit;			/* the smaller of the two */
+} LlmFairRefusal;
+
+/* A backend waiting for a slot: registered in its role's entry while waiting. */
+typedef struct LlmFairWaiter
+{
+	bool		waiting;
+	int			role;			/* the entry it is registered in */
+} LlmFairWaiter;
+
+extern Size LlmFairShmemSize(void);
+extern void LlmFairShmemInit(void);
+extern int	LlmFairHeadroom(int max_sequences);
+extern int	LlmFairTakeSlot(LlmFairRefusal *why, LlmFairWaiter *waiter);
+extern void LlmFairStopWaiting(LlmFairWaiter *waiter);
+extern ConditionVariable *LlmFairSlotFreedCV(void);
+extern void LlmFairRefuse(const LlmFairRefusal *why) pg_attribute_noreturn();
+extern void LlmSlotFree(LlmSlot *slot);
+extern void LlmCountOutcome(LlmSlot *slot, LlmSlotState outcome);
+extern void LlmFairWorkerInit(void);
+extern int	LlmFairPick(int *picked, int capacity);
+extern int	LlmRoleStatsSnapshot(LlmRoleStats *out);
+extern void LlmRoleStatsReset(void);
+
 /* queue.c: one request as a backend sees it */
 typedef struct LlmJob
 {
@@ -231,7 +299,7 @@ typedef struct LlmJob
 
 extern void LlmQueueRun(LlmJob *jobs, int n_jobs);
 extern void LlmQueueAttach(void);
-extern bool LlmQueueSubmit(LlmJob *job);
+extern bool LlmQueueSubmit(LlmJob *job, bool in_flight);
 extern bool LlmQueuePoll(LlmJob *job, long timeout_ms);
 extern void LlmQueueWait(LlmJob *job);
 extern void LlmQueueCancel(LlmJob *jobs, int n_jobs);
@@ -259,6 +327,7 @@ extern LlmEngine *LlmWorkerEngine;	/* NULL when no model is loaded */
 extern bool LlmWorkerLoad(void);
 extern void LlmWorkerFreeEngine(void);
 extern bool LlmWorkerModelStale(void);
+extern int	LlmWorkerEngineSeqs(void);
 extern sigset_t LlmBlockSignals(void);
 extern void LlmRestoreSignals(sigset_t *old);
 extern int	LlmStatusErrcode(LlmStatus status);

@@ -8,9 +8,13 @@
  * plan node (batch_scan.c), which keeps a window of rows in flight.
  * LlmQueueRun() serves one llm_generate() call (one job) or one
  * llm_generate_batch() call (many): it puts every job into a slot before it
- * waits for the first one, so the worker can batch them all; when the slots
- * run out it waits for its own earliest job and reuses its slot (a batch of
- * any size works as a sliding window).  Results are collected in order.
+ * waits for the first one, so the worker can batch them all; when its role
+ * may take no more slots (fair.c: its limit, its share, or none free) it
+ * waits for its own earliest job and reuses its slot (a batch of any size
+ * works as a sliding window).  A backend refused with nothing in flight
+ * fails at once when its role is at llm.max_requests_per_role, and
+ * otherwise waits for a slot (LlmQueueSubmit).  Results are collected in
+ * order.
  *
  * While waiting the backend sleeps on the slot's condition variable, which
  * checks for interrupts: a query cancel, a statement timeout or a
@@ -127,11 +131,12 @@ LlmCompletionToServer(const char *s, Size len)
 }
 
 /*
- * Put a job into a free slot.  Returns false, having changed nothing, when
- * every slot is taken.
+ * Put a job into a slot its role may take (fair.c); returns what refused
+ * it, having changed nothing, or LLM_FAIR_OK.  waiter as for
+ * LlmFairTakeSlot.
  */
-bool
-LlmQueueSubmit(LlmJob *job)
+static LlmFairRefusalKind
+LlmQueueTrySubmit(LlmJob *job, LlmFairRefusal *why, LlmFairWaiter *waiter)
 {
 	dsa_area   *area = LlmShmemDsa();
 	Size		input_len = job->system_len + job->prompt_len + job->continuation_len + job->stops_len +
@@ -161,21 +166,12 @@ LlmQueueSubmit(LlmJob *job)
 			   job->grammar, job->params.grammar_len);
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
-	for (int n = 0; n < LlmState->n_slots; n++)
-	{
-		int			i = (LlmState->next_free_hint + n) % LlmState->n_slots;
-
-		if (LlmState->slots[i].state == LLM_SLOT_FREE)
-		{
-			found = i;
-			break;
-		}
-	}
+	found = LlmFairTakeSlot(why, waiter);
 	if (found >= 0)
 	{
 		LlmSlot    *slot = &LlmState->slots[found];
 
-		LlmState->next_free_hint = (found + 1) % LlmState->n_slots;
+		slot->role = why->role;
 		slot->request_id = LlmState->next_request_id++;
 		slot->owner_pid = MyProcPid;
 		slot->queued_at = GetCurrentTimestamp();
@@ -209,10 +205,10 @@ LlmQueueSubmit(LlmJob *job)
 	if (found < 0)
 	{
 		dsa_free(area, input);
-		return false;
+		return why->refusal;
 	}
 	LlmWakeWorker();
-	return true;
+	return LLM_FAIR_OK;
 }
 
 /*
@@ -239,6 +235,52 @@ LlmCheckClient(void)
 		InterruptPending = true;
 		CHECK_FOR_INTERRUPTS();
 	}
+}
+
+/* Cleanup callback of LlmQueueSubmit()'s wait for a slot: no longer waiting. */
+static void
+LlmQueueSlotWaitCleanup(int code, Datum arg)
+{
+	ConditionVariableCancelSleep();
+	LlmFairStopWaiting((LlmFairWaiter *) DatumGetPointer(arg));
+}
+
+/*
+ * Put a job into a slot, as the shares of fair.c allow.  Refused, a
+ * backend with other jobs in flight (in_flight) gets false, to wait for
+ * its own earliest and try again; one with none fails at once when its
+ * role is at its limit, and otherwise (other roles hold more than their
+ * shares) waits for a slot, which it then gets.
+ */
+bool
+LlmQueueSubmit(LlmJob *job, bool in_flight)
+{
+	LlmFairRefusal why;
+	LlmFairWaiter waiter = {0};
+	ConditionVariable *cv;
+
+	if (LlmQueueTrySubmit(job, &why, in_flight ? NULL : &waiter) == LLM_FAIR_OK)
+		return true;
+	if (in_flight)
+		return false;
+	if (why.refusal != LLM_FAIR_WAIT)
+		LlmFairRefuse(&why);
+
+	cv = LlmFairSlotFreedCV();
+	PG_ENSURE_ERROR_CLEANUP(LlmQueueSlotWaitCleanup, PointerGetDatum(&waiter));
+	{
+		ConditionVariablePrepareToSleep(cv);
+		while (LlmQueueTrySubmit(job, &why, &waiter) != LLM_FAIR_OK)
+		{
+			if (why.refusal != LLM_FAIR_WAIT)
+				LlmFairRefuse(&why);
+			if (ConditionVariableTimedSleep(cv, LLM_CLIENT_CHECK_MS, LLM_WAIT_EVENT_REQUEST))
+				LlmCheckClient();
+		}
+		ConditionVariableCancelSleep();
+	}
+	PG_END_ENSURE_ERROR_CLEANUP(LlmQueueSlotWaitCleanup, PointerGetDatum(&waiter));
+	return true;
 }
 
 /*
@@ -323,7 +365,7 @@ LlmQueueWait(LlmJob *job)
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	LlmSlotTakeChunks(slot, chunks, &n_chunks);
-	slot->state = LLM_SLOT_FREE;
+	LlmSlotFree(slot);
 	LWLockRelease(LlmState->lock);
 	LlmFreeChunks(chunks, n_chunks);
 
@@ -376,7 +418,7 @@ LlmQueueCancel(LlmJob *jobs, int n_jobs)
 		else if (slot->state == LLM_SLOT_DONE || slot->state == LLM_SLOT_ERROR)
 		{
 			LlmSlotTakeChunks(slot, chunks, &n_chunks);
-			slot->state = LLM_SLOT_FREE;
+			LlmSlotFree(slot);
 		}
 		LWLockRelease(LlmState->lock);
 
@@ -428,12 +470,8 @@ LlmQueueSubmitAndWait(LlmJob *jobs, int n_jobs)
 
 			if (job->prompt != NULL)
 			{
-				if (!LlmQueueSubmit(job))
-				{
-					if (in_flight > 0)
-						break;
-					LlmQueueSlotsFull();
-				}
+				if (!LlmQueueSubmit(job, in_flight > 0))
+					break;
 				in_flight++;
 			}
 			next_submit++;

@@ -11,7 +11,8 @@
  * dsa_pointers, so the fixed part stays small.
  *
  * Locking protocol.  One LWLock, LlmState->lock (tranche "llm"), protects
- * every field of LlmShared and of every slot, except each slot's condition
+ * every field of LlmShared and of every slot, and fair.c's role table (its
+ * own header says who writes what there), except each slot's condition
  * variable (which has its own spinlock) and the DSA area (which has its
  * own locks).  It is held only to read or write those fields: never across
  * an engine call, a DSA allocation or free, a wait, or anything that can
@@ -21,8 +22,10 @@
  * Slot states and who may move a slot between them:
  *
  *   FREE -> QUEUED               the submitting backend, once the slot's
- *                                parameters and input chunk are written
+ *                                parameters and input chunk are written,
+ *                                if its role's share allows (fair.c)
  *   QUEUED -> RUNNING            the worker, when it claims the request
+ *                                (fair.c's weighted fair queue says which)
  *   RUNNING -> DONE | ERROR      the worker, once the result (or error) is
  *                                written; then it broadcasts the slot's CV
  *   QUEUED | RUNNING -> CANCELLED   the owning backend, when it gives up
@@ -41,6 +44,9 @@
  * cancelled slot is thrown away.  The worker keeps its own map from slot to
  * engine sequence, and is the only process that frees a CANCELLED slot, so
  * that map cannot go stale.
+ *
+ * Every move to FREE goes through LlmSlotFree (fair.c), which wakes the
+ * backends waiting for a slot.
  *
  * Who frees DSA chunks: the input chunk is freed by the worker as soon as
  * it has tokenized the prompt, or by whoever moves the slot to FREE; the
@@ -88,12 +94,13 @@ LlmShmemDsaPlace(void)
 	return (char *) LlmState + LlmShmemSlotsSize();
 }
 
-/* shmem_request_hook part: reserve the block, the progress array (progress.c) and the LWLock. */
+/* shmem_request_hook part: reserve the block, the progress array (progress.c), the role table (fair.c) and the LWLock. */
 void
 LlmShmemRequest(void)
 {
 	RequestAddinShmemSpace(add_size(LlmShmemSlotsSize(), LlmShmemDsaSize()));
 	RequestAddinShmemSpace(LlmProgressShmemSize());
+	RequestAddinShmemSpace(LlmFairShmemSize());
 	RequestNamedLWLockTranche("llm", 1);
 }
 
@@ -105,6 +112,7 @@ LlmShmemStartup(void)
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	LlmProgressShmemInit();
+	LlmFairShmemInit();
 	LlmState = ShmemInitStruct("llm",
 							   add_size(LlmShmemSlotsSize(), LlmShmemDsaSize()),
 							   &found);

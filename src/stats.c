@@ -174,7 +174,7 @@ llm_worker_status(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
-/* llm_reset_stats(): zero the cumulative counters. */
+/* llm_reset_stats(): zero the cumulative counters, llm_role_stats' too. */
 Datum
 llm_reset_stats(PG_FUNCTION_ARGS)
 {
@@ -191,6 +191,7 @@ llm_reset_stats(PG_FUNCTION_ARGS)
 	LlmState->counters.prefix_hit_tokens = 0;
 	LlmState->counters.evicted_keys = 0;
 	LlmState->counters.reset_at = GetCurrentTimestamp();
+	LlmRoleStatsReset();
 	LWLockRelease(LlmState->lock);
 	PG_RETURN_VOID();
 }

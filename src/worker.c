@@ -12,9 +12,11 @@
  *
  * The main loop, once per engine step:
  *   1. drop CANCELLED slots (releasing their engine sequences) and claim
- *      QUEUED ones: tokenize, check the context length, llm_engine_add();
- *      every claimed request joins the engine at once and the engine
- *      batches them (continuous batching);
+ *      as many QUEUED ones as the engine runs at once, in the order of
+ *      fair.c's weighted fair queue over roles: tokenize, check the context
+ *      length, llm_engine_add(); every claimed request joins the engine at
+ *      once and the engine batches them (continuous batching), and the rest
+ *      wait in their slots, where the next claim chooses again;
  *   2. run one llm_engine_step() when the engine has work, then hand every
  *      finished sequence back to its slot (DONE or ERROR) and wake the
  *      waiting backend; a step that fails fails only the sequences of its
@@ -128,9 +130,7 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 				slot->logprob += result->logprobs[i];	/* in order: the same sum every time */
 			slot->finish_reason = result->reason;
 			slot->state = LLM_SLOT_DONE;
-			LlmState->counters.requests_completed++;
-			LlmState->counters.prompt_tokens += result->n_prompt;
-			LlmState->counters.completion_tokens += result->n_generated;
+			LlmCountOutcome(slot, LLM_SLOT_DONE);
 		}
 		else
 		{
@@ -139,7 +139,7 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 			strlcpy(slot->errdetail, detail ? detail : "", sizeof(slot->errdetail));
 			strlcpy(slot->errhint, hint ? hint : "", sizeof(slot->errhint));
 			slot->state = LLM_SLOT_ERROR;
-			LlmState->counters.requests_failed++;
+			LlmCountOutcome(slot, LLM_SLOT_ERROR);
 		}
 		answered = true;
 	}
@@ -148,8 +148,8 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 		/* cancelled meanwhile: free it */
 		Assert(slot->state == LLM_SLOT_CANCELLED);
 		LlmSlotTakeChunks(slot, chunks, &n_chunks);
-		slot->state = LLM_SLOT_FREE;
-		LlmState->counters.requests_cancelled++;
+		LlmCountOutcome(slot, LLM_SLOT_CANCELLED);
+		LlmSlotFree(slot);
 	}
 	LWLockRelease(LlmState->lock);
 
@@ -363,8 +363,9 @@ typedef struct LlmClaim
 
 /*
  * Step 1 of the loop: free the slots whose backends gave up (dropping their
- * sequences) and claim the queued ones (unless a reload is waiting for the
- * engine to drain).
+ * sequences) and claim the queued ones the engine has room for, in the
+ * order of fair.c's weighted fair queue (none while a reload is waiting
+ * for the engine to drain).
  */
 static void
 LlmWorkerScanSlots(void)
@@ -372,6 +373,7 @@ LlmWorkerScanSlots(void)
 	int			n_slots = LlmState->n_slots;
 	LlmClaim   *claims = palloc(sizeof(LlmClaim) * n_slots);
 	int		   *dropped = palloc(sizeof(int) * n_slots);
+	int		   *picked = palloc(sizeof(int) * n_slots);
 	dsa_pointer *chunks = palloc(sizeof(dsa_pointer) * 2 * n_slots);
 	int			n_claims = 0;
 	int			n_dropped = 0;
@@ -386,24 +388,27 @@ LlmWorkerScanSlots(void)
 		{
 			dropped[n_dropped++] = i;
 			LlmSlotTakeChunks(slot, chunks, &n_chunks);
-			slot->state = LLM_SLOT_FREE;
-			LlmState->counters.requests_cancelled++;
+			LlmCountOutcome(slot, LLM_SLOT_CANCELLED);
+			LlmSlotFree(slot);
 		}
-		else if (slot->state == LLM_SLOT_QUEUED && !WorkerReloadPending)
-		{
-			LlmClaim   *c = &claims[n_claims++];
+	}
+	if (!WorkerReloadPending)
+		n_claims = LlmFairPick(picked, LlmWorkerEngine ? LlmWorkerEngineSeqs() : n_slots);
+	for (int k = 0; k < n_claims; k++)
+	{
+		LlmSlot    *slot = &LlmState->slots[picked[k]];
+		LlmClaim   *c = &claims[k];
 
-			c->slotno = i;
-			c->params = slot->params;
-			c->input = slot->input;
-			c->has_system = slot->has_system;
-			c->system_len = slot->system_len;
-			c->prompt_len = slot->prompt_len;
-			c->continuation_len = slot->continuation_len;
-			c->n_stop = slot->n_stop;
-			slot->input = InvalidDsaPointer;
-			slot->state = LLM_SLOT_RUNNING;
-		}
+		c->slotno = picked[k];
+		c->params = slot->params;
+		c->input = slot->input;
+		c->has_system = slot->has_system;
+		c->system_len = slot->system_len;
+		c->prompt_len = slot->prompt_len;
+		c->continuation_len = slot->continuation_len;
+		c->n_stop = slot->n_stop;
+		slot->input = InvalidDsaPointer;
+		slot->state = LLM_SLOT_RUNNING;
 	}
 	LWLockRelease(LlmState->lock);
 
@@ -576,14 +581,14 @@ LlmWorkerOnExit(int code, Datum arg)
 			strlcpy(slot->errdetail, "The request was not finished.", sizeof(slot->errdetail));
 			slot->errhint[0] = '\0';
 			slot->state = LLM_SLOT_ERROR;
-			LlmState->counters.requests_failed++;
+			LlmCountOutcome(slot, LLM_SLOT_ERROR);
 			wake[i] = true;
 		}
 		else if (slot->state == LLM_SLOT_CANCELLED)
 		{
 			LlmSlotTakeChunks(slot, chunks, &n_chunks);
-			slot->state = LLM_SLOT_FREE;
-			LlmState->counters.requests_cancelled++;
+			LlmCountOutcome(slot, LLM_SLOT_CANCELLED);
+			LlmSlotFree(slot);
 		}
 	}
 	LlmState->worker.pid = 0;
@@ -620,6 +625,7 @@ LlmWorkerMain(Datum main_arg)
 	WorkerSeqs = MemoryContextAllocZero(TopMemoryContext,
 										sizeof(LlmWorkerSeq) * LlmState->n_slots);
 	(void) LlmShmemDsa();
+	LlmFairWorkerInit();
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	LlmState->worker.pid = MyProcPid;

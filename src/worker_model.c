@@ -293,7 +293,7 @@ LlmWorkerMakeConfig(const LlmModelSettings *s, int n_threads, int model_n_ctx, L
 	config->n_threads = n_threads;
 	config->max_batch_tokens = s->max_batch_tokens;
 	config->step_time_ms = s->step_time_ms;
-	config->max_seqs = s->max_sequences;
+	config->max_seqs = s->max_sequences + LlmFairHeadroom(s->max_sequences);	/* fair.c */
 	config->kv_type = (LlmKvType) s->kv_type;
 	config->kv_block_size = s->kv_block_size;
 	config->kv_cache_bytes = (size_t) s->kv_cache_mb * 1024 * 1024;
@@ -461,6 +461,13 @@ LlmWorkerLoad(void)
 	}
 	PG_END_TRY();
 	return loaded;
+}
+
+/* How many sequences the worker runs at once in the loaded engine (llm.max_sequences when it was loaded). */
+int
+LlmWorkerEngineSeqs(void)
+{
+	return WorkerApplied.max_sequences;
 }
 
 /* Free the engine and the model, if loaded. */
