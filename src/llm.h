@@ -317,6 +317,42 @@ extern void LlmBatchScanInit(void);
 extern Plan *LlmBatchScanCreate(Plan *child, List *scan_tlist, List *tlist, List *qual,
 								List *call_args, int64 bound, int plan_node_id);
 
+/* worker_tokenize.c: the worker's tokenizer thread */
+typedef enum LlmTokenizeStage
+{
+	LLM_TOKENIZE_PROMPT,		/* the (chat-wrapped) prompt */
+	LLM_TOKENIZE_CONTINUATION	/* params.score: the continuation */
+} LlmTokenizeStage;
+
+/* A claimed request on its way through the tokenizer thread (all malloc'd). */
+typedef struct LlmTokenizeJob
+{
+	int			slotno;
+	uint64		request_id;		/* the slot's request when it was claimed */
+	LlmParams	params;
+	char	   *bytes;			/* a copy of the slot's input (LlmSlot.input) */
+	bool		has_system;
+	Size		system_len;
+	Size		prompt_len;
+	Size		continuation_len;
+	int			n_stop;
+	/* written by the thread */
+	int32_t    *tokens;			/* (n_tokens) the prompt */
+	int			n_tokens;
+	int32_t    *forced;			/* (n_forced) params.score: the continuation */
+	int			n_forced;
+	LlmStatus	status;
+	LlmTokenizeStage stage;		/* what status is about */
+	LlmError	err;
+	struct LlmTokenizeJob *next;
+} LlmTokenizeJob;
+
+extern void LlmTokenizerSubmit(LlmTokenizeJob *job);
+extern LlmTokenizeJob *LlmTokenizerTake(void);
+extern bool LlmTokenizerIdle(void);
+extern void LlmTokenizeJobFree(LlmTokenizeJob *job);
+extern void LlmTokenizerStop(void);
+
 /* worker.c: the background worker's registration and serving loop */
 extern void LlmWorkerRegister(void);
 extern PGDLLEXPORT void LlmWorkerMain(Datum main_arg);

@@ -193,75 +193,67 @@ LlmStartFailed(LlmStartError *why, int sqlerrcode, const char *msg, const char *
 	return false;
 }
 
+/* Answer a claimed request that cannot start: no model is loaded. */
+static void
+LlmWorkerNoModel(int slotno)
+{
+	const char *reason;
+
+	LWLockAcquire(LlmState->lock, LW_SHARED);
+	reason = pstrdup(LlmState->worker.error);
+	LWLockRelease(LlmState->lock);
+	LlmWorkerAnswer(slotno, NULL, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					"no model is loaded", reason,
+					"Set llm.model to a GGUF file in llm.model_dir and reload the configuration.");
+}
+
 /*
- * Tokenize a claimed request's prompt (bytes: prompt_len bytes of prompt,
- * then n_stop NUL-terminated stop strings), check that it fits and add it
- * to the engine as sequence *id.  *tokens gets the tokenized prompt (NULL
- * when tokenizing failed), for the caller to free: the engine keeps its
- * own copy.  Returns false, with *why filled in, when the request cannot
- * start.
+ * Check a tokenized request (job: its input, then the tokenizer thread's
+ * result) and add it to the engine as sequence *id: the input holds the
+ * system prompt, the prompt, the continuation, n_stop NUL-terminated stop
+ * strings and the grammar.  Returns false, with *why filled in, when the
+ * request cannot start.
  */
 static bool
-LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size system_len,
-			 Size prompt_len, Size continuation_len, int n_stop,
-			 int32 **tokens, int64 *id, LlmStartError *why)
+LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
 {
+	const LlmParams *params = &job->params;
 	const char **stop = NULL;
 	LlmRequest	req;
 	LlmError	err;
 	LlmStatus	status;
-	int			n_tokens = 0;
 	int			n_ctx;
-	int32_t    *forced = NULL;
-	int			n_forced = 0;
 	const char *grammar;
 	sigset_t	mask;
 
-	if (LlmWorkerEngine == NULL)
-	{
-		const char *reason;
-
-		LWLockAcquire(LlmState->lock, LW_SHARED);
-		reason = pstrdup(LlmState->worker.error);
-		LWLockRelease(LlmState->lock);
-		return LlmStartFailed(why, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-							  "no model is loaded", reason,
-							  "Set llm.model to a GGUF file in llm.model_dir and reload the configuration.");
-	}
-
-	llm_error_clear(&err);
-	/*
-	 * BOS as the model wants it; with chat, the prompt wrapped as a user
-	 * turn.  Control tokens in the user's text stay text.
-	 */
-	status = llm_chat_tokenize(LlmWorkerModel, has_system ? bytes : NULL, system_len,
-							   bytes + system_len, prompt_len, params->chat, tokens, &n_tokens, &err);
-	if (status == LLM_ERR_UNSUPPORTED)
+	if (job->status == LLM_ERR_UNSUPPORTED && job->stage == LLM_TOKENIZE_PROMPT)
 		return LlmStartFailed(why, ERRCODE_FEATURE_NOT_SUPPORTED,
-							  "the model's chat format cannot be used", LlmMessageAsSentence(err.msg),
+							  "the model's chat format cannot be used", LlmMessageAsSentence(job->err.msg),
 							  "Pass chat => false, or set llm.chat to off.");
-	if (status != LLM_OK)
-		return LlmStartFailed(why, LlmStatusErrcode(status),
-							  "could not tokenize the prompt", LlmMessageAsSentence(err.msg), NULL);
+	if (job->status != LLM_OK)
+		return LlmStartFailed(why, LlmStatusErrcode(job->status),
+							  job->stage == LLM_TOKENIZE_PROMPT ? "could not tokenize the prompt" :
+							  "could not tokenize the continuation",
+							  LlmMessageAsSentence(job->err.msg), NULL);
 
 	/*
 	 * The engine's own limit, checked here to tell the user both counts
 	 * (llm_engine_add would fail with a terser message).
 	 */
 	n_ctx = llm_engine_n_ctx(LlmWorkerEngine);
-	if (!llm_engine_prompt_fits(LlmWorkerEngine, n_tokens, params->max_tokens))
+	if (!llm_engine_prompt_fits(LlmWorkerEngine, job->n_tokens, params->max_tokens))
 		return LlmStartFailed(why, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
 							  "prompt is too long",
 							  psprintf("The prompt has %d tokens; the model's context length is %d.",
-									   n_tokens, n_ctx),
+									   job->n_tokens, n_ctx),
 							  NULL);
 
 	/* The stop strings follow the prompt and the continuation, each NUL-terminated; then the grammar. */
-	grammar = bytes + system_len + prompt_len + continuation_len;
-	if (n_stop > 0)
+	grammar = job->bytes + job->system_len + job->prompt_len + job->continuation_len;
+	if (job->n_stop > 0)
 	{
-		stop = palloc(sizeof(char *) * n_stop);
-		for (int i = 0; i < n_stop; i++)
+		stop = palloc(sizeof(char *) * job->n_stop);
+		for (int i = 0; i < job->n_stop; i++)
 		{
 			stop[i] = grammar;
 			grammar += strlen(grammar) + 1;
@@ -269,32 +261,21 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size s
 	}
 
 	llm_request_default(&req);
-	req.prompt = *tokens;
-	req.n_prompt = n_tokens;
+	req.prompt = job->tokens;
+	req.n_prompt = job->n_tokens;
 	req.max_tokens = params->max_tokens;
 	if (params->score)
 	{
 		/* the continuation's tokens, scored instead of sampled */
-		status = llm_continuation_tokenize(LlmWorkerModel, bytes + system_len + prompt_len, continuation_len,
-										   params->score_eos, &forced, &n_forced, &err);
-		if (status != LLM_OK)
-			return LlmStartFailed(why, LlmStatusErrcode(status),
-								  "could not tokenize the continuation", LlmMessageAsSentence(err.msg), NULL);
-		if (n_forced == 0)
-		{
-			free(forced);
+		if (job->n_forced == 0)
 			return LlmStartFailed(why, ERRCODE_INVALID_PARAMETER_VALUE, "the continuation is empty", NULL, NULL);
-		}
-		if (n_tokens + n_forced > n_ctx)
-		{
-			free(forced);
+		if (job->n_tokens + job->n_forced > n_ctx)
 			return LlmStartFailed(why, ERRCODE_PROGRAM_LIMIT_EXCEEDED, "prompt and continuation are too long",
 								  psprintf("They have %d and %d tokens; the model's context length is %d.",
-										   n_tokens, n_forced, n_ctx), NULL);
-		}
-		req.forced = forced;
-		req.n_forced = n_forced;
-		req.max_tokens = n_forced;
+										   job->n_tokens, job->n_forced, n_ctx), NULL);
+		req.forced = job->forced;
+		req.n_forced = job->n_forced;
+		req.max_tokens = job->n_forced;
 		req.logprobs = true;
 	}
 	req.temperature = (float) params->temperature;
@@ -302,58 +283,105 @@ LlmWorkerAdd(const LlmParams *params, const char *bytes, bool has_system, Size s
 	req.top_k = params->top_k;
 	req.seed = params->seed;
 	req.stop = stop;
-	req.n_stop = n_stop;
+	req.n_stop = job->n_stop;
 	req.grammar = params->grammar;
 	req.grammar_text = grammar;
 	req.grammar_len = params->grammar_len;
 
+	llm_error_clear(&err);
 	mask = LlmBlockSignals();
 	status = llm_engine_add(LlmWorkerEngine, &req, id, &err);
 	LlmRestoreSignals(&mask);
-	free(forced);				/* the engine copied it */
 	if (status != LLM_OK)
 		return LlmStartFailed(why, LlmStatusErrcode(status), pstrdup(err.msg), NULL, NULL);
 	return true;
 }
 
 /*
- * Put a claimed request into the engine (LlmWorkerAdd), then free its input
- * chunk, whatever happened; answer the slot with the error when it could
- * not start.
+ * Hand a claimed request to the tokenizer thread (worker_tokenize.c): its
+ * input copied out of shared memory, whose chunk is freed at once.  Without
+ * a model the request is answered with the error here.
  */
 static void
-LlmWorkerStart(int slotno, const LlmParams *params, dsa_pointer input,
+LlmWorkerStart(int slotno, uint64 request_id, const LlmParams *params, dsa_pointer input, Size input_len,
 			   bool has_system, Size system_len, Size prompt_len, Size continuation_len, int n_stop)
 {
 	dsa_area   *area = LlmShmemDsa();
-	int32	   *tokens = NULL;
-	int64		id = 0;
-	LlmStartError why;
-	bool		started;
+	LlmTokenizeJob *job;
 
 	WorkerSeqs[slotno].claimed_at = GetCurrentTimestamp();
-	started = LlmWorkerAdd(params, dsa_get_address(area, input), has_system, system_len, prompt_len,
-						   continuation_len, n_stop,
-						   &tokens, &id, &why);
-	dsa_free(area, input);		/* the engine copied the stop strings */
-	free(tokens);				/* and the prompt */
-
-	if (!started)
+	if (LlmWorkerEngine == NULL)
 	{
-		LlmWorkerAnswer(slotno, NULL, why.sqlerrcode, why.msg, why.detail, why.hint);
+		dsa_free(area, input);
+		LlmWorkerNoModel(slotno);
 		return;
 	}
+	job = calloc(1, sizeof(LlmTokenizeJob));
+	if (job == NULL || (job->bytes = malloc(Max(input_len, 1))) == NULL)
+	{
+		free(job);
+		dsa_free(area, input);
+		LlmWorkerAnswer(slotno, NULL, ERRCODE_OUT_OF_MEMORY, "out of memory",
+						psprintf("Failed on request for %zu bytes to tokenize the prompt.", input_len), NULL);
+		return;
+	}
+	memcpy(job->bytes, dsa_get_address(area, input), input_len);
+	dsa_free(area, input);
+	job->slotno = slotno;
+	job->request_id = request_id;
+	job->params = *params;
+	job->has_system = has_system;
+	job->system_len = system_len;
+	job->prompt_len = prompt_len;
+	job->continuation_len = continuation_len;
+	job->n_stop = n_stop;
+	LlmTokenizerSubmit(job);
+}
 
-	WorkerSeqs[slotno].active = true;
-	WorkerSeqs[slotno].engine_id = id;
+/*
+ * Step 1b of the loop: put the requests the tokenizer thread has finished
+ * into the engine, or answer them with why they cannot start; drop those
+ * whose backends gave up meanwhile (their slots were freed, and may hold
+ * another request by now).
+ */
+static void
+LlmWorkerAdmitTokenized(void)
+{
+	LlmTokenizeJob *job;
+
+	while ((job = LlmTokenizerTake()) != NULL)
+	{
+		LlmSlot    *slot = &LlmState->slots[job->slotno];
+		bool		ours;
+		int64		id = 0;
+		LlmStartError why;
+
+		LWLockAcquire(LlmState->lock, LW_SHARED);
+		ours = slot->request_id == job->request_id && slot->state == LLM_SLOT_RUNNING;
+		LWLockRelease(LlmState->lock);
+		if (!ours)
+			;					/* cancelled while it was tokenized */
+		else if (LlmWorkerEngine == NULL)
+			LlmWorkerNoModel(job->slotno);
+		else if (!LlmWorkerAdd(job, &id, &why))
+			LlmWorkerAnswer(job->slotno, NULL, why.sqlerrcode, why.msg, why.detail, why.hint);
+		else
+		{
+			WorkerSeqs[job->slotno].active = true;
+			WorkerSeqs[job->slotno].engine_id = id;
+		}
+		LlmTokenizeJobFree(job);	/* the engine copied the prompt and stop strings */
+	}
 }
 
 /* A request the worker has claimed, with what it needs from the slot. */
 typedef struct LlmClaim
 {
 	int			slotno;
+	uint64		request_id;
 	LlmParams	params;
 	dsa_pointer input;
+	Size		input_len;
 	bool		has_system;
 	Size		system_len;
 	Size		prompt_len;
@@ -400,8 +428,10 @@ LlmWorkerScanSlots(void)
 		LlmClaim   *c = &claims[k];
 
 		c->slotno = picked[k];
+		c->request_id = slot->request_id;
 		c->params = slot->params;
 		c->input = slot->input;
+		c->input_len = slot->input_len;
 		c->has_system = slot->has_system;
 		c->system_len = slot->system_len;
 		c->prompt_len = slot->prompt_len;
@@ -417,8 +447,8 @@ LlmWorkerScanSlots(void)
 		LlmWorkerRelease(dropped[i]);
 	LlmFreeChunks(chunks, n_chunks);
 	for (int i = 0; i < n_claims; i++)
-		LlmWorkerStart(claims[i].slotno, &claims[i].params, claims[i].input,
-					   claims[i].has_system, claims[i].system_len, claims[i].prompt_len,
+		LlmWorkerStart(claims[i].slotno, claims[i].request_id, &claims[i].params, claims[i].input,
+					   claims[i].input_len, claims[i].has_system, claims[i].system_len, claims[i].prompt_len,
 					   claims[i].continuation_len, claims[i].n_stop);
 }
 
@@ -605,7 +635,27 @@ LlmWorkerOnExit(int code, Datum arg)
 		if (wake[i])
 			ConditionVariableBroadcast(&LlmState->slots[i].cv);
 
+	LlmTokenizerStop();			/* it may be reading the model */
 	LlmWorkerFreeEngine();
+}
+
+/*
+ * Give the DSA area's free segments back to the operating system once the
+ * worker has nothing to do (after huge prompts, /dev/shm would otherwise
+ * keep their size until the server stops); once per idle spell.
+ */
+static void
+LlmWorkerTrimDsa(bool busy)
+{
+	static bool trimmed = true;
+
+	if (busy)
+		trimmed = false;
+	else if (!trimmed)
+	{
+		dsa_trim(LlmShmemDsa());
+		trimmed = true;
+	}
 }
 
 /* Main entry point of the background worker. */
@@ -646,6 +696,7 @@ LlmWorkerMain(Datum main_arg)
 	for (;;)
 	{
 		bool		busy;
+		bool		tokenizing;
 
 		MemoryContextReset(iteration_cxt);
 		CHECK_FOR_INTERRUPTS();
@@ -653,8 +704,9 @@ LlmWorkerMain(Datum main_arg)
 		if (ConfigReloadPending)
 			LlmWorkerReloadConfig();
 
-		/* A reload waits until the sequences in the engine have finished. */
-		if (WorkerReloadPending && (LlmWorkerEngine == NULL || !llm_engine_busy(LlmWorkerEngine)))
+		/* A reload waits until the sequences in the engine, and those being tokenized, have finished. */
+		if (WorkerReloadPending && (LlmWorkerEngine == NULL || !llm_engine_busy(LlmWorkerEngine)) &&
+			LlmTokenizerIdle())
 		{
 			WorkerReloadPending = false;
 			if (LlmWorkerLoad())	/* the old model serves until a new one works */
@@ -662,6 +714,7 @@ LlmWorkerMain(Datum main_arg)
 		}
 
 		LlmWorkerScanSlots();
+		LlmWorkerAdmitTokenized();
 
 		busy = LlmWorkerEngine != NULL && llm_engine_busy(LlmWorkerEngine);
 		if (busy)
@@ -669,11 +722,16 @@ LlmWorkerMain(Datum main_arg)
 		if (LlmWorkerEngine != NULL)
 			LlmWorkerCollect();
 		LlmWorkerPublish();
+		tokenizing = !LlmTokenizerIdle();
+		LlmWorkerTrimDsa(busy || tokenizing);
 
-		/* Sleep only when idle; when busy just look at the latch and the postmaster. */
+		/*
+		 * Sleep only when idle; when busy just look at the latch and the
+		 * postmaster; while prompts are being tokenized, look again in 1 ms.
+		 */
 		(void) WaitLatch(MyLatch,
-						 WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (busy ? WL_TIMEOUT : 0),
-						 busy ? llm_debug_step_delay : -1L,
+						 WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (busy || tokenizing ? WL_TIMEOUT : 0),
+						 busy ? llm_debug_step_delay : tokenizing ? 1L : -1L,
 						 LLM_WAIT_EVENT_WORKER);
 		ResetLatch(MyLatch);
 	}
