@@ -330,7 +330,8 @@ typedef struct LlmTokenizeJob
 	int			slotno;
 	uint64		request_id;		/* the slot's request when it was claimed */
 	LlmParams	params;
-	char	   *bytes;			/* a copy of the slot's input (LlmSlot.input) */
+	char	   *bytes;			/* (input_len) a copy of the slot's input (LlmSlot.input) */
+	Size		input_len;
 	bool		has_system;
 	Size		system_len;
 	Size		prompt_len;

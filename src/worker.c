@@ -327,6 +327,7 @@ LlmWorkerStart(int slotno, uint64 request_id, const LlmParams *params, dsa_point
 	}
 	memcpy(job->bytes, dsa_get_address(area, input), input_len);
 	dsa_free(area, input);
+	job->input_len = input_len;
 	job->slotno = slotno;
 	job->request_id = request_id;
 	job->params = *params;

@@ -5,7 +5,9 @@
  *		never stalls the engine's steps for everyone else.
  *
  * The serving loop copies a claimed request's input out of shared memory
- * into a job (malloc'd, so the DSA chunk is freed at once) and queues it;
+ * into a job (malloc'd, so the DSA chunk is freed at once) and queues it
+ * (a short one it tokenizes at once, which costs no more than a step's
+ * bookkeeping and cannot wait behind a long one);
  * the thread tokenizes it with the engine's functions alone and puts it on
  * the done list; the loop takes it from there, checks that the slot still
  * holds the same request (its backend may have cancelled it meanwhile, and
@@ -38,6 +40,9 @@ static LlmTokenizeJob *tok_done_head = NULL;
 static LlmTokenizeJob *tok_done_tail = NULL;
 static int	tok_outstanding = 0;	/* jobs submitted and not yet taken back */
 static bool tok_stop = false;
+
+/* Inputs up to this size are tokenized in the serving loop (milliseconds at most). */
+#define LLM_TOKENIZE_INLINE_BYTES 16384
 
 /* Append job to a list. */
 static void
@@ -121,13 +126,15 @@ LlmTokenizerStart(void)
 
 /*
  * Queue a claimed request for tokenizing; the job takes bytes (malloc'd).
- * Without a thread (it could not start) the job is tokenized here, at once.
+ * An input of at most LLM_TOKENIZE_INLINE_BYTES is tokenized here, at once
+ * (a few milliseconds at most, and so never queued behind a huge one), as
+ * is every input when the thread cannot start.
  */
 void
 LlmTokenizerSubmit(LlmTokenizeJob *job)
 {
 	tok_outstanding++;
-	if (!LlmTokenizerStart())
+	if (job->input_len <= LLM_TOKENIZE_INLINE_BYTES || !LlmTokenizerStart())
 	{
 		LlmTokenizeOne(job);
 		pthread_mutex_lock(&tok_mutex);
