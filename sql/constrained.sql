@@ -24,6 +24,12 @@ SELECT llm_generate('Once upon a time', max_tokens => 8, choices => ARRAY['yes',
 SELECT llm_generate('Lily was', max_tokens => 8, temperature => 2, seed => 3, choices => ARRAY['happy', 'sad'])
        IN ('happy', 'sad') AS one_of;
 
+-- In one batch, calls that differ only in their grammar are different requests.
+SELECT llm_generate(p, max_tokens => 8, choices => ARRAY['red']) AS a,
+       llm_generate(p, max_tokens => 8, choices => ARRAY['blue']) AS b,
+       llm_generate(p, max_tokens => 8, json_schema => '{"const":"green"}') AS c
+FROM (VALUES ('Lily had a dog'), ('Lily had a dog')) v(p);
+
 -- llm_extract over a table runs in one LLM Batch node; NULL in, NULL out.
 CREATE TABLE notes (id int PRIMARY KEY, body text);
 INSERT INTO notes VALUES (1, 'Lily is three years old.'), (2, 'Tom has a red ball.'), (3, NULL);

@@ -24,7 +24,7 @@
  * without a request, a NULL seed draws the row's own seed, and
  * on_error => 'null' turns the row's failed request into NULL.  A call
  * that asks exactly what an earlier call in the ring asks (the same
- * prompt, parameters and stop strings, and seed unless greedy) makes no
+ * prompt, parameters, stop strings and grammar, and seed unless greedy) makes no
  * request: it takes that call's answer (EXPLAIN ANALYZE counts them).
  *
  * Giving up.  At the end of the scan (a LIMIT above stops reading early),
@@ -334,7 +334,8 @@ batch_answered(BatchState *bs, BatchRow *row, int c)
 
 /*
  * Whether a and b are the same request, so one answer serves both: the same
- * prompt, parameters and stop strings, and the same seed unless greedy.
+ * prompt, parameters, stop strings and grammar (json_schema or choices),
+ * and the same seed unless greedy.
  */
 static bool
 same_request(const LlmJob *a, const LlmJob *b)
@@ -349,7 +350,9 @@ same_request(const LlmJob *a, const LlmJob *b)
 		memcmp(a->prompt, b->prompt, a->prompt_len) == 0 &&
 		(a->system == NULL) == (b->system == NULL) && a->system_len == b->system_len &&
 		(a->system_len == 0 || memcmp(a->system, b->system, a->system_len) == 0) &&
-		(a->stops_len == 0 || memcmp(a->stops, b->stops, a->stops_len) == 0);
+		(a->stops_len == 0 || memcmp(a->stops, b->stops, a->stops_len) == 0) &&
+		p->grammar == q->grammar && p->grammar_len == q->grammar_len &&
+		(p->grammar_len == 0 || memcmp(a->grammar, b->grammar, p->grammar_len) == 0);
 }
 
 /* Give call c of row the answer of the job it duplicates. */
