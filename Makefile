@@ -7,6 +7,8 @@
 #   make SANITIZE=1 ...  build everything with AddressSanitizer and UBSan
 #   make WITH_CUDA=0|1   without / with the CUDA backend (default: with, when nvcc is found)
 #   make gpu-check       build, test and benchmark the CUDA backend on a GPU
+#   make fuzz            build the libFuzzer targets (test/fuzz) with clang and run
+#                        each for FUZZ_SECONDS (default 60); fails on any finding
 
 PG_CONFIG ?= pg_config
 
@@ -186,6 +188,52 @@ gpu-check:
 
 .PHONY: cuda-all cuda-emu gpu-check
 # ---- end of the CUDA backend -------------------------------------------------
+
+# ---- fuzzing (test/fuzz) -----------------------------------------------------
+# The engine again, compiled by clang with libFuzzer's coverage hooks,
+# AddressSanitizer and UBSan (every UBSan report fatal), into build/fuzz;
+# one program per test/fuzz/fuzz_*.c.  Never part of the default build.
+# The SIMD kernels (cpu/*_avx*.c) are compiled plainly: clang takes more
+# than 20 minutes over matmul_avx512.c under either sanitizer, and those
+# kernels are checked under ASan by the gcc build (make SANITIZE=1).
+# test/fuzz/run.sh builds these and runs each for FUZZ_SECONDS.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD := build/fuzz
+FUZZ_WARN := -std=c11 -D_GNU_SOURCE -g -pthread -Wall -Wextra -Werror -Wno-unused-parameter \
+	-Wmissing-prototypes -Isrc/engine
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := $(FUZZ_WARN) -O1 $(FUZZ_SAN)
+FUZZ_OBJ_CFLAGS = $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link
+FUZZ_ENGINE_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(ENGINE_SRCS))
+FUZZ_SIMD_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(wildcard src/engine/cpu/*_avx*.c))
+FUZZ_ENGINE_LIB := $(FUZZ_BUILD)/libllmengine.a
+FUZZ_TARGETS := $(patsubst test/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard test/fuzz/fuzz_*.c))
+
+$(FUZZ_SIMD_OBJS): FUZZ_OBJ_CFLAGS = $(FUZZ_WARN) -O2
+
+$(FUZZ_BUILD)/src/%.o: src/%.c $(wildcard src/engine/*.h src/engine/cpu/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_OBJ_CFLAGS) -c $< -o $@
+
+$(FUZZ_ENGINE_LIB): $(FUZZ_ENGINE_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_ENGINE_LIB)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_ENGINE_LIB) -lpcre2-8 -lm -lpthread
+
+# the random-model writer, for run.sh's seeds
+$(FUZZ_BUILD)/llm-random-model: tools/llm-random-model.c $(wildcard tools/*.h) $(FUZZ_ENGINE_LIB)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_ENGINE_LIB) -lpcre2-8 -lm -lpthread
+
+fuzz-build: $(FUZZ_TARGETS) $(FUZZ_BUILD)/llm-random-model
+
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_CC=$(FUZZ_CC) bash test/fuzz/run.sh
+
+.PHONY: fuzz fuzz-build
+# ---- end of fuzzing ----------------------------------------------------------
 
 check-engine: engine-all
 	$(MAKE) SANITIZE=1 engine-all

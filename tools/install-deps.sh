@@ -3,8 +3,10 @@
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
+# clang and libclang-rt-dev (libFuzzer's runtime, only recommended by
+# clang) build the fuzz targets of test/fuzz
 PACKAGES=(build-essential postgresql-15 postgresql-server-dev-15 libpcre2-dev
-          libipc-run-perl valgrind python3 python3-jinja2 python3-jsonschema)
+          libipc-run-perl valgrind python3 python3-jinja2 python3-jsonschema clang libclang-rt-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
