@@ -121,6 +121,8 @@ test_json_reader(void)
 	memset(deep, '[', sizeof(deep));
 	TEST_CHECK(llm_json_parse(deep, sizeof(deep), &v, &err) == LLM_ERR_INVALID && strstr(err.msg, "deeply"),
 			   "deep nesting is refused: %s", err.msg);
+	TEST_CHECK(llm_json_valid("{\"a\":1,\"a\":2}", 13) && !llm_json_valid("{\"a\":1,}", 8),
+			   "llm_json_valid allows duplicate names, and nothing else the reader refuses");
 	TEST_CHECK(llm_json_parse("{\"a\":1,\"b\":2}", 13, &v, &err) == LLM_OK &&
 			   llm_json_parse("{\"b\":2.0,\"a\":1}", 15, &w, &err) == LLM_OK && llm_json_equal(v, w),
 			   "members compare in any order, numbers by value");

@@ -17,6 +17,7 @@ typedef struct JsonReader
 	size_t		len;
 	size_t		pos;
 	LlmError   *err;
+	bool		allow_duplicates;	/* duplicate member names are valid JSON (RFC 8259 only says SHOULD) */
 } JsonReader;
 
 /* A growing byte buffer. */
@@ -300,7 +301,7 @@ json_container(JsonReader *r, LlmJson *v, int depth)
 				return json_fail(r, "expected a member name");
 			if ((st = json_string(r, &key, &key_len)))
 				return st;
-			for (int i = 0; i < v->n - 1; i++)
+			for (int i = 0; !r->allow_duplicates && i < v->n - 1; i++)
 				if (v->items[i].key_len == key_len && memcmp(v->items[i].key, key, key_len) == 0)
 				{
 					free(key);
@@ -374,11 +375,11 @@ json_clear(LlmJson *v)
 	free(v->key);
 }
 
-/* Parse JSON text into a new tree. */
-LlmStatus
-llm_json_parse(const char *text, size_t len, LlmJson **out, LlmError *err)
+/* Parse text into a new tree, refusing duplicate member names unless allow_duplicates. */
+static LlmStatus
+json_parse(const char *text, size_t len, bool allow_duplicates, LlmJson **out, LlmError *err)
 {
-	JsonReader	r = {text, len, 0, err};
+	JsonReader	r = {text, len, 0, err, allow_duplicates};
 	LlmJson    *v = calloc(1, sizeof(LlmJson));
 	LlmStatus	st;
 
@@ -398,6 +399,24 @@ llm_json_parse(const char *text, size_t len, LlmJson **out, LlmError *err)
 	}
 	*out = v;
 	return LLM_OK;
+}
+
+/* Parse JSON text into a new tree. */
+LlmStatus
+llm_json_parse(const char *text, size_t len, LlmJson **out, LlmError *err)
+{
+	return json_parse(text, len, false, out, err);
+}
+
+/* Whether text is one JSON value. */
+bool
+llm_json_valid(const char *text, size_t len)
+{
+	LlmJson    *v = NULL;
+	bool		ok = json_parse(text, len, true, &v, NULL) == LLM_OK;
+
+	llm_json_free(v);
+	return ok;
 }
 
 /* Free a tree. */

@@ -49,6 +49,13 @@ typedef struct LlmJson
  */
 LlmStatus	llm_json_parse(const char *text, size_t len, LlmJson **out, LlmError *err);
 
+/*
+ * Whether len bytes of text are one JSON value, duplicate member names
+ * allowed (RFC 8259 makes them legal; jsonb keeps the last).  What a
+ * grammar with free-form objects may write (json_schema.h).
+ */
+bool		llm_json_valid(const char *text, size_t len);
+
 /* Free a tree from llm_json_parse(); NULL is allowed. */
 void		llm_json_free(LlmJson *v);
 
