@@ -76,7 +76,7 @@ reference_mask(const LlmGrammar *g, const LlmTokenizer *tok, const LlmGrammarSta
 			}
 		}
 		if (ok)
-			mask[t >> 6] |= (uint64_t) 1 << (t & 63);
+			llm_mask_allow(mask, t);
 	}
 	llm_grammar_state_free(&a);
 	llm_grammar_state_free(&b);
@@ -119,14 +119,14 @@ check_masks(const LlmModel *m, const char *schema, int n_steps, size_t budget)
 		if (memcmp(mask, ref, (size_t) words * sizeof(uint64_t)) != 0)
 			mismatches++;
 		for (int t = 0; t < n_vocab; t++)
-			n_allowed += (mask[t >> 6] >> (t & 63)) & 1;
+			n_allowed += llm_mask_allows(mask, t);
 		TEST_CHECK(n_allowed > 0, "step %d of %s allows no token", step, schema);
 		if (n_allowed == 0)
 			break;
 		/* a pseudo-random allowed token that is not end-of-generation */
 		k = (int) (test_rng_next() % (uint64_t) n_allowed);
 		for (int t = 0; t < n_vocab && pick < 0; t++)
-			if ((mask[t >> 6] >> (t & 63)) & 1 && k-- == 0)
+			if (llm_mask_allows(mask, t) && k-- == 0)
 				pick = t;
 		if (llm_tokenizer_is_eog(tok, pick))
 			break;

@@ -356,7 +356,7 @@ dfa_mask(LlmConstraint *c, int id)
 		if ((next = dfa_next(c, c->walk_state[d], t->byte[node])) < 0)
 			continue;			/* this byte leaves the grammar: so do all tokens below */
 		for (int32_t tok = t->first_token[node]; tok >= 0; tok = t->next_token[tok])
-			mask[tok >> 6] |= (uint64_t) 1 << (tok & 63);
+			llm_mask_allow(mask, tok);
 		if (t->first_child[node] >= 0)
 		{
 			d++;
@@ -366,7 +366,7 @@ dfa_mask(LlmConstraint *c, int id)
 	}
 	if (llm_grammar_accepting(&c->states[id].st))
 		for (int i = 0; i < cache->n_eog; i++)
-			mask[cache->eog[i] >> 6] |= (uint64_t) 1 << (cache->eog[i] & 63);
+			llm_mask_allow(mask, cache->eog[i]);
 	c->states[id].mask = mask;
 	c->bytes += (size_t) cache->mask_words * sizeof(uint64_t);
 	c->cache->n_masks++;

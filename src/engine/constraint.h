@@ -55,6 +55,20 @@ typedef struct LlmConstraintCursor
 	uint64_t	epoch;
 } LlmConstraintCursor;
 
+/* Whether token mask (bit t of word t / 64, as llm_constraint_mask() gives it) allows token t. */
+static inline bool
+llm_mask_allows(const uint64_t *mask, int32_t t)
+{
+	return (mask[t >> 6] >> (t & 63)) & 1;
+}
+
+/* Allow token t in mask. */
+static inline void
+llm_mask_allow(uint64_t *mask, int32_t t)
+{
+	mask[t >> 6] |= (uint64_t) 1 << (t & 63);
+}
+
 /* A new, empty cache for the vocabulary of tok (the trie is built on first use). */
 LlmStatus	llm_constraint_cache_new(const LlmTokenizer *tok, LlmConstraintCache **out, LlmError *err);
 /* Free a cache and every constraint in it; NULL is allowed.  No cursor may be in use. */

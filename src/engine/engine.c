@@ -378,6 +378,23 @@ seq_copy_stops(Seq *s, const LlmRequest *r, LlmError *err)
 	return LLM_OK;
 }
 
+/*
+ * Finish s at max_tokens or the context length: LENGTH, or an error when
+ * its output is not yet whole for its grammar (a constrained output is
+ * never cut).
+ */
+static void
+seq_finish_at_limit(LlmEngine *e, Seq *s)
+{
+	if (s->constraint == NULL || llm_constraint_accepting(&s->cursor))
+		seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
+	else
+		seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_LIMIT,
+				   s->n_tokens - s->n_prompt >= s->max_tokens ?
+				   "the output reached max_tokens before it was complete for its grammar" :
+				   "the output reached the context length before it was complete for its grammar");
+}
+
 /* Give s the constraint of r's grammar (compiled by the engine's cache on first use). */
 static LlmStatus
 seq_attach_grammar(LlmEngine *e, Seq *s, const LlmRequest *r, LlmError *err)
@@ -492,10 +509,8 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 	s->ignore_eos = r->ignore_eos;
 	s->id = e->next_id++;
 	s->state = SEQ_WAITING;
-	if (s->max_tokens == 0 && s->constraint != NULL && !llm_constraint_accepting(&s->cursor))
-		seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_LIMIT, "max_tokens is 0, too few for the grammar's output");
-	else if (s->max_tokens == 0)
-		seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
+	if (s->max_tokens == 0)
+		seq_finish_at_limit(e, s);
 	e->seqs[e->n_seqs++] = s;
 	*id = s->id;
 	return LLM_OK;
@@ -626,13 +641,6 @@ seq_hit_stop(Seq *s, size_t added_len)
 	return true;
 }
 
-/* Whether token t is allowed by mask. */
-static inline bool
-mask_allows(const uint64_t *mask, int32_t t)
-{
-	return (mask[t >> 6] >> (t & 63)) & 1;
-}
-
 /*
  * Choose s's next token under its grammar: the highest logit among the
  * tokens mask allows (lowest id on ties, NaN as -infinity) when s is greedy
@@ -678,11 +686,11 @@ seq_sample_constrained(Seq *s, const uint64_t *mask, float *logits, int n_vocab)
 		if (bits == ~(uint64_t) 0)
 			continue;
 		for (int t = w * 64; t < end; t++)
-			if (!((bits >> (t & 63)) & 1))
+			if (!llm_mask_allows(mask, t))
 				logits[t] = -INFINITY;
 	}
 	best = llm_sampler_sample(&s->sampler, logits, s->tokens, s->n_tokens);
-	return best >= 0 && best < n_vocab && mask_allows(mask, best) ? best : first;
+	return best >= 0 && best < n_vocab && llm_mask_allows(mask, best) ? best : first;
 }
 
 /*
@@ -749,15 +757,7 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 	if (seq_hit_stop(s, len) || (s->constraint != NULL && llm_constraint_complete(&s->cursor)))
 		seq_finish(e, s, LLM_FINISH_STOP, LLM_OK, NULL);
 	else if (s->n_tokens - s->n_prompt >= s->max_tokens || s->n_tokens >= e->config.n_ctx)
-	{
-		if (s->constraint != NULL && !llm_constraint_accepting(&s->cursor))
-			seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_LIMIT,
-					   s->n_tokens - s->n_prompt >= s->max_tokens ?
-					   "the output reached max_tokens before it was complete for its grammar" :
-					   "the output reached the context length before it was complete for its grammar");
-		else
-			seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
-	}
+		seq_finish_at_limit(e, s);
 }
 
 /*
