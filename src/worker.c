@@ -297,45 +297,59 @@ LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
 	return true;
 }
 
+/* A request the worker has claimed, with what it needs from the slot. */
+typedef struct LlmClaim
+{
+	int			slotno;
+	uint64		request_id;
+	LlmParams	params;
+	dsa_pointer input;
+	Size		input_len;
+	bool		has_system;
+	Size		system_len;
+	Size		prompt_len;
+	Size		continuation_len;
+	int			n_stop;
+} LlmClaim;
+
 /*
  * Hand a claimed request to the tokenizer thread (worker_tokenize.c): its
  * input copied out of shared memory, whose chunk is freed at once.  Without
  * a model the request is answered with the error here.
  */
 static void
-LlmWorkerStart(int slotno, uint64 request_id, const LlmParams *params, dsa_pointer input, Size input_len,
-			   bool has_system, Size system_len, Size prompt_len, Size continuation_len, int n_stop)
+LlmWorkerStart(const LlmClaim *c)
 {
 	dsa_area   *area = LlmShmemDsa();
 	LlmTokenizeJob *job;
 
-	WorkerSeqs[slotno].claimed_at = GetCurrentTimestamp();
+	WorkerSeqs[c->slotno].claimed_at = GetCurrentTimestamp();
 	if (LlmWorkerEngine == NULL)
 	{
-		dsa_free(area, input);
-		LlmWorkerNoModel(slotno);
+		dsa_free(area, c->input);
+		LlmWorkerNoModel(c->slotno);
 		return;
 	}
 	job = calloc(1, sizeof(LlmTokenizeJob));
-	if (job == NULL || (job->bytes = malloc(Max(input_len, 1))) == NULL)
+	if (job == NULL || (job->bytes = malloc(Max(c->input_len, 1))) == NULL)
 	{
 		free(job);
-		dsa_free(area, input);
-		LlmWorkerAnswer(slotno, NULL, ERRCODE_OUT_OF_MEMORY, "out of memory",
-						psprintf("Failed on request for %zu bytes to tokenize the prompt.", input_len), NULL);
+		dsa_free(area, c->input);
+		LlmWorkerAnswer(c->slotno, NULL, ERRCODE_OUT_OF_MEMORY, "out of memory",
+						psprintf("Failed on request for %zu bytes to tokenize the prompt.", c->input_len), NULL);
 		return;
 	}
-	memcpy(job->bytes, dsa_get_address(area, input), input_len);
-	dsa_free(area, input);
-	job->input_len = input_len;
-	job->slotno = slotno;
-	job->request_id = request_id;
-	job->params = *params;
-	job->has_system = has_system;
-	job->system_len = system_len;
-	job->prompt_len = prompt_len;
-	job->continuation_len = continuation_len;
-	job->n_stop = n_stop;
+	memcpy(job->bytes, dsa_get_address(area, c->input), c->input_len);
+	dsa_free(area, c->input);
+	job->input_len = c->input_len;
+	job->slotno = c->slotno;
+	job->request_id = c->request_id;
+	job->params = c->params;
+	job->has_system = c->has_system;
+	job->system_len = c->system_len;
+	job->prompt_len = c->prompt_len;
+	job->continuation_len = c->continuation_len;
+	job->n_stop = c->n_stop;
 	LlmTokenizerSubmit(job);
 }
 
@@ -374,21 +388,6 @@ LlmWorkerAdmitTokenized(void)
 		LlmTokenizeJobFree(job);	/* the engine copied the prompt and stop strings */
 	}
 }
-
-/* A request the worker has claimed, with what it needs from the slot. */
-typedef struct LlmClaim
-{
-	int			slotno;
-	uint64		request_id;
-	LlmParams	params;
-	dsa_pointer input;
-	Size		input_len;
-	bool		has_system;
-	Size		system_len;
-	Size		prompt_len;
-	Size		continuation_len;
-	int			n_stop;
-} LlmClaim;
 
 /*
  * Step 1 of the loop: free the slots whose backends gave up (dropping their
@@ -448,9 +447,7 @@ LlmWorkerScanSlots(void)
 		LlmWorkerRelease(dropped[i]);
 	LlmFreeChunks(chunks, n_chunks);
 	for (int i = 0; i < n_claims; i++)
-		LlmWorkerStart(claims[i].slotno, claims[i].request_id, &claims[i].params, claims[i].input,
-					   claims[i].input_len, claims[i].has_system, claims[i].system_len, claims[i].prompt_len,
-					   claims[i].continuation_len, claims[i].n_stop);
+		LlmWorkerStart(&claims[i]);
 }
 
 /* The slot whose sequence has this engine id, or -1. */
