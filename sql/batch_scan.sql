@@ -33,8 +33,12 @@ EXPLAIN (COSTS OFF) WITH c AS MATERIALIZED (SELECT id, llm_generate(body, 4) AS 
 EXPLAIN (COSTS OFF, VERBOSE) SELECT upper(llm_generate(body, 4)) FROM articles;
 -- Calls in an aggregate's arguments run in a node below the aggregate.
 EXPLAIN (COSTS OFF) SELECT id % 2, string_agg(llm_generate(body, 4), '|' ORDER BY id) FROM articles GROUP BY 1;
--- Only calls made for every row are batched; a call CASE or FILTER may skip runs row by row.
+-- Only calls made for every row are batched: those in an aggregate's FILTER
+-- are, but a call that CASE or a FILTER may skip runs row by row.
 EXPLAIN (COSTS OFF) SELECT count(*) FILTER (WHERE llm_generate(body, 2) LIKE '%a%') FROM articles;
+SELECT count(*) FILTER (WHERE llm_generate(body, 2) LIKE '%a%') = count(*) FILTER (WHERE b LIKE '%a%')
+FROM (SELECT body, llm_generate(body, 2) AS b FROM articles) s;
+EXPLAIN (COSTS OFF) SELECT string_agg(llm_generate(body, 2), ',') FILTER (WHERE id > 3) FROM articles;
 EXPLAIN (COSTS OFF, VERBOSE) SELECT CASE WHEN id > 3 THEN llm_generate(body, 4) END FROM articles;
 -- No node without a row source, or with llm.batch_rows = 0.
 EXPLAIN (COSTS OFF) SELECT llm_generate('Once upon a time', 4);

@@ -26,6 +26,49 @@ SELECT id, llm_classify(body, ARRAY['happy', 'sad']) FROM stories ORDER BY id;
 SELECT id FROM stories WHERE llm_filter(body, 'Is someone sad?', 0.0) ORDER BY id;
 DROP TABLE stories;
 
+-- The scoring calls over a table run in the LLM Batch node (in the target
+-- list, in WHERE, in an aggregate's FILTER), with the answers they get row
+-- by row; a repeated question makes no request of its own.
+CREATE TABLE notes (id int PRIMARY KEY, body text, labels text[]);
+INSERT INTO notes VALUES (1, 'Lily was very happy and she smiled.', ARRAY['happy', 'sad']),
+  (2, 'Tom cried because his toy broke.', ARRAY['happy', 'sad', 'angry']),
+  (3, NULL, ARRAY['a']), (4, 'Lily was very happy and she smiled.', ARRAY['happy', 'sad']),
+  (5, 'The dog ran to the park.', NULL);
+EXPLAIN (COSTS OFF)
+SELECT id, llm_classify(body, labels), llm_probability(body, 'Is someone sad?'), llm_score(body, ' The end.')
+FROM notes WHERE llm_filter(body, 'Is there a dog?', 0.0);
+EXPLAIN (COSTS OFF) SELECT count(*) FILTER (WHERE llm_filter(body, 'Is there a dog?')) FROM notes;
+CREATE VIEW scored AS
+SELECT id, llm_classify(body, labels) AS label, llm_probability(body, 'Is someone sad?') AS p_sad,
+       llm_score(body, ' The end.') AS score, llm_filter(body, 'Is someone sad?') AS sad
+FROM notes;
+EXPLAIN (COSTS OFF) SELECT * FROM scored;
+CREATE TEMP TABLE batched AS SELECT * FROM scored;
+SET llm.batch_rows = 1;
+CREATE TEMP TABLE alone AS SELECT * FROM scored;
+RESET llm.batch_rows;
+SELECT b.id, b.label, b.label IS NOT DISTINCT FROM a.label AND b.p_sad IS NOT DISTINCT FROM a.p_sad
+       AND b.score IS NOT DISTINCT FROM a.score AND b.sad IS NOT DISTINCT FROM a.sad AS as_alone,
+       b.p_sad IS NULL AS no_p, b.score IS NULL AS no_score
+FROM batched b JOIN alone a USING (id) ORDER BY id;
+-- the requests an LLM Batch node made, and the calls it answered from another's request
+CREATE FUNCTION batch_requests(query text, OUT requests int, OUT deduplicated int) LANGUAGE plpgsql AS $$
+DECLARE
+  plan jsonb;
+BEGIN
+  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || query INTO plan;
+  requests := jsonb_path_query_first(plan, 'lax $.**."Requests"');
+  deduplicated := jsonb_path_query_first(plan, 'lax $.**."Deduplicated Calls"');
+END $$;
+-- 4 inputs, 3 distinct: Yes and No for each
+SELECT * FROM batch_requests($$SELECT id FROM notes WHERE llm_filter(body, 'Is there a dog?')$$);
+-- a bad row's arguments fail the query with the error row by row gives
+SELECT id, llm_classify(body, CASE WHEN id = 4 THEN ARRAY['happy', 'happy'] ELSE labels END) FROM notes;
+SELECT id FROM notes WHERE llm_filter(body, 'Is there a dog?', CASE WHEN id = 2 THEN 1.5 ELSE 0.5 END);
+DROP FUNCTION batch_requests;
+DROP VIEW scored;
+DROP TABLE notes;
+
 -- NULL in, NULL out, without a request.
 SELECT llm_score(NULL, 'x') IS NULL AS a, llm_score('x', NULL) IS NULL AS b,
        llm_classify(NULL, ARRAY['a']) IS NULL AS c, llm_classify('x', NULL) IS NULL AS d,

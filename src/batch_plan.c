@@ -1,18 +1,19 @@
 /*
  * batch_plan.c
  *		Planning the "LLM Batch" node: after the standard planner, every plan
- *		node that calls llm_generate() per row of a row source gets an LLM
- *		Batch node (batch_scan.c) put over it, which runs the calls for a
- *		window of rows at once.
+ *		node that calls a batched function (batch_call.c: llm_generate(),
+ *		llm_score(), llm_classify(), llm_filter(), llm_probability()) per row
+ *		of a row source gets an LLM Batch node (batch_scan.c) put over it,
+ *		which runs the calls for a window of rows at once.
  *
- * The rewrite.  Take a node P whose target list or filter calls
- * llm_generate().  P becomes the child P' of a new CustomScan C:
+ * The rewrite.  Take a node P whose target list or filter calls a batched
+ * function.  P becomes the child P' of a new CustomScan C:
  *
- *   - P' computes, per row, every value C needs: the twelve arguments of each
+ *   - P' computes, per row, every value C needs: the arguments of each
  *     batched call, and every other subexpression of P's target list and
- *     of the filter clauses that call llm_generate().  Its other filter
+ *     of the filter clauses that make a call.  Its other filter
  *     clauses stay in P', so rows are filtered before any request.
- *   - C's scan tuple is P''s columns, then one text column per call.  C's
+ *   - C's scan tuple is P''s columns, then one column per call.  C's
  *     target list is P''s old one with each call replaced by its column
  *     (same positions, names and junk flags, so whatever reads P's output
  *     reads C's unchanged); C's filter is the clauses that call it.
@@ -23,7 +24,7 @@
  *
  * A call is batched only where it would be evaluated for every row: not
  * inside CASE, COALESCE, AND/OR, a subplan, an aggregate or any other node
- * that may skip it, and not when its arguments call llm_generate()
+ * that may skip it, and not when its arguments make a batched call
  * themselves.  Such an expression goes to P' whole and runs row by row as
  * before.  Nodes without a row source (a Result with no child, so
  * SELECT llm_generate('x')) and nodes that return sets are left alone, as
@@ -54,24 +55,28 @@ typedef struct BatchRewrite
 
 static planner_hook_type prev_planner_hook = NULL;
 
-/* Whether expression node calls llm_generate() anywhere. */
+/* Whether expression node calls a batched function (batch_call.c) anywhere. */
 static bool
-calls_generate(Node *node, void *context)
+calls_batched(Node *node, void *context)
 {
 	if (node == NULL)
 		return false;
-	if (IsA(node, FuncExpr) && LlmIsGenerateFunc(((FuncExpr *) node)->funcid))
+	if (IsA(node, FuncExpr) && LlmBatchFuncOf(((FuncExpr *) node)->funcid) != LLM_BATCH_NONE)
 		return true;
-	return expression_tree_walker(node, calls_generate, context);
+	return expression_tree_walker(node, calls_batched, context);
 }
 
-/* Whether node is a call the node can run for a window of rows: llm_generate() whose arguments make no call. */
+/* Whether node is a call the node can run for a window of rows: a batched function whose arguments make no call. */
 static bool
 is_batchable_call(Node *node)
 {
-	return IsA(node, FuncExpr) && LlmIsGenerateFunc(((FuncExpr *) node)->funcid) &&
-		list_length(((FuncExpr *) node)->args) == LLM_GENERATE_NARGS &&
-		!calls_generate((Node *) ((FuncExpr *) node)->args, NULL);
+	LlmBatchFunc f;
+
+	if (!IsA(node, FuncExpr))
+		return false;
+	f = LlmBatchFuncOf(((FuncExpr *) node)->funcid);
+	return f != LLM_BATCH_NONE && list_length(((FuncExpr *) node)->args) == LlmBatchFuncNargs(f) &&
+		!calls_batched((Node *) ((FuncExpr *) node)->args, NULL);
 }
 
 /* A Var of varno for column resno of a target list entry's type. */
@@ -183,17 +188,17 @@ rewrite_expr(Node *node, BatchRewrite *rw)
 		}
 		rw->calls = lappend(rw->calls, call);
 		rw->call_args = lappend(rw->call_args, copyObject(call->args));
-		result = makeVar(INDEX_VAR, 0, TEXTOID, -1, exprCollation((Node *) call), 0);
+		result = makeVar(INDEX_VAR, 0, exprType((Node *) call), -1, exprCollation((Node *) call), 0);
 		rw->call_vars = lappend(rw->call_vars, result);
 		return (Node *) result;
 	}
-	if (!calls_generate(node, NULL) || !evaluates_all_children(node))
+	if (!calls_batched(node, NULL) || !evaluates_all_children(node))
 		return (Node *) child_column(rw, (Expr *) node);
 	return expression_tree_mutator(node, rewrite_expr, rw);
 }
 
 /*
- * Put an LLM Batch node over plan if it calls llm_generate() per row;
+ * Put an LLM Batch node over plan if it makes batched calls per row;
  * returns the node to use in its place.  bound: at most this many rows are
  * wanted (a LIMIT right above), or 0.  The new node's plan_node_id follows
  * *last_node_id.
@@ -213,7 +218,7 @@ batch_node(Plan *plan, int64 bound, int *last_node_id)
 	if (IsA(plan, ProjectSet) || IsA(plan, ModifyTable) || IsA(plan, CustomScan) ||
 		(IsA(plan, Result) && plan->lefttree == NULL))
 		return plan;
-	if (!calls_generate((Node *) plan->targetlist, NULL) && !calls_generate((Node *) plan->qual, NULL))
+	if (!calls_batched((Node *) plan->targetlist, NULL) && !calls_batched((Node *) plan->qual, NULL))
 		return plan;
 
 	foreach(lc, plan->targetlist)
@@ -227,7 +232,7 @@ batch_node(Plan *plan, int64 bound, int *last_node_id)
 	{
 		Node	   *clause = lfirst(lc);
 
-		if (calls_generate(clause, NULL))
+		if (calls_batched(clause, NULL))
 			qual = lappend(qual, rewrite_expr(clause, &rw));
 		else
 			child_qual = lappend(child_qual, clause);
@@ -268,15 +273,19 @@ push_down_calls(Node *node, BatchPushDown *pd)
 
 		pd->calls = lappend(pd->calls, call);
 		pd->call_args = lappend(pd->call_args, copyObject(call->args));
-		return (Node *) makeVar(OUTER_VAR, pd->n_input + list_length(pd->calls), TEXTOID, -1,
+		return (Node *) makeVar(OUTER_VAR, pd->n_input + list_length(pd->calls), exprType((Node *) call), -1,
 								exprCollation((Node *) call), 0);
 	}
-	if (IsA(node, List) || (calls_generate(node, NULL) && evaluates_all_children(node)))
+	if (IsA(node, List) || (calls_batched(node, NULL) && evaluates_all_children(node)))
 		return expression_tree_mutator(node, push_down_calls, pd);
 	return node;				/* no call, or only where it may be skipped */
 }
 
-/* Rewrite the arguments of every aggregate without a FILTER (it would skip rows) in an Agg's expressions. */
+/*
+ * Rewrite the calls of every aggregate's FILTER (evaluated for every input
+ * row) and of the arguments of those without one (a FILTER skips rows) in
+ * an Agg's expressions.
+ */
 static Node *
 push_down_aggref_args(Node *node, BatchPushDown *pd)
 {
@@ -287,22 +296,27 @@ push_down_aggref_args(Node *node, BatchPushDown *pd)
 		Aggref	   *agg = (Aggref *) node;
 		Aggref	   *copy;
 
-		if (agg->aggfilter != NULL || !calls_generate((Node *) agg->args, NULL))
+		if (!calls_batched((Node *) agg->aggfilter, NULL) &&
+			(agg->aggfilter != NULL || !calls_batched((Node *) agg->args, NULL)))
 			return node;
 		copy = makeNode(Aggref);
 		memcpy(copy, agg, sizeof(Aggref));
-		copy->args = (List *) push_down_calls((Node *) agg->args, pd);
+		copy->aggfilter = (Expr *) push_down_calls((Node *) agg->aggfilter, pd);
+		if (agg->aggfilter == NULL)
+			copy->args = (List *) push_down_calls((Node *) agg->args, pd);
 		return (Node *) copy;
 	}
 	return expression_tree_mutator(node, push_down_aggref_args, pd);
 }
 
 /*
- * An aggregate over llm_generate() calls, as in string_agg(llm_generate(...),
+ * An aggregate over batched calls, as in string_agg(llm_generate(...),
  * ...), evaluates them per input row inside the Agg node: put an LLM Batch
  * node between the Agg and its input that computes them as extra columns,
- * and let the aggregates read those.  An aggregate with a FILTER keeps its
- * calls (the filter may skip rows).
+ * and let the aggregates read those.  The calls in an aggregate's FILTER
+ * are computed so too (as in count(*) FILTER (WHERE llm_filter(...))), but
+ * an aggregate with a FILTER keeps the calls of its arguments (the filter
+ * may skip rows).
  */
 static void
 push_below_agg(Agg *agg, int *last_node_id)

@@ -1,38 +1,45 @@
 /*
  * batch_scan.c
- *		The "LLM Batch" plan node: runs the llm_generate() calls of a window
- *		of its child's rows at once, and returns the rows in the child's
- *		order as their answers arrive.
+ *		The "LLM Batch" plan node: runs the batched calls (llm_generate(),
+ *		the scoring functions: batch_call.c) of a window of its child's rows
+ *		at once, and returns the rows in the child's order as their answers
+ *		arrive.
  *
- * batch_plan.c puts the node over a plan node that calls llm_generate()
- * per row; the child computes each call's twelve arguments as columns.  The
- * node keeps a ring of rows read from the child:
+ * batch_plan.c puts the node over a plan node that makes such calls per
+ * row; the child computes each call's arguments as columns.  The node keeps
+ * a ring of rows read from the child:
  *
  *   rows[head] ... rows[head + n_rows - 1]     in the child's order
  *
- * Each row holds a copy of the child's columns and one job per call.  The
+ * Each row holds a copy of the child's columns and of the calls' arguments,
+ * and each call's jobs (one for llm_generate(), one per label for
+ * llm_classify(), ...), jobs[call_job[c] .. call_job[c + 1]).  The
  * node submits the jobs of up to `window` rows to the queue (queue.c), so
  * the worker sees them all in one continuous batch, and keeps the window
  * full: while it waits for the head row it collects whatever else has
  * finished, then reads more rows from the child.  Rows answered out of
  * order wait in the ring (at most 2 * window rows), and the head row goes
- * out as soon as all its calls are answered.  So ORDER BY, LIMIT and
- * DISTINCT above the node see the rows they would have seen.
+ * out as soon as all its jobs are answered, each call's result made from
+ * its jobs' answers.  So ORDER BY, LIMIT and DISTINCT above the node see
+ * the rows they would have seen.
  *
- * Each row's job is built by LlmJobFromArgs(), exactly as llm_generate()
- * builds its one: the same checks and errors, a NULL prompt gives NULL
- * without a request, a NULL seed draws the row's own seed, and
- * on_error => 'null' turns the row's failed request into NULL.  A call
- * that asks exactly what an earlier call in the ring asks (the same
- * prompt, parameters, stop strings and grammar, and seed unless greedy) makes no
- * request: it takes that call's answer (EXPLAIN ANALYZE counts them).
+ * Each call's jobs and result are built by LlmBatchCallJobs() and
+ * LlmBatchCallResult(), exactly as the function builds them row by row:
+ * the same checks and errors, a NULL prompt gives NULL without a request,
+ * a NULL seed draws the row's own seed, and on_error => 'null' turns the
+ * row's failed request into NULL.  A job that asks exactly what an earlier
+ * job in the ring asks (the same prompt, continuation, parameters, stop
+ * strings and grammar, and seed unless greedy) makes no request: it takes
+ * that job's answer (EXPLAIN ANALYZE counts them).
  *
  * Giving up.  At the end of the scan (a LIMIT above stops reading early),
  * at a rescan, and when the query's memory goes away on an error, a cancel
  * or a statement timeout (a reset callback on the node's memory context),
  * every job still in a slot is cancelled with LlmQueueCancel(); the worker
  * drops it at its next step.  Waiting sleeps on the head job's condition
- * variable, which checks for interrupts.
+ * variable, which checks for interrupts.  The jobs are kept in the node's
+ * own memory, not the rows': a memory context's children are gone before
+ * its reset callbacks run.
  */
 #include "postgres.h"
 
@@ -41,8 +48,10 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
+#include "nodes/nodeFuncs.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
@@ -53,21 +62,26 @@
 
 struct BatchRow;
 
-/* A call of a row in the ring; row NULL for none. */
+/* A job of a row in the ring; row NULL for none. */
 typedef struct BatchRef
 {
 	struct BatchRow *row;
-	int			call;
+	int			job;
 } BatchRef;
 
 /* One row of the child in the ring. */
 typedef struct BatchRow
 {
-	MemoryContext cxt;			/* the row's tuple, prompts and answers */
+	MemoryContext cxt;			/* the row's tuple, arguments, prompts and answers */
 	MinimalTuple tuple;			/* the child's columns */
-	LlmJob	   *jobs;			/* (n_calls), allocated with the node */
-	bool	   *answered;		/* (n_calls) */
-	BatchRef   *next_dup;		/* (n_calls) the next call waiting for this one's answer */
+	NullableDatum *args;		/* (n_args) the calls' arguments, call c's from arg_first[c] */
+	int		   *call_job;		/* (n_calls + 1) call c's jobs are jobs[call_job[c] .. call_job[c + 1]) */
+	/* in the node's memory, grown to max_jobs */
+	LlmJob	   *jobs;			/* (n_jobs) */
+	bool	   *answered;		/* (n_jobs) */
+	BatchRef   *next_dup;		/* (n_jobs) the next job waiting for this one's answer */
+	int			n_jobs;
+	int			max_jobs;
 	int			n_submitted;	/* jobs given to the queue (or needing none) */
 	int			n_answered;		/* of those, answered */
 	bool		busy;			/* counted in n_busy: submitting or waiting for answers */
@@ -78,7 +92,12 @@ typedef struct BatchState
 {
 	CustomScanState css;
 	int			n_calls;
-	ExprState **arg_states;		/* (n_calls, LLM_GENERATE_NARGS) each argument, over the child's row */
+	LlmBatchFunc *funcs;		/* (n_calls) which function each call is */
+	int		   *arg_first;		/* (n_calls + 1) call c's arguments are arg_states[arg_first[c] ..] */
+	int			n_args;
+	ExprState **arg_states;		/* (n_args) each argument, over the child's row */
+	int16	   *arg_typlen;		/* (n_args) to copy the arguments into a row */
+	bool	   *arg_byval;		/* (n_args) */
 	int			n_child;		/* the child's columns, the first of the scan tuple */
 	int			window;			/* most rows with requests in flight */
 	int64		bound;			/* read no more rows than this (a LIMIT above); 0: no bound */
@@ -92,6 +111,7 @@ typedef struct BatchState
 	bool		returned;		/* the head row went out: free it at the next call */
 	bool		in_progress;	/* counted in this backend's llm_progress row */
 	TupleTableSlot *tuple_slot; /* deforms a row's child columns */
+	MemoryContext node_cxt;		/* the node's own memory: the rows' jobs */
 	MemoryContext cxt;			/* parent of the rows' contexts */
 	MemoryContextCallback cancel_cb;
 	/* for EXPLAIN ANALYZE */
@@ -178,7 +198,7 @@ batch_cancel_all(BatchState *bs)
 	if (bs->rows == NULL)
 		return;
 	for (int r = 0; r < bs->max_rows; r++)
-		LlmQueueCancel(bs->rows[r].jobs, bs->n_calls);
+		LlmQueueCancel(bs->rows[r].jobs, bs->rows[r].n_jobs);
 }
 
 /* Reset callback of the node's memory context: the query is over, or failed. */
@@ -217,6 +237,8 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 	/* the calls (the scan tuple's last columns) are not evaluated as expressions: check what that would */
 	bs->n_calls = list_length(call_args);
 	bs->n_child = list_length(cscan->custom_scan_tlist) - bs->n_calls;
+	bs->funcs = palloc(sizeof(LlmBatchFunc) * Max(bs->n_calls, 1));
+	bs->arg_first = palloc(sizeof(int) * (bs->n_calls + 1));
 	for (int i = bs->n_child; i < list_length(cscan->custom_scan_tlist); i++)
 	{
 		FuncExpr   *call = (FuncExpr *) list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr;
@@ -225,15 +247,30 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 		if (aclresult != ACLCHECK_OK)
 			aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(call->funcid));
 		InvokeFunctionExecuteHook(call->funcid);
+		bs->funcs[i - bs->n_child] = LlmBatchFuncOf(call->funcid);
+		if (bs->funcs[i - bs->n_child] == LLM_BATCH_NONE)
+			elog(ERROR, "function %u is not batched", call->funcid);
 	}
-	bs->arg_states = palloc(sizeof(ExprState *) * bs->n_calls * LLM_GENERATE_NARGS);
+	bs->arg_first[0] = 0;
+	for (c = 0; c < bs->n_calls; c++)
+		bs->arg_first[c + 1] = bs->arg_first[c] + LlmBatchFuncNargs(bs->funcs[c]);
+	bs->n_args = bs->arg_first[bs->n_calls];
+	bs->arg_states = palloc(sizeof(ExprState *) * Max(bs->n_args, 1));
+	bs->arg_typlen = palloc(sizeof(int16) * Max(bs->n_args, 1));
+	bs->arg_byval = palloc(sizeof(bool) * Max(bs->n_args, 1));
+	c = 0;
 	foreach(lc, call_args)
 	{
 		ListCell   *la;
-		int			a = 0;
+		int			a = bs->arg_first[c];
 
+		Assert(list_length((List *) lfirst(lc)) == bs->arg_first[c + 1] - a);
 		foreach(la, (List *) lfirst(lc))
-			bs->arg_states[c * LLM_GENERATE_NARGS + a++] = ExecInitExpr((Expr *) lfirst(la), &node->ss.ps);
+		{
+			bs->arg_states[a] = ExecInitExpr((Expr *) lfirst(la), &node->ss.ps);
+			get_typlenbyval(exprType((Node *) lfirst(la)), &bs->arg_typlen[a], &bs->arg_byval[a]);
+			a++;
+		}
 		c++;
 	}
 	bs->tuple_slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(outerPlanState(bs)),
@@ -242,16 +279,11 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 		return;
 
 	LlmQueueAttach();
+	bs->node_cxt = CurrentMemoryContext;
 	bs->max_rows = 2 * bs->window;
 	bs->rows = palloc0(sizeof(BatchRow) * bs->max_rows);
 	for (int r = 0; r < bs->max_rows; r++)
-	{
-		bs->rows[r].jobs = palloc0(sizeof(LlmJob) * Max(bs->n_calls, 1));
-		bs->rows[r].answered = palloc0(sizeof(bool) * Max(bs->n_calls, 1));
-		bs->rows[r].next_dup = palloc0(sizeof(BatchRef) * Max(bs->n_calls, 1));
-		for (int j = 0; j < bs->n_calls; j++)
-			bs->rows[r].jobs[j].slot = -1;
-	}
+		bs->rows[r].call_job = palloc0(sizeof(int) * (bs->n_calls + 1));
 	bs->cxt = AllocSetContextCreate(CurrentMemoryContext, "LLM Batch rows", ALLOCSET_DEFAULT_SIZES);
 	LlmProgressStart((int64) cscan->scan.plan.plan_rows);
 	bs->in_progress = true;
@@ -264,15 +296,37 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 static void
 batch_free_row(BatchState *bs, BatchRow *row)
 {
-	LlmQueueCancel(row->jobs, bs->n_calls);
+	LlmQueueCancel(row->jobs, row->n_jobs);
 	if (row->cxt != NULL)
 		MemoryContextDelete(row->cxt);
 	row->cxt = NULL;
 	row->tuple = NULL;
-	row->n_submitted = row->n_answered = 0;
+	row->args = NULL;
+	row->n_jobs = row->n_submitted = row->n_answered = 0;
 	row->busy = false;
-	memset(row->answered, 0, sizeof(bool) * bs->n_calls);
-	memset(row->next_dup, 0, sizeof(BatchRef) * bs->n_calls);
+}
+
+/* Room for n jobs in row, in the node's memory. */
+static void
+batch_reserve_jobs(BatchState *bs, BatchRow *row, int n)
+{
+	int			m = Max(Max(n, 2 * row->max_jobs), 4);
+
+	if (n <= row->max_jobs)
+		return;
+	if (row->jobs == NULL)
+	{
+		row->jobs = MemoryContextAlloc(bs->node_cxt, sizeof(LlmJob) * m);
+		row->answered = MemoryContextAlloc(bs->node_cxt, sizeof(bool) * m);
+		row->next_dup = MemoryContextAlloc(bs->node_cxt, sizeof(BatchRef) * m);
+	}
+	else
+	{
+		row->jobs = repalloc(row->jobs, sizeof(LlmJob) * m);
+		row->answered = repalloc(row->answered, sizeof(bool) * m);
+		row->next_dup = repalloc(row->next_dup, sizeof(BatchRef) * m);
+	}
+	row->max_jobs = m;
 }
 
 /* The i-th row of the ring, counting from the head. */
@@ -299,33 +353,51 @@ batch_read_row(BatchState *bs)
 	old = MemoryContextSwitchTo(row->cxt);
 	row->tuple = ExecCopySlotMinimalTuple(child);
 	econtext->ecxt_outertuple = child;
+
+	/* the arguments, copied into the row: the jobs point into them, and the results read them */
+	row->args = palloc(sizeof(NullableDatum) * Max(bs->n_args, 1));
+	for (int a = 0; a < bs->n_args; a++)
+	{
+		Datum		v = ExecEvalExprSwitchContext(bs->arg_states[a], econtext, &row->args[a].isnull);
+
+		row->args[a].value = row->args[a].isnull ? (Datum) 0 : datumCopy(v, bs->arg_byval[a], bs->arg_typlen[a]);
+	}
+	ResetExprContext(econtext);
+
+	/* each call's jobs, after those of the calls before it */
+	row->n_jobs = 0;
 	for (int c = 0; c < bs->n_calls; c++)
 	{
-		NullableDatum args[LLM_GENERATE_NARGS];
-		LlmJob	   *job = &row->jobs[c];
+		int			n;
+		LlmJob	   *jobs = LlmBatchCallJobs(bs->funcs[c], &row->args[bs->arg_first[c]], &n);
 
-		for (int a = 0; a < LLM_GENERATE_NARGS; a++)
-			args[a].value = ExecEvalExprSwitchContext(bs->arg_states[c * LLM_GENERATE_NARGS + a], econtext,
-													  &args[a].isnull);
-		LlmJobFromArgs(job, args);
-		if (job->prompt != NULL)
-			job->prompt = pnstrdup(job->prompt, job->prompt_len);	/* it may point into the arguments' memory */
-		if (job->system != NULL)
-			job->system = pnstrdup(job->system, job->system_len);
+		row->call_job[c] = row->n_jobs;
+		batch_reserve_jobs(bs, row, row->n_jobs + n);
+		for (int j = 0; j < n; j++)
+		{
+			LlmJob	   *job = &row->jobs[row->n_jobs++];
+
+			*job = jobs[j];
+			job->slot = -1;
+			if (job->system != NULL)	/* it may be llm.system_prompt, which a SET could free */
+				job->system = pnstrdup(job->system, job->system_len);
+		}
 	}
+	row->call_job[bs->n_calls] = row->n_jobs;
+	memset(row->answered, 0, sizeof(bool) * row->n_jobs);
+	memset(row->next_dup, 0, sizeof(BatchRef) * row->n_jobs);
 	MemoryContextSwitchTo(old);
-	ResetExprContext(econtext); /* the arguments' values: the job has its copies */
 	bs->n_rows++;
 	bs->n_read++;
 	return true;
 }
 
-/* Count call c of row answered; a row with every call answered is no longer busy. */
+/* Count job j of row answered; a row with every job answered is no longer busy. */
 static void
-batch_answered(BatchState *bs, BatchRow *row, int c)
+batch_answered(BatchState *bs, BatchRow *row, int j)
 {
-	row->answered[c] = true;
-	if (++row->n_answered == bs->n_calls && row->busy)
+	row->answered[j] = true;
+	if (++row->n_answered == row->n_jobs && row->busy)
 	{
 		row->busy = false;
 		bs->n_busy--;
@@ -334,8 +406,8 @@ batch_answered(BatchState *bs, BatchRow *row, int c)
 
 /*
  * Whether a and b are the same request, so one answer serves both: the same
- * prompt, parameters, stop strings and grammar (json_schema or choices),
- * and the same seed unless greedy.
+ * prompt, continuation to score, parameters, stop strings and grammar
+ * (json_schema or choices), and the same seed unless greedy.
  */
 static bool
 same_request(const LlmJob *a, const LlmJob *b)
@@ -352,28 +424,31 @@ same_request(const LlmJob *a, const LlmJob *b)
 		(a->system_len == 0 || memcmp(a->system, b->system, a->system_len) == 0) &&
 		(a->stops_len == 0 || memcmp(a->stops, b->stops, a->stops_len) == 0) &&
 		p->grammar == q->grammar && p->grammar_len == q->grammar_len &&
-		(p->grammar_len == 0 || memcmp(a->grammar, b->grammar, p->grammar_len) == 0);
+		(p->grammar_len == 0 || memcmp(a->grammar, b->grammar, p->grammar_len) == 0) &&
+		p->score == q->score && p->score_eos == q->score_eos && a->continuation_len == b->continuation_len &&
+		(a->continuation_len == 0 || memcmp(a->continuation, b->continuation, a->continuation_len) == 0);
 }
 
-/* Give call c of row the answer of the job it duplicates. */
+/* Give job j of row the answer of the job it duplicates. */
 static void
-batch_copy_answer(BatchState *bs, const LlmJob *from, BatchRow *row, int c)
+batch_copy_answer(BatchState *bs, const LlmJob *from, BatchRow *row, int j)
 {
-	LlmJob	   *job = &row->jobs[c];
+	LlmJob	   *job = &row->jobs[j];
 
 	job->failed = from->failed;
 	job->finish_reason = from->finish_reason;
+	job->logprob = from->logprob;
 	job->completion = from->completion ? MemoryContextStrdup(row->cxt, from->completion) : NULL;
-	batch_answered(bs, row, c);
+	batch_answered(bs, row, j);
 }
 
 /*
- * Whether an earlier call in the ring (rows before index i, and calls
- * before c of row i) asks what call c of row i asks: then it takes that
- * call's answer, now or when it comes, and makes no request.
+ * Whether an earlier job in the ring (of rows before index i, and before j
+ * in row i) asks what job j of row i asks: then it takes that job's
+ * answer, now or when it comes, and makes no request.
  */
 static bool
-batch_dedup(BatchState *bs, int i, int c)
+batch_dedup(BatchState *bs, int i, int j)
 {
 	BatchRow   *row = batch_row(bs, i);
 
@@ -381,17 +456,17 @@ batch_dedup(BatchState *bs, int i, int c)
 	{
 		BatchRow   *o = batch_row(bs, k);
 
-		for (int oc = 0; oc < (k < i ? bs->n_calls : c); oc++)
+		for (int oj = 0; oj < (k < i ? o->n_jobs : j); oj++)
 		{
-			if (!same_request(&o->jobs[oc], &row->jobs[c]))
+			if (!same_request(&o->jobs[oj], &row->jobs[j]))
 				continue;
 			bs->n_deduplicated++;
-			if (o->answered[oc])
-				batch_copy_answer(bs, &o->jobs[oc], row, c);
+			if (o->answered[oj])
+				batch_copy_answer(bs, &o->jobs[oj], row, j);
 			else
 			{
-				row->next_dup[c] = o->next_dup[oc];
-				o->next_dup[oc] = (BatchRef) {row, c};
+				row->next_dup[j] = o->next_dup[oj];
+				o->next_dup[oj] = (BatchRef) {row, j};
 			}
 			return true;
 		}
@@ -414,7 +489,7 @@ batch_fill(BatchState *bs)
 		BatchRow   *row;
 
 		/* the first row with jobs not yet submitted, or a new row */
-		while (i < bs->n_rows && batch_row(bs, i)->n_submitted == bs->n_calls)
+		while (i < bs->n_rows && batch_row(bs, i)->n_submitted == batch_row(bs, i)->n_jobs)
 			i++;
 		if (i == bs->n_rows)
 		{
@@ -426,6 +501,7 @@ batch_fill(BatchState *bs)
 				bs->child_done = true;
 				return;
 			}
+			continue;			/* a row whose calls all make no request is passed over */
 		}
 		row = batch_row(bs, i);
 		if (!row->busy)
@@ -435,18 +511,12 @@ batch_fill(BatchState *bs)
 			row->busy = true;
 			bs->n_busy++;
 		}
-		while (row->n_submitted < bs->n_calls)
+		while (row->n_submitted < row->n_jobs)
 		{
-			int			c = row->n_submitted;
-			LlmJob	   *job = &row->jobs[c];
+			int			j = row->n_submitted;
+			LlmJob	   *job = &row->jobs[j];
 
-			if (job->prompt == NULL)
-			{
-				row->n_submitted++;
-				batch_answered(bs, row, c); /* a NULL prompt: NULL, no request */
-				continue;
-			}
-			if (batch_dedup(bs, i, c))
+			if (batch_dedup(bs, i, j))
 			{
 				row->n_submitted++;
 				continue;
@@ -459,11 +529,11 @@ batch_fill(BatchState *bs)
 	}
 }
 
-/* Read the answer of job c of row (finished) into row's memory, and into the calls waiting for it. */
+/* Read the answer of job j of row (finished) into row's memory, and into the jobs waiting for it. */
 static void
-batch_take_answer(BatchState *bs, BatchRow *row, int c)
+batch_take_answer(BatchState *bs, BatchRow *row, int j)
 {
-	LlmJob	   *job = &row->jobs[c];
+	LlmJob	   *job = &row->jobs[j];
 	MemoryContext old = MemoryContextSwitchTo(row->cxt);
 
 	LlmQueueWait(job);
@@ -473,9 +543,9 @@ batch_take_answer(BatchState *bs, BatchRow *row, int c)
 	bs->cached_tokens += job->cached_tokens;
 	bs->run_us += job->run_us;
 	bs->n_failed += job->failed;
-	batch_answered(bs, row, c);
-	for (BatchRef d = row->next_dup[c]; d.row != NULL; d = d.row->next_dup[d.call])
-		batch_copy_answer(bs, job, d.row, d.call);
+	batch_answered(bs, row, j);
+	for (BatchRef d = row->next_dup[j]; d.row != NULL; d = d.row->next_dup[d.job])
+		batch_copy_answer(bs, job, d.row, d.job);
 }
 
 /* Take every answer that has arrived; with wait_ms, first sleep up to that long (-1: until it comes) on the head row's. */
@@ -486,12 +556,12 @@ batch_collect(BatchState *bs, long wait_ms)
 	{
 		BatchRow   *row = batch_row(bs, i);
 
-		for (int c = 0; c < row->n_submitted; c++)
+		for (int j = 0; j < row->n_submitted; j++)
 		{
-			LlmJob	   *job = &row->jobs[c];
+			LlmJob	   *job = &row->jobs[j];
 
 			if (job->slot >= 0 && LlmQueuePoll(job, wait_ms))
-				batch_take_answer(bs, row, c);
+				batch_take_answer(bs, row, j);
 			if (job->slot >= 0)
 				wait_ms = 0;	/* only the first unanswered job is slept on */
 		}
@@ -516,14 +586,13 @@ batch_store_head(BatchState *bs)
 	memcpy(scan->tts_isnull, bs->tuple_slot->tts_isnull, sizeof(bool) * bs->n_child);
 	old = MemoryContextSwitchTo(row->cxt);
 	for (int c = 0; c < bs->n_calls; c++)
-	{
-		LlmJob	   *job = &row->jobs[c];
-
-		scan->tts_isnull[bs->n_child + c] = job->prompt == NULL || job->failed;
 		scan->tts_values[bs->n_child + c] =
-			scan->tts_isnull[bs->n_child + c] ? (Datum) 0 : CStringGetTextDatum(job->completion);
-		prompt_tokens += job->prompt_tokens;
-		completion_tokens += job->completion_tokens;
+			LlmBatchCallResult(bs->funcs[c], &row->args[bs->arg_first[c]], &row->jobs[row->call_job[c]],
+							   row->call_job[c + 1] - row->call_job[c], &scan->tts_isnull[bs->n_child + c]);
+	for (int j = 0; j < row->n_jobs; j++)
+	{
+		prompt_tokens += row->jobs[j].prompt_tokens;
+		completion_tokens += row->jobs[j].completion_tokens;
 	}
 	MemoryContextSwitchTo(old);
 	LlmProgressRow(prompt_tokens, completion_tokens);
@@ -555,7 +624,7 @@ batch_exec(CustomScanState *node)
 		batch_fill(bs);
 		if (bs->n_rows == 0)
 			return NULL;
-		while (batch_row(bs, 0)->n_answered < bs->n_calls)
+		while (batch_row(bs, 0)->n_answered < batch_row(bs, 0)->n_jobs)
 		{
 			CHECK_FOR_INTERRUPTS();
 			/* another row's answer frees room in the window only while there are rows to read */

@@ -13,8 +13,6 @@
 
 #include <math.h>
 
-#include "catalog/pg_language.h"
-#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
 #include "funcapi.h"
@@ -24,7 +22,6 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
-#include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
 #include "llm.h"
@@ -325,29 +322,6 @@ LlmJobFromArgs(LlmJob *job, const NullableDatum *args)
 	if (!args[LLM_ARG_PROMPT].isnull)
 		LlmSetPrompt(job, DatumGetTextPP(args[LLM_ARG_PROMPT].value));
 	job->params.seed = LlmGetSeed(args);
-}
-
-/*
- * Whether funcid is this library's llm_generate(), the call the batch node
- * runs for a window of rows at once: a C function whose entry point is
- * llm_generate itself, whatever its schema or name.
- */
-bool
-LlmIsGenerateFunc(Oid funcid)
-{
-	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
-	bool		is_c;
-	FmgrInfo	finfo;
-
-	if (!HeapTupleIsValid(tuple))
-		return false;
-	is_c = ((Form_pg_proc) GETSTRUCT(tuple))->prolang == ClanguageId &&
-		((Form_pg_proc) GETSTRUCT(tuple))->pronargs == LLM_GENERATE_NARGS;
-	ReleaseSysCache(tuple);
-	if (!is_c)
-		return false;
-	fmgr_info(funcid, &finfo);
-	return finfo.fn_addr == llm_generate;
 }
 
 /*

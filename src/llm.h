@@ -309,7 +309,33 @@ extern void LlmQueueSlotsFull(void) pg_attribute_noreturn();
 #define LLM_GENERATE_NARGS 12
 extern void LlmJobFromArgs(LlmJob *job, const NullableDatum *args);
 extern char *LlmTextUtf8(Datum d, Size *len);
-extern bool LlmIsGenerateFunc(Oid funcid);
+
+/* batch_call.c: the functions the "LLM Batch" node runs for a window of rows */
+typedef enum LlmBatchFunc
+{
+	LLM_BATCH_NONE = -1,
+	LLM_BATCH_GENERATE,			/* llm_generate() */
+	LLM_BATCH_SCORE,			/* llm_score() */
+	LLM_BATCH_CLASSIFY,			/* llm_classify() */
+	LLM_BATCH_FILTER,			/* llm_filter() */
+	LLM_BATCH_PROBABILITY		/* llm_probability() */
+} LlmBatchFunc;
+
+#define LLM_BATCH_MAX_NARGS LLM_GENERATE_NARGS
+extern LlmBatchFunc LlmBatchFuncOf(Oid funcid);
+extern int	LlmBatchFuncNargs(LlmBatchFunc f);
+extern LlmJob *LlmBatchCallJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs);
+extern Datum LlmBatchCallResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs, int n_jobs,
+								bool *isnull);
+extern PGDLLEXPORT Datum llm_generate(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum llm_score(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum llm_classify(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum llm_filter(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum llm_probability(PG_FUNCTION_ARGS);
+
+/* semantic.c: the scoring functions' jobs and results (f is not LLM_BATCH_GENERATE) */
+extern LlmJob *LlmSemanticJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs);
+extern Datum LlmSemanticResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs, int n_jobs);
 
 /* batch_plan.c and batch_scan.c: the "LLM Batch" plan node */
 extern void LlmBatchPlanInit(void);

@@ -166,27 +166,179 @@ LlmLabelSoftmax(const LlmJob *jobs, int n, double *probs)
 		probs[i] /= sum;
 }
 
-/* The probability of each of n labels as the model's answer (LlmLabelJobs), summing to 1. */
-static void
-LlmLabelProbabilities(const char *instruction, const char *input, Size input_len,
-					  const char *const *labels, const Size *lens, int n, double *probs)
-{
-	LlmJob	   *jobs = palloc(sizeof(LlmJob) * n);
+#define LLM_CLASSIFY_INSTRUCTION "Classify the text."
 
-	LlmLabelJobs(instruction, input, input_len, labels, lens, n, LlmModelChats(), jobs);
-	LlmQueueRun(jobs, n);
-	LlmLabelSoftmax(jobs, n, probs);
+static const char *const LlmYesNo[2] = {"Yes", "No"};
+static const Size LlmYesNoLen[2] = {3, 2};
+
+/* llm_score(prompt, continuation, chat, system): its one job, or none for a NULL prompt or continuation. */
+static LlmJob *
+LlmScoreCallJobs(const NullableDatum *args, int *n_jobs)
+{
+	LlmJob	   *job;
+	const char *prompt;
+	const char *cont;
+	Size		prompt_len;
+	Size		cont_len;
+	bool		chat = !args[2].isnull && DatumGetBool(args[2].value);
+
+	*n_jobs = 0;
+	if (args[0].isnull || args[1].isnull)
+		return NULL;
+	if (!args[3].isnull && !chat)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a system prompt needs chat"),
+				 errhint("Call llm_score with chat => true.")));
+	prompt = LlmTextUtf8(args[0].value, &prompt_len);
+	cont = LlmTextUtf8(args[1].value, &cont_len);
+	if (cont_len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("continuation must not be empty")));
+	job = palloc(sizeof(LlmJob));
+	LlmScoreJob(job, prompt, prompt_len, cont, cont_len, chat, false);
+	if (!args[3].isnull)
+		job->system = LlmTextUtf8(args[3].value, &job->system_len);
+	*n_jobs = 1;
+	return job;
 }
 
-/* The instruction of a classify call: the argument, or a default naming the task. */
-static const char *
-LlmInstruction(FunctionCallInfo fcinfo, int argno, const char *dflt)
+/* llm_classify(input, labels, instruction): a job per label, or none for a NULL input or labels. */
+static LlmJob *
+LlmClassifyCallJobs(const NullableDatum *args, int *n_jobs)
 {
-	Size		len;
+	const char **labels;
+	Size	   *lens;
+	Size		input_len;
+	const char *input;
+	const char *instruction;
+	LlmJob	   *jobs;
 
-	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
-		return dflt;
-	return LlmTextUtf8(PG_GETARG_DATUM(argno), &len);
+	*n_jobs = 0;
+	if (args[0].isnull || args[1].isnull)
+		return NULL;
+	labels = LlmGetLabels(DatumGetArrayTypeP(args[1].value), n_jobs, &lens);
+	instruction = args[2].isnull ? LLM_CLASSIFY_INSTRUCTION : LlmTextUtf8(args[2].value, NULL);
+	input = LlmTextUtf8(args[0].value, &input_len);
+	jobs = palloc(sizeof(LlmJob) * *n_jobs);
+	LlmLabelJobs(instruction, input, input_len, labels, lens, *n_jobs, LlmModelChats(), jobs);
+	return jobs;
+}
+
+/* llm_filter's threshold argument (args[2]; NULL: 0.5), checked. */
+static double
+LlmFilterThreshold(const NullableDatum *args)
+{
+	double		threshold = args[2].isnull ? 0.5 : DatumGetFloat8(args[2].value);
+
+	if (isnan(threshold) || threshold < 0 || threshold > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("threshold must be between 0 and 1")));
+	return threshold;
+}
+
+/* llm_filter or llm_probability(input, question, ...): the Yes and No jobs, or none for a NULL input or question. */
+static LlmJob *
+LlmYesNoCallJobs(const NullableDatum *args, int *n_jobs)
+{
+	Size		input_len;
+	Size		question_len;
+	const char *input;
+	const char *question;
+	LlmJob	   *jobs;
+
+	*n_jobs = 0;
+	if (args[0].isnull || args[1].isnull)
+		return NULL;
+	input = LlmTextUtf8(args[0].value, &input_len);
+	question = LlmTextUtf8(args[1].value, &question_len);
+	if (question_len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("question must not be empty")));
+	jobs = palloc(sizeof(LlmJob) * 2);
+	LlmLabelJobs(question, input, input_len, LlmYesNo, LlmYesNoLen, 2, LlmModelChats(), jobs);
+	*n_jobs = 2;
+	return jobs;
+}
+
+/* The jobs of a call of scoring function f with args (palloc'd); *n_jobs = 0: NULL, no request. */
+LlmJob *
+LlmSemanticJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs)
+{
+	switch (f)
+	{
+		case LLM_BATCH_SCORE:
+			return LlmScoreCallJobs(args, n_jobs);
+		case LLM_BATCH_CLASSIFY:
+			return LlmClassifyCallJobs(args, n_jobs);
+		case LLM_BATCH_FILTER:
+			LlmFilterThreshold(args);	/* checked even for a NULL input, as row by row */
+			return LlmYesNoCallJobs(args, n_jobs);
+		case LLM_BATCH_PROBABILITY:
+			return LlmYesNoCallJobs(args, n_jobs);
+		default:
+			elog(ERROR, "not a scoring function: %d", (int) f);
+	}
+	return NULL;				/* keep the compiler quiet */
+}
+
+/* The likeliest of n run label jobs (the first of equals). */
+static int
+LlmBestLabel(const LlmJob *jobs, int n)
+{
+	int			best = 0;
+
+	for (int i = 1; i < n; i++)
+		if (jobs[i].logprob > jobs[best].logprob)
+			best = i;
+	return best;
+}
+
+/* The result of a call of scoring function f with args from its n_jobs (> 0) answered jobs. */
+Datum
+LlmSemanticResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs, int n_jobs)
+{
+	double		probs[2];
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	switch (f)
+	{
+		case LLM_BATCH_SCORE:
+			return Float8GetDatum(jobs[0].logprob);
+		case LLM_BATCH_CLASSIFY:
+			/* the label as given, in the server encoding */
+			deconstruct_array(DatumGetArrayTypeP(args[1].value), TEXTOID, -1, false, TYPALIGN_INT,
+							  &elems, &nulls, &n);
+			Assert(n == n_jobs);
+			return elems[LlmBestLabel(jobs, n_jobs)];
+		case LLM_BATCH_FILTER:
+			LlmLabelSoftmax(jobs, 2, probs);
+			return BoolGetDatum(probs[0] >= LlmFilterThreshold(args));
+		case LLM_BATCH_PROBABILITY:
+			LlmLabelSoftmax(jobs, 2, probs);
+			return Float8GetDatum(probs[0]);
+		default:
+			elog(ERROR, "not a scoring function: %d", (int) f);
+	}
+	return (Datum) 0;			/* keep the compiler quiet */
+}
+
+/* Run a scoring function row by row: its jobs, through the queue, to its result. */
+static Datum
+LlmSemanticCall(FunctionCallInfo fcinfo, LlmBatchFunc f)
+{
+	int			n_jobs;
+	LlmJob	   *jobs = LlmSemanticJobs(f, fcinfo->args, &n_jobs);
+
+	if (n_jobs == 0)
+		PG_RETURN_NULL();
+	LlmQueueRun(jobs, n_jobs);
+	return LlmSemanticResult(f, fcinfo->args, jobs, n_jobs);
 }
 
 /*
@@ -196,52 +348,7 @@ LlmInstruction(FunctionCallInfo fcinfo, int argno, const char *dflt)
 Datum
 llm_score(PG_FUNCTION_ARGS)
 {
-	LlmJob		job;
-	const char *prompt;
-	const char *cont;
-	Size		prompt_len;
-	Size		cont_len;
-	bool		chat = !PG_ARGISNULL(2) && PG_GETARG_BOOL(2);
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		PG_RETURN_NULL();
-	if (!PG_ARGISNULL(3) && !chat)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a system prompt needs chat"),
-				 errhint("Call llm_score with chat => true.")));
-	prompt = LlmTextUtf8(PG_GETARG_DATUM(0), &prompt_len);
-	cont = LlmTextUtf8(PG_GETARG_DATUM(1), &cont_len);
-	if (cont_len == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("continuation must not be empty")));
-	LlmScoreJob(&job, prompt, prompt_len, cont, cont_len, chat, false);
-	if (!PG_ARGISNULL(3))
-		job.system = LlmTextUtf8(PG_GETARG_DATUM(3), &job.system_len);
-	LlmQueueRun(&job, 1);
-	PG_RETURN_FLOAT8(job.logprob);
-}
-
-#define LLM_CLASSIFY_INSTRUCTION "Classify the text."
-
-/* The label probabilities of a classify call, or false for NULL input or labels. */
-static bool
-LlmClassifyArgs(FunctionCallInfo fcinfo, const char ***labels, int *n, double **probs)
-{
-	Size	   *lens;
-	Size		input_len;
-	const char *input;
-	const char *instruction;
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		return false;
-	*labels = LlmGetLabels(PG_GETARG_ARRAYTYPE_P(1), n, &lens);
-	instruction = LlmInstruction(fcinfo, 2, LLM_CLASSIFY_INSTRUCTION);
-	input = LlmTextUtf8(PG_GETARG_DATUM(0), &input_len);
-	*probs = palloc(sizeof(double) * *n);
-	LlmLabelProbabilities(instruction, input, input_len, *labels, lens, *n, *probs);
-	return true;
+	return LlmSemanticCall(fcinfo, LLM_BATCH_SCORE);
 }
 
 /*
@@ -251,24 +358,7 @@ LlmClassifyArgs(FunctionCallInfo fcinfo, const char ***labels, int *n, double **
 Datum
 llm_classify(PG_FUNCTION_ARGS)
 {
-	const char **labels;
-	int			n;
-	double	   *probs;
-	int			best = 0;
-	ArrayType  *arr;
-	Datum	   *elems;
-	bool	   *nulls;
-	int			n_elems;
-
-	if (!LlmClassifyArgs(fcinfo, &labels, &n, &probs))
-		PG_RETURN_NULL();
-	for (int i = 1; i < n; i++)
-		if (probs[i] > probs[best])
-			best = i;
-	/* the label as given, in the server encoding */
-	arr = PG_GETARG_ARRAYTYPE_P(1);
-	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n_elems);
-	PG_RETURN_DATUM(elems[best]);
+	return LlmSemanticCall(fcinfo, LLM_BATCH_CLASSIFY);
 }
 
 /*
@@ -279,16 +369,20 @@ Datum
 llm_classify_scores(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const char **labels;
 	int			n;
+	LlmJob	   *jobs;
 	double	   *probs;
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n_elems;
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (!LlmClassifyArgs(fcinfo, &labels, &n, &probs))
+	jobs = LlmClassifyCallJobs(fcinfo->args, &n);
+	if (n == 0)
 		PG_RETURN_NULL();
+	LlmQueueRun(jobs, n);
+	probs = palloc(sizeof(double) * n);
+	LlmLabelSoftmax(jobs, n, probs);
 	deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n_elems);
 	for (int i = 0; i < n; i++)
 	{
@@ -300,27 +394,6 @@ llm_classify_scores(PG_FUNCTION_ARGS)
 	PG_RETURN_NULL();
 }
 
-static const char *const LlmYesNo[2] = {"Yes", "No"};
-static const Size LlmYesNoLen[2] = {3, 2};
-
-/* P(Yes) against P(No) as the model's answer to question about input. */
-static double
-LlmYesProbability(FunctionCallInfo fcinfo)
-{
-	double		probs[2];
-	Size		input_len;
-	Size		question_len;
-	const char *input = LlmTextUtf8(PG_GETARG_DATUM(0), &input_len);
-	const char *question = LlmTextUtf8(PG_GETARG_DATUM(1), &question_len);
-
-	if (question_len == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("question must not be empty")));
-	LlmLabelProbabilities(question, input, input_len, LlmYesNo, LlmYesNoLen, 2, probs);
-	return probs[0];
-}
-
 /*
  * llm_filter(input, question, threshold)
  *		Whether the model answers Yes to question about input with at least
@@ -329,15 +402,7 @@ LlmYesProbability(FunctionCallInfo fcinfo)
 Datum
 llm_filter(PG_FUNCTION_ARGS)
 {
-	double		threshold = PG_ARGISNULL(2) ? 0.5 : PG_GETARG_FLOAT8(2);
-
-	if (isnan(threshold) || threshold < 0 || threshold > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("threshold must be between 0 and 1")));
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		PG_RETURN_NULL();
-	PG_RETURN_BOOL(LlmYesProbability(fcinfo) >= threshold);
+	return LlmSemanticCall(fcinfo, LLM_BATCH_FILTER);
 }
 
 /*
@@ -347,9 +412,7 @@ llm_filter(PG_FUNCTION_ARGS)
 Datum
 llm_probability(PG_FUNCTION_ARGS)
 {
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		PG_RETURN_NULL();
-	PG_RETURN_FLOAT8(LlmYesProbability(fcinfo));
+	return LlmSemanticCall(fcinfo, LLM_BATCH_PROBABILITY);
 }
 
 /* A candidate of llm_rank() with its score, for sorting. */
@@ -405,7 +468,7 @@ llm_rank(PG_FUNCTION_ARGS)
 				 errmsg("candidates must be a one-dimensional array")));
 	deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 	query = LlmTextUtf8(PG_GETARG_DATUM(0), &query_len);
-	instruction = LlmInstruction(fcinfo, 2, LLM_RANK_INSTRUCTION);
+	instruction = PG_ARGISNULL(2) ? LLM_RANK_INSTRUCTION : LlmTextUtf8(PG_GETARG_DATUM(2), NULL);
 	initStringInfo(&q);
 	appendStringInfo(&q, "%s\n\nQuery: %s", instruction, query);
 
