@@ -3,7 +3,8 @@
  *		Scoring a continuation (LlmRequest.forced), the engine's part of
  *		llm_score, llm_classify and llm_filter, on stories260K: the forced
  *		tokens' log-probabilities are bit for bit those of the same tokens
- *		generated greedily, whatever else shares the steps; nothing ends a
+ *		generated greedily, whatever else shares the steps; labels sharing a
+ *		prompt compute it once and score as they do alone; nothing ends a
  *		forced continuation early; bad requests are refused.
  */
 #include "engine.h"
@@ -21,6 +22,39 @@ static LlmEngine *
 make_engine(int max_seqs)
 {
 	return test_engine_new(model, max_seqs, 256);
+}
+
+/* An engine of up to 8 sequences of 256 tokens with KV of type kv_type. */
+static LlmEngine *
+make_engine_kv(LlmKvType kv_type)
+{
+	LlmEngineConfig c;
+	LlmEngine  *e = NULL;
+	LlmError	err;
+
+	llm_engine_config_default(&c);
+	c.kv_type = kv_type;
+	c.max_seqs = 8;
+	c.n_ctx = 256;
+	if (llm_engine_new(model, &c, &e, &err) != LLM_OK)
+	{
+		fprintf(stderr, "engine: %s\n", err.msg);
+		exit(1);
+	}
+	return e;
+}
+
+/* The ids of text without the BOS the tokenizer puts first: at most max into ids; returns how many. */
+static int
+continuation_ids(const char *text, int32_t *ids, int max)
+{
+	int			n;
+	int32_t    *all = test_tokenize(model, text, &n);
+
+	n = n - 1 < max ? n - 1 : max;
+	memcpy(ids, all + 1, sizeof(int32_t) * n);
+	free(all);
+	return n;
 }
 
 /* Queue prompt with n greedy tokens, or the n forced ones when forced is set; logprobs recorded. */
@@ -138,54 +172,56 @@ main(void)
 	}
 
 	/*
-	 * Through the prefix cache: a long shared prompt scored with two
-	 * continuations queued together (the second waits for the first's
-	 * blocks), then again on a fresh engine one at a time: the same bits.
+	 * Labels sharing a prompt, as llm_classify() queues them: a long prompt
+	 * scored with four continuations queued together (the others wait for
+	 * the first's blocks, then take the full ones from the prefix cache and
+	 * copy the partial last one), then again on a fresh engine one at a
+	 * time: the same bits, in each KV type, and the prompt computed once.
 	 */
 	{
 		const char *shared = "Is there a dog?\n\nText: The dog ran to the park. Lily and Tom went to see the big "
 			"dog and they played with a red ball all day long.\n\nAnswer with one of: Yes, No.\nAnswer:";
-		int32_t		yes[2], no[2];
-		float		lp_a[2][16], lp_b[2][16];
-		int			n_yes, n_no;
-		int32_t    *ids;
+		const char *labels[4] = {" Yes", " No", " Maybe", " The dog"};
+		const LlmKvType kv_types[3] = {LLM_KV_F32, LLM_KV_F16, LLM_KV_I8};
+		int32_t		label_ids[4][2];
+		int			n_label[4];
+		int			n_prompt;
 
-		ids = test_tokenize(model, " Yes", &n_yes);	/* BOS first: skip it */
-		memcpy(yes, ids + 1, sizeof(int32_t) * (n_yes - 1 < 2 ? n_yes - 1 : 2));
-		n_yes = n_yes - 1 < 2 ? n_yes - 1 : 2;
-		free(ids);
-		ids = test_tokenize(model, " No", &n_no);
-		memcpy(no, ids + 1, sizeof(int32_t) * (n_no - 1 < 2 ? n_no - 1 : 2));
-		n_no = n_no - 1 < 2 ? n_no - 1 : 2;
-		free(ids);
+		free(test_tokenize(model, shared, &n_prompt));
+		for (int k = 0; k < 4; k++)
+			n_label[k] = continuation_ids(labels[k], label_ids[k], 2);
 
-		for (int round = 0; round < 2; round++)
+		for (int t = 0; t < 3; t++)
 		{
-			LlmEngine  *f = make_engine(8);
-			int64_t		a, b;
+			float		lp[2][4][16];
+			LlmEngineStats stats[2];
 
-			if (round == 0)
+			for (int round = 0; round < 2; round++)
 			{
-				a = add(f, shared, n_yes, yes, &err, &st);
-				b = add(f, shared, n_no, no, &err, &st);
+				LlmEngine  *f = make_engine_kv(kv_types[t]);
+				int64_t		ids[4];
+
+				for (int k = 0; k < 4; k++)
+				{
+					ids[k] = add(f, shared, n_label[k], label_ids[k], &err, &st);
+					if (round == 1)
+						test_run_to_idle(f);
+				}
 				test_run_to_idle(f);
+				llm_engine_stats(f, &stats[round]);
+				for (int k = 0; k < 4; k++)
+					TEST_CHECK(result(f, ids[k], got, lp[round][k], &reason) == n_label[k], "label %d scored", k);
+				forget_results();
+				llm_engine_free(f);
 			}
-			else
-			{
-				b = add(f, shared, n_no, no, &err, &st);
-				test_run_to_idle(f);
-				a = add(f, shared, n_yes, yes, &err, &st);
-				test_run_to_idle(f);
-			}
-			TEST_CHECK(result(f, a, got, round == 0 ? lp_a[0] : lp_b[0], &reason) == n_yes, "yes scored");
-			TEST_CHECK(result(f, b, got, round == 0 ? lp_a[1] : lp_b[1], &reason) == n_no, "no scored");
-			forget_results();
-			llm_engine_free(f);
+			for (int k = 0; k < 4; k++)
+				TEST_CHECK(memcmp(lp[0][k], lp[1][k], sizeof(float) * n_label[k]) == 0,
+						   "KV type %d, label %d: the same bits together and one at a time (%.9g vs %.9g)",
+						   t, k, lp[0][k][0], lp[1][k][0]);
+			TEST_CHECK(stats[0].prefix_hit_tokens == 3 * (n_prompt - 1),
+					   "KV type %d: the other labels take their whole prompt but its last token from the first "
+					   "(%lld cached tokens, want %d)", t, (long long) stats[0].prefix_hit_tokens, 3 * (n_prompt - 1));
 		}
-		TEST_CHECK(memcmp(lp_a[0], lp_b[0], sizeof(float) * n_yes) == 0 &&
-				   memcmp(lp_a[1], lp_b[1], sizeof(float) * n_no) == 0,
-				   "a shared prompt scores the same together and one at a time through the cache "
-				   "(yes %.9g vs %.9g, no %.9g vs %.9g)", lp_a[0][0], lp_b[0][0], lp_a[1][0], lp_b[1][0]);
 	}
 
 	/* another continuation: scored to its end, each step no likelier than the greedy choice */

@@ -87,7 +87,7 @@ struct LlmEngine
 	int64_t		next_id;
 
 	LlmEvictRule evict;			/* budget 0: no eviction */
-	LlmKvMove  *moves;			/* (n_layers * n_kv_heads * max_batch_tokens) an eviction's compaction */
+	LlmKvMove  *moves;			/* (n_layers * n_kv_heads * max(max_batch_tokens, block_size)) an eviction's compaction, a prompt tail's copy */
 
 	/* the step's batch, (max_batch_tokens) each */
 	int32_t    *b_token;
@@ -246,10 +246,10 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	e->b_seq = malloc((size_t) cfg->max_batch_tokens * sizeof(LlmKvSeq *));
 	e->b_want = malloc((size_t) cfg->max_batch_tokens * sizeof(bool));
 	e->b_owner = malloc((size_t) cfg->max_batch_tokens * sizeof(Seq *));
-	if (rule.budget > 0)
-		e->moves = malloc((size_t) mc->n_layers * mc->n_kv_heads * cfg->max_batch_tokens * sizeof(LlmKvMove));
-	if (!e->logits || !e->b_token || !e->b_pos || !e->b_seq || !e->b_want || !e->b_owner ||
-		(rule.budget > 0 && !e->moves))
+	e->moves = malloc((size_t) mc->n_layers * mc->n_kv_heads *
+					  (cfg->max_batch_tokens > cfg->kv_block_size ? cfg->max_batch_tokens : cfg->kv_block_size) *
+					  sizeof(LlmKvMove));
+	if (!e->logits || !e->b_token || !e->b_pos || !e->b_seq || !e->b_want || !e->b_owner || !e->moves)
 	{
 		llm_engine_free(e);
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the engine's step buffers");
@@ -762,8 +762,10 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 
 /*
  * Whether waiting s shares full prompt blocks with a running sequence that
- * has not computed (and registered) them yet.  Admitting s now would
- * compute the same keys twice; a step or two later it finds them cached.
+ * has not computed (and registered) them yet, or its whole prompt but the
+ * last token, not computed yet either.  Admitting s now would compute the
+ * same keys twice; a step or two later it finds them cached, or copies
+ * them (seq_copy_prompt_tail).
  */
 static bool
 shares_pending_prefix(const LlmEngine *e, const Seq *s)
@@ -786,21 +788,82 @@ shares_pending_prefix(const LlmEngine *e, const Seq *s)
 			n++;
 		if (n > r->kv.n_registered)
 			return true;
+		if (n == limit && s->n_tokens - 1 <= r->n_prompt && r->n_past < s->n_tokens - 1 &&
+			memcmp(s->tokens + (size_t) n * bs, r->tokens + (size_t) n * bs,
+				   (size_t) (s->n_tokens - 1 - n * bs) * sizeof(int32_t)) == 0)
+			return true;
 	}
 	return false;
 }
 
+/* A running sequence other than s that has computed the keys of s's first n tokens, or NULL. */
+static const Seq *
+computed_prefix_donor(const LlmEngine *e, const Seq *s, int n)
+{
+	for (int i = 0; i < e->n_seqs; i++)
+	{
+		const Seq  *r = e->seqs[i];
+
+		if (r != s && r->state == SEQ_RUNNING && r->n_past >= n && r->kv.n_evicted == 0 &&
+			memcmp(r->tokens, s->tokens, (size_t) n * sizeof(int32_t)) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+/*
+ * Copy into s, just admitted with its cached blocks, the keys and values of
+ * the rest of its prompt but the last token from a running sequence that
+ * has computed the same tokens: the partial last block, which the prefix
+ * cache does not keep, so that the labels of one llm_classify() call (the
+ * same prompt, each with its own continuation) compute their prompt once.
+ * These are the bits s would compute itself (the keys of a position do not
+ * depend on the batch or the chunking), so no answer changes.  Nothing is
+ * copied when the pool is short, or without the prefix cache (eviction).
+ */
+static void
+seq_copy_prompt_tail(LlmEngine *e, Seq *s)
+{
+	LlmKvCache *kv = &e->kv;
+	int			bs = kv->block_size;
+	int			to = s->n_tokens - 1;
+	const Seq  *donor;
+
+	if (!kv->prefix_cache || s->n_past >= to || s->n_past % bs != 0 ||
+		(donor = computed_prefix_donor(e, s, to)) == NULL ||
+		llm_kv_seq_reserve(kv, &s->kv, to, NULL) != LLM_OK)
+		return;
+	for (int b = s->n_past / bs; b * bs < to; b++)
+	{
+		int32_t		pair_blocks[2] = {donor->kv.blocks[b], s->kv.blocks[b]};
+		LlmKvSeq	pair = {.n_blocks = 2,.cap = 2,.blocks = pair_blocks};
+		int			n = 0;
+
+		/* slot j of the pair is the donor's block, slot bs + j the same place in s's */
+		for (int j = 0; j < bs && b * bs + j < to; j++)
+			for (int l = 0; l < kv->n_layers; l++)
+				for (int h = 0; h < kv->n_kv_heads; h++)
+					e->moves[n++] = (LlmKvMove) {.layer = l,.head = h,.from = j,.to = bs + j};
+		e->backend->ops->kv_move(e->backend, kv, &pair, e->moves, n);
+	}
+	s->n_past = s->n_attached = to;
+}
+
 /*
  * Start running s: reuse the cached blocks of the longest cached prefix of
- * its tokens, always leaving at least the last token to compute (its logits
- * give the next token).
+ * its tokens, and copy the rest of its prompt from a sequence that computed
+ * it, always leaving at least the last token to compute (its logits give
+ * the next token).
  */
 static void
 seq_admit(LlmEngine *e, Seq *s)
 {
 	s->state = SEQ_RUNNING;
 	if (s->n_past == 0)
+	{
 		s->n_past = s->n_attached = llm_kv_prefix_attach(&e->kv, &s->kv, s->tokens, s->n_tokens - 1);
+		seq_copy_prompt_tail(e, s);
+	}
 }
 
 /* A waiting sequence considered for admission: its place in e->seqs and its priority. */
