@@ -384,8 +384,11 @@ batch_read_row(BatchState *bs)
 		}
 	}
 	row->call_job[bs->n_calls] = row->n_jobs;
-	memset(row->answered, 0, sizeof(bool) * row->n_jobs);
-	memset(row->next_dup, 0, sizeof(BatchRef) * row->n_jobs);
+	if (row->n_jobs > 0)
+	{
+		memset(row->answered, 0, sizeof(bool) * row->n_jobs);
+		memset(row->next_dup, 0, sizeof(BatchRef) * row->n_jobs);
+	}
 	MemoryContextSwitchTo(old);
 	bs->n_rows++;
 	bs->n_read++;
