@@ -1427,7 +1427,7 @@ test_archs(void)
 
 /* ---- batch invariance with llm.deterministic ---- */
 
-#define DET_PROMPTS 5
+#define DET_PROMPTS 6
 #define DET_NEW 24
 
 /*
@@ -1437,13 +1437,14 @@ test_archs(void)
  */
 static void
 det_run(LlmModel *m, const char *const *prompts, int max_seqs, int max_batch_tokens, bool fuse, int32_t *tok,
-		float *lp, int *n)
+		float *lp, int *n, int64_t *cached)
 {
 	LlmEngineConfig ec;
 	LlmEngine  *e = NULL;
 	LlmError	err;
 	int64_t		ids[DET_PROMPTS];
 	LlmResult	res;
+	LlmEngineStats stats;
 
 	llm_engine_config_default(&ec);
 	ec.device = LLM_DEVICE_CUDA;
@@ -1488,13 +1489,17 @@ det_run(LlmModel *m, const char *const *prompts, int max_seqs, int max_batch_tok
 				memcpy(tok + i * DET_NEW, res.tokens, (size_t) n[i] * sizeof(int32_t));
 				memcpy(lp + i * DET_NEW, res.logprobs, (size_t) n[i] * sizeof(float));
 			}
+	llm_engine_stats(e, &stats);
+	*cached = stats.prefix_hit_tokens;
 	llm_engine_free(e);
 }
 
 /*
  * llm.deterministic on CUDA: prompts run one at a time, and all together
  * in steps of 7 tokens (prefill chunks beside decodes), give the same
- * tokens and logprobs bit for bit (stories260K).
+ * tokens and logprobs bit for bit (stories260K).  The last prompt repeats
+ * the third: together it copies the third's keys on the device (kv_move)
+ * instead of computing them, and must still give the same bits.
  */
 static void
 test_deterministic(void)
@@ -1502,6 +1507,7 @@ test_deterministic(void)
 	static const char *const prompts[DET_PROMPTS] = {
 		"Once upon a time", "The little dog ran", "Lily and Tom went to the park to play with a ball",
 		"One day, a big", "She was happy because her mom gave her a",
+		"Lily and Tom went to the park to play with a ball",
 	};
 	char		path[1024];
 	LlmModel   *m;
@@ -1511,6 +1517,7 @@ test_deterministic(void)
 	int			n[3][DET_PROMPTS] = {{0}};
 	int			diff = 0;
 	int			diff_unfused = 0;
+	int64_t		cached[3];
 
 	snprintf(path, sizeof(path), "%s/models/stories260K.gguf", test_shared_dir());
 	if (llm_model_load(path, &m, &err) != LLM_OK)
@@ -1518,9 +1525,13 @@ test_deterministic(void)
 		TEST_CHECK(false, "load %s: %s", path, err.msg);
 		return;
 	}
-	det_run(m, prompts, 1, 512, gpu_opts.fuse, tok[0], lp[0], n[0]);
-	det_run(m, prompts, DET_PROMPTS, 7, gpu_opts.fuse, tok[1], lp[1], n[1]);
-	det_run(m, prompts, DET_PROMPTS, 7, false, tok[2], lp[2], n[2]);
+	det_run(m, prompts, 1, 512, gpu_opts.fuse, tok[0], lp[0], n[0], &cached[0]);
+	det_run(m, prompts, DET_PROMPTS, 7, gpu_opts.fuse, tok[1], lp[1], n[1], &cached[1]);
+	det_run(m, prompts, DET_PROMPTS, 7, false, tok[2], lp[2], n[2], &cached[2]);
+	TEST_CHECK(cached[1] > cached[0] && cached[2] > cached[0],
+			   "the repeated prompt copies the keys of its partial block only beside the first "
+			   "(%lld cached tokens alone, %lld and %lld together)",
+			   (long long) cached[0], (long long) cached[1], (long long) cached[2]);
 	for (int i = 0; i < DET_PROMPTS; i++)
 	{
 		TEST_CHECK(n[0][i] == DET_NEW && n[1][i] == DET_NEW && n[2][i] == DET_NEW, "prompt %d: %d, %d and %d tokens",
