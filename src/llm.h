@@ -350,19 +350,25 @@ typedef enum LlmTokenizeStage
 	LLM_TOKENIZE_CONTINUATION	/* params.score: the continuation */
 } LlmTokenizeStage;
 
-/* A claimed request on its way through the tokenizer thread (all malloc'd). */
-typedef struct LlmTokenizeJob
+/* What the worker takes from a slot when it claims its request (the input's layout is LlmSlot's). */
+typedef struct LlmClaimed
 {
 	int			slotno;
 	uint64		request_id;		/* the slot's request when it was claimed */
 	LlmParams	params;
-	char	   *bytes;			/* (input_len) a copy of the slot's input (LlmSlot.input) */
 	Size		input_len;
 	bool		has_system;
 	Size		system_len;
 	Size		prompt_len;
 	Size		continuation_len;
 	int			n_stop;
+} LlmClaimed;
+
+/* A claimed request on its way through the tokenizer thread (all malloc'd). */
+typedef struct LlmTokenizeJob
+{
+	LlmClaimed	req;
+	char	   *bytes;			/* (req.input_len) a copy of the slot's input (LlmSlot.input) */
 	/* written by the thread */
 	int32_t    *tokens;			/* (n_tokens) the prompt */
 	int			n_tokens;

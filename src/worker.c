@@ -217,7 +217,7 @@ LlmWorkerNoModel(int slotno)
 static bool
 LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
 {
-	const LlmParams *params = &job->params;
+	const LlmParams *params = &job->req.params;
 	const char **stop = NULL;
 	LlmRequest	req;
 	LlmError	err;
@@ -249,11 +249,11 @@ LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
 							  NULL);
 
 	/* The stop strings follow the prompt and the continuation, each NUL-terminated; then the grammar. */
-	grammar = job->bytes + job->system_len + job->prompt_len + job->continuation_len;
-	if (job->n_stop > 0)
+	grammar = job->bytes + job->req.system_len + job->req.prompt_len + job->req.continuation_len;
+	if (job->req.n_stop > 0)
 	{
-		stop = palloc(sizeof(char *) * job->n_stop);
-		for (int i = 0; i < job->n_stop; i++)
+		stop = palloc(sizeof(char *) * job->req.n_stop);
+		for (int i = 0; i < job->req.n_stop; i++)
 		{
 			stop[i] = grammar;
 			grammar += strlen(grammar) + 1;
@@ -283,7 +283,7 @@ LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
 	req.top_k = params->top_k;
 	req.seed = params->seed;
 	req.stop = stop;
-	req.n_stop = job->n_stop;
+	req.n_stop = job->req.n_stop;
 	req.grammar = params->grammar;
 	req.grammar_text = grammar;
 	req.grammar_len = params->grammar_len;
@@ -297,19 +297,11 @@ LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
 	return true;
 }
 
-/* A request the worker has claimed, with what it needs from the slot. */
+/* A request the worker has claimed: what it takes from the slot, and the slot's input. */
 typedef struct LlmClaim
 {
-	int			slotno;
-	uint64		request_id;
-	LlmParams	params;
+	LlmClaimed	req;
 	dsa_pointer input;
-	Size		input_len;
-	bool		has_system;
-	Size		system_len;
-	Size		prompt_len;
-	Size		continuation_len;
-	int			n_stop;
 } LlmClaim;
 
 /*
@@ -323,33 +315,25 @@ LlmWorkerStart(const LlmClaim *c)
 	dsa_area   *area = LlmShmemDsa();
 	LlmTokenizeJob *job;
 
-	WorkerSeqs[c->slotno].claimed_at = GetCurrentTimestamp();
+	WorkerSeqs[c->req.slotno].claimed_at = GetCurrentTimestamp();
 	if (LlmWorkerEngine == NULL)
 	{
 		dsa_free(area, c->input);
-		LlmWorkerNoModel(c->slotno);
+		LlmWorkerNoModel(c->req.slotno);
 		return;
 	}
 	job = calloc(1, sizeof(LlmTokenizeJob));
-	if (job == NULL || (job->bytes = malloc(Max(c->input_len, 1))) == NULL)
+	if (job == NULL || (job->bytes = malloc(Max(c->req.input_len, 1))) == NULL)
 	{
 		free(job);
 		dsa_free(area, c->input);
-		LlmWorkerAnswer(c->slotno, NULL, ERRCODE_OUT_OF_MEMORY, "out of memory",
-						psprintf("Failed on request for %zu bytes to tokenize the prompt.", c->input_len), NULL);
+		LlmWorkerAnswer(c->req.slotno, NULL, ERRCODE_OUT_OF_MEMORY, "out of memory",
+						psprintf("Failed on request for %zu bytes to tokenize the prompt.", c->req.input_len), NULL);
 		return;
 	}
-	memcpy(job->bytes, dsa_get_address(area, c->input), c->input_len);
+	memcpy(job->bytes, dsa_get_address(area, c->input), c->req.input_len);
 	dsa_free(area, c->input);
-	job->input_len = c->input_len;
-	job->slotno = c->slotno;
-	job->request_id = c->request_id;
-	job->params = c->params;
-	job->has_system = c->has_system;
-	job->system_len = c->system_len;
-	job->prompt_len = c->prompt_len;
-	job->continuation_len = c->continuation_len;
-	job->n_stop = c->n_stop;
+	job->req = c->req;
 	LlmTokenizerSubmit(job);
 }
 
@@ -366,24 +350,24 @@ LlmWorkerAdmitTokenized(void)
 
 	while ((job = LlmTokenizerTake()) != NULL)
 	{
-		LlmSlot    *slot = &LlmState->slots[job->slotno];
+		LlmSlot    *slot = &LlmState->slots[job->req.slotno];
 		bool		ours;
 		int64		id = 0;
 		LlmStartError why;
 
 		LWLockAcquire(LlmState->lock, LW_SHARED);
-		ours = slot->request_id == job->request_id && slot->state == LLM_SLOT_RUNNING;
+		ours = slot->request_id == job->req.request_id && slot->state == LLM_SLOT_RUNNING;
 		LWLockRelease(LlmState->lock);
 		if (!ours)
 			;					/* cancelled while it was tokenized */
 		else if (LlmWorkerEngine == NULL)
-			LlmWorkerNoModel(job->slotno);
+			LlmWorkerNoModel(job->req.slotno);
 		else if (!LlmWorkerAdd(job, &id, &why))
-			LlmWorkerAnswer(job->slotno, NULL, why.sqlerrcode, why.msg, why.detail, why.hint);
+			LlmWorkerAnswer(job->req.slotno, NULL, why.sqlerrcode, why.msg, why.detail, why.hint);
 		else
 		{
-			WorkerSeqs[job->slotno].active = true;
-			WorkerSeqs[job->slotno].engine_id = id;
+			WorkerSeqs[job->req.slotno].active = true;
+			WorkerSeqs[job->req.slotno].engine_id = id;
 		}
 		LlmTokenizeJobFree(job);	/* the engine copied the prompt and stop strings */
 	}
@@ -427,16 +411,16 @@ LlmWorkerScanSlots(void)
 		LlmSlot    *slot = &LlmState->slots[picked[k]];
 		LlmClaim   *c = &claims[k];
 
-		c->slotno = picked[k];
-		c->request_id = slot->request_id;
-		c->params = slot->params;
+		c->req.slotno = picked[k];
+		c->req.request_id = slot->request_id;
+		c->req.params = slot->params;
+		c->req.input_len = slot->input_len;
+		c->req.has_system = slot->has_system;
+		c->req.system_len = slot->system_len;
+		c->req.prompt_len = slot->prompt_len;
+		c->req.continuation_len = slot->continuation_len;
+		c->req.n_stop = slot->n_stop;
 		c->input = slot->input;
-		c->input_len = slot->input_len;
-		c->has_system = slot->has_system;
-		c->system_len = slot->system_len;
-		c->prompt_len = slot->prompt_len;
-		c->continuation_len = slot->continuation_len;
-		c->n_stop = slot->n_stop;
 		slot->input = InvalidDsaPointer;
 		slot->state = LLM_SLOT_RUNNING;
 	}

@@ -64,14 +64,14 @@ LlmTokenizeOne(LlmTokenizeJob *job)
 
 	llm_error_clear(&job->err);
 	job->stage = LLM_TOKENIZE_PROMPT;
-	job->status = llm_chat_tokenize(LlmWorkerModel, job->has_system ? b : NULL, job->system_len,
-									b + job->system_len, job->prompt_len, job->params.chat,
+	job->status = llm_chat_tokenize(LlmWorkerModel, job->req.has_system ? b : NULL, job->req.system_len,
+									b + job->req.system_len, job->req.prompt_len, job->req.params.chat,
 									&job->tokens, &job->n_tokens, &job->err);
-	if (job->status != LLM_OK || !job->params.score)
+	if (job->status != LLM_OK || !job->req.params.score)
 		return;
 	job->stage = LLM_TOKENIZE_CONTINUATION;
-	job->status = llm_continuation_tokenize(LlmWorkerModel, b + job->system_len + job->prompt_len,
-											job->continuation_len, job->params.score_eos,
+	job->status = llm_continuation_tokenize(LlmWorkerModel, b + job->req.system_len + job->req.prompt_len,
+											job->req.continuation_len, job->req.params.score_eos,
 											&job->forced, &job->n_forced, &job->err);
 }
 
@@ -134,7 +134,7 @@ void
 LlmTokenizerSubmit(LlmTokenizeJob *job)
 {
 	tok_outstanding++;
-	if (job->input_len <= LLM_TOKENIZE_INLINE_BYTES || !LlmTokenizerStart())
+	if (job->req.input_len <= LLM_TOKENIZE_INLINE_BYTES || !LlmTokenizerStart())
 	{
 		LlmTokenizeOne(job);
 		pthread_mutex_lock(&tok_mutex);

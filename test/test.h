@@ -90,16 +90,16 @@ test_tokenize(const LlmModel *m, const char *s, int *n)
 	return ids;
 }
 
-/* An engine for m of up to max_seqs sequences and n_ctx tokens each, f32 KV, prefix cache on; exits on failure. */
+/* An engine for m of up to max_seqs sequences and n_ctx tokens each, KV of kv_type, prefix cache on; exits on failure. */
 static inline LlmEngine *
-test_engine_new(LlmModel *m, int max_seqs, int n_ctx)
+test_engine_new_kv(LlmModel *m, int max_seqs, int n_ctx, LlmKvType kv_type)
 {
 	LlmEngineConfig c;
 	LlmEngine  *e = NULL;
 	LlmError	err;
 
 	llm_engine_config_default(&c);
-	c.kv_type = LLM_KV_F32;
+	c.kv_type = kv_type;
 	c.max_seqs = max_seqs;
 	c.n_ctx = n_ctx;
 	if (llm_engine_new(m, &c, &e, &err) != LLM_OK)
@@ -108,6 +108,13 @@ test_engine_new(LlmModel *m, int max_seqs, int n_ctx)
 		exit(1);
 	}
 	return e;
+}
+
+/* test_engine_new_kv with f32 KV. */
+static inline LlmEngine *
+test_engine_new(LlmModel *m, int max_seqs, int n_ctx)
+{
+	return test_engine_new_kv(m, max_seqs, n_ctx, LLM_KV_F32);
 }
 
 /* Step e until it is idle (a failed step counts as a failed check). */

@@ -24,26 +24,6 @@ make_engine(int max_seqs)
 	return test_engine_new(model, max_seqs, 256);
 }
 
-/* An engine of up to 8 sequences of 256 tokens with KV of type kv_type. */
-static LlmEngine *
-make_engine_kv(LlmKvType kv_type)
-{
-	LlmEngineConfig c;
-	LlmEngine  *e = NULL;
-	LlmError	err;
-
-	llm_engine_config_default(&c);
-	c.kv_type = kv_type;
-	c.max_seqs = 8;
-	c.n_ctx = 256;
-	if (llm_engine_new(model, &c, &e, &err) != LLM_OK)
-	{
-		fprintf(stderr, "engine: %s\n", err.msg);
-		exit(1);
-	}
-	return e;
-}
-
 /* The ids of text without the BOS the tokenizer puts first: at most max into ids; returns how many. */
 static int
 continuation_ids(const char *text, int32_t *ids, int max)
@@ -198,7 +178,7 @@ main(void)
 
 			for (int round = 0; round < 2; round++)
 			{
-				LlmEngine  *f = make_engine_kv(kv_types[t]);
+				LlmEngine  *f = test_engine_new_kv(model, 8, 256, kv_types[t]);
 				int64_t		ids[4];
 
 				for (int k = 0; k < 4; k++)
