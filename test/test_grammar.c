@@ -85,7 +85,7 @@ test_json_reader(void)
 {
 	static const char *const good[] = {
 		"null", " true ", "-0.5e+3", "\"a\\u00e9\\ud83d\\ude00\\n\"", "[1,[2,{}]]",
-		"{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":\"e\"}}", NULL
+		"{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":\"e\"}}", "{\"a\\u0000b\":1,\"a\":2}", NULL
 	};
 	static const char *const bad[] = {
 		"", "nul", "01", "1.", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "\"\\x\"", "\"\\ud800\"",

@@ -429,18 +429,23 @@ llm_json_free(LlmJson *v)
 	free(v);
 }
 
-/* The member of object v named key, or NULL. */
-const LlmJson *
-llm_json_member(const LlmJson *v, const char *key)
+/* The member of object v whose name is the n bytes at key (which may hold NULs), or NULL. */
+static const LlmJson *
+json_member_n(const LlmJson *v, const char *key, size_t n)
 {
-	size_t		n = strlen(key);
-
 	if (v == NULL || v->type != LLM_JSON_OBJECT)
 		return NULL;
 	for (int i = 0; i < v->n; i++)
 		if (v->items[i].key_len == n && memcmp(v->items[i].key, key, n) == 0)
 			return &v->items[i];
 	return NULL;
+}
+
+/* The member of object v named key, or NULL. */
+const LlmJson *
+llm_json_member(const LlmJson *v, const char *key)
+{
+	return json_member_n(v, key, strlen(key));
 }
 
 /* Whether a and b are the same JSON value. */
@@ -471,7 +476,7 @@ llm_json_equal(const LlmJson *a, const LlmJson *b)
 				return false;
 			for (int i = 0; i < a->n; i++)
 			{
-				const LlmJson *m = llm_json_member(b, a->items[i].key);
+				const LlmJson *m = json_member_n(b, a->items[i].key, a->items[i].key_len);
 
 				if (m == NULL || !llm_json_equal(&a->items[i], m))
 					return false;
