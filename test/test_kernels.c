@@ -50,10 +50,17 @@ dequant_acts(LlmActFormat fmt, const uint8_t *row, int64_t k, double *xd)
 {
 	const int8_t *qs = (const int8_t *) row;
 	const float *d = (const float *) (row + llm_act_d_offset(k));
+	static const int order[16] = {LLM_Q8KI_ORDER};
 	int			bs = fmt == LLM_ACT_Q8 ? LLM_QK : LLM_QK_K;
 
 	for (int64_t j = 0; j < k; j++)
-		xd[j] = (double) d[j / bs] * qs[j];
+	{
+		/* Q8KI: value 16m + 4s + t of a block is at 64s + 4 order[m] + t (the order is its own inverse) */
+		int64_t		at = fmt != LLM_ACT_Q8KI ? j
+			: j / LLM_QK_K * LLM_QK_K + 64 * (j % 16 / 4) + 4 * order[j % LLM_QK_K / 16] + j % 4;
+
+		xd[j] = (double) d[j / bs] * qs[at];
+	}
 }
 
 typedef struct ErrStats
@@ -104,7 +111,7 @@ check_matmul(LlmBackend *be, const LlmBackendOps *ops, const LlmMatmulKernels *k
 
 		if (fmt != LLM_ACT_F32)
 		{
-			(fmt == LLM_ACT_Q8 ? kern->quant_q8 : kern->quant_q8k) (xt, cols, xq);
+			kern->quant[fmt] (xt, cols, xq);
 			dequant_acts(fmt, xq, cols, xd);
 		}
 		for (int64_t r = 0; r < rows; r++)
@@ -185,13 +192,13 @@ check_quantizers(const LlmMatmulKernels *kern)
 
 		if (x == NULL)
 			continue;
-		for (int fmt = LLM_ACT_Q8; fmt <= LLM_ACT_Q8K; fmt++)
+		for (int fmt = LLM_ACT_Q8; fmt < LLM_ACT_FORMATS; fmt++)
 		{
 			size_t		bytes = llm_act_row_bytes((LlmActFormat) fmt, k);
 			uint8_t    *a = alloc64(bytes);
 			uint8_t    *b = alloc64(bytes);
 
-			if (fmt == LLM_ACT_Q8K && k % LLM_QK_K != 0)
+			if (kern->quant[fmt] == NULL || (fmt != LLM_ACT_Q8 && k % LLM_QK_K != 0))
 			{
 				free(a);
 				free(b);
@@ -211,16 +218,13 @@ check_quantizers(const LlmMatmulKernels *kern)
 						x[j] = j % 32 == 0 ? 127.0f : (float) (j % 7) - 3.5f;
 					x[0] = INFINITY;
 				}
+				kern->quant[fmt] (x, k, a);
 				if (fmt == LLM_ACT_Q8)
-				{
-					kern->quant_q8(x, k, a);
 					llm_quantize_act_q8_ref(x, k, b);
-				}
-				else
-				{
-					kern->quant_q8k(x, k, a);
+				else if (fmt == LLM_ACT_Q8K)
 					llm_quantize_act_q8k_ref(x, k, b);
-				}
+				else
+					llm_quantize_act_q8ki_ref(x, k, b);
 				TEST_CHECK(memcmp(a, b, (size_t) k) == 0, "%s quantizer %d k %lld trial %d: quants differ",
 						   kern->name, fmt, (long long) k, trial);
 				{
@@ -238,7 +242,7 @@ check_quantizers(const LlmMatmulKernels *kern)
 					TEST_CHECK(memcmp(a + llm_act_sums_offset(k), b + llm_act_sums_offset(k),
 									  sizeof(int32_t) * (size_t) (k / LLM_QK)) == 0,
 							   "%s quantizer k %lld trial %d: block sums differ", kern->name, (long long) k, trial);
-				if (fmt == LLM_ACT_Q8K)
+				if (fmt != LLM_ACT_Q8)
 					TEST_CHECK(memcmp(a + llm_act_bsums_offset(k), b + llm_act_bsums_offset(k),
 									  sizeof(int16_t) * (size_t) (k / 16)) == 0,
 							   "%s quantizer k %lld trial %d: block sums differ", kern->name, (long long) k, trial);

@@ -120,7 +120,7 @@ matmul_run(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *w, con
 	{
 		size_t		bytes = j.args.x_stride * (size_t) n;
 
-		j.quant = fmt == LLM_ACT_Q8 ? kern->quant_q8 : kern->quant_q8k;
+		j.quant = kern->quant[fmt];
 		if (bytes <= sizeof(stack_buf))
 			j.xq = stack_buf;
 		else if ((heap_buf = aligned_alloc(64, bytes)) != NULL)

@@ -30,7 +30,9 @@ typedef enum LlmActFormat
 {
 	LLM_ACT_F32,				/* the floats as given */
 	LLM_ACT_Q8,					/* blocks of 32: int8 quants, one float scale */
-	LLM_ACT_Q8K					/* blocks of 256: int8 quants, one float scale, int16 sums of 16 */
+	LLM_ACT_Q8K,				/* blocks of 256: int8 quants, one float scale, int16 sums of 16 */
+	LLM_ACT_Q8KI,				/* Q8K with each block's quants and sums in the K tiles' lane order */
+	LLM_ACT_FORMATS
 } LlmActFormat;
 
 /*
@@ -39,10 +41,21 @@ typedef enum LlmActFormat
  *   Q8:  int8 qs[k]; float d[k / 32]; int32 sums[k / 32]     x_i = d[i / 32] * qs[i],
  *                                                            sums[b] = sum of block b's quants
  *   Q8K: int8 qs[k]; float d[k / 256]; int16 bsums[k / 16]  bsums[j] = sum of qs[16j .. 16j + 15]
+ *   Q8KI: Q8K's values, with the 16 sub-blocks of 16 of each block of 256
+ *        dealt out as the AVX-512 K tiles read them: quad s (4 quants) of
+ *        sub-block LLM_Q8KI_ORDER[e] at bytes 64s + 4e of the block, and
+ *        bsums[16b + e] the sum of sub-block LLM_Q8KI_ORDER[e].
  * Quants are in [-127, 127] with d = amax / 127 per block, rounded to
  * nearest even; a block holding a NaN or infinity gets d = NaN and zero
  * quants, so the NaN reaches the output.
  */
+
+/*
+ * The sub-block of 16 in lane e (e = 4L + i: sub-block 4i + L) of the K
+ * tiles: the order in which a 4x4 transpose of dwords by unpacks leaves
+ * them.  Its own inverse.
+ */
+#define LLM_Q8KI_ORDER 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15
 #define LLM_ACT_ALIGN(n) ((((size_t) (n)) + 63) & ~(size_t) 63)
 
 /* Offset of the scales d in a token's row. */
@@ -75,6 +88,7 @@ llm_act_row_bytes(LlmActFormat f, int64_t k)
 		case LLM_ACT_Q8:
 			return llm_act_sums_offset(k) + LLM_ACT_ALIGN(sizeof(int32_t) * (size_t) (k / LLM_QK));
 		case LLM_ACT_Q8K:
+		case LLM_ACT_Q8KI:
 			return llm_act_bsums_offset(k) + LLM_ACT_ALIGN(sizeof(int16_t) * (size_t) (k / 16));
 		default:
 			return LLM_ACT_ALIGN(sizeof(float) * (size_t) k);
@@ -105,8 +119,7 @@ typedef struct LlmMatmulKernels
 	const char *name;			/* "avx512" */
 	LlmGemmFn	gemm[LLM_TYPE_COUNT];	/* by weight type; NULL: the scalar reference */
 	LlmActFormat act[LLM_TYPE_COUNT];	/* the activations gemm[type] reads */
-	LlmActQuantFn quant_q8;		/* to LLM_ACT_Q8 */
-	LlmActQuantFn quant_q8k;	/* to LLM_ACT_Q8K */
+	LlmActQuantFn quant[LLM_ACT_FORMATS];	/* by format read; NULL for F32 and formats none reads */
 } LlmMatmulKernels;
 
 /* Defined in matmul_avx2.c and matmul_avx512.c (empty tables off x86-64). */
@@ -116,6 +129,7 @@ extern const LlmMatmulKernels llm_matmul_kernels_avx512;
 /* Scalar reference activation quantizers (quantize_act.c); the SIMD ones match them exactly. */
 void		llm_quantize_act_q8_ref(const float *x, int64_t k, uint8_t *out);
 void		llm_quantize_act_q8k_ref(const float *x, int64_t k, uint8_t *out);
+void		llm_quantize_act_q8ki_ref(const float *x, int64_t k, uint8_t *out);
 
 /* The kernels of level isa; NULL for scalar or a level this processor lacks. */
 const LlmMatmulKernels *llm_matmul_kernels(LlmCpuIsa isa);

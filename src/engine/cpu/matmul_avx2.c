@@ -667,8 +667,10 @@ const LlmMatmulKernels llm_matmul_kernels_avx2 = {
 		[LLM_TYPE_Q4_K] = LLM_ACT_Q8K,
 		[LLM_TYPE_Q6_K] = LLM_ACT_Q8K,
 	},
-	.quant_q8 = quant_q8,
-	.quant_q8k = quant_q8k,
+	.quant = {
+		[LLM_ACT_Q8] = quant_q8,
+		[LLM_ACT_Q8K] = quant_q8k,
+	},
 };
 
 #if defined(__clang__)

@@ -50,14 +50,17 @@
  * holds quants 4s .. 4s + 3 of block BLOCK_ORDER[e]), so 8 vpdpbusd leave
  * each block's whole dot product in its own lane with no reduction.
  *
- * The K-quants (Q2_K .. Q6_K) against Q8K activations, 64 values a step:
- * vpmaddubsw multiplies the unsigned quants (Q2_K's two bits .. Q6_K's six) by the
- * activation bytes into int16 pairs (at most 2 * 63 * 127, no saturation),
- * and vpdpwssd multiplies those by the 16-bit sub-block scales and
- * accumulates in int32 for the whole super-block.  Q3_K's offset of 4,
- * Q6_K's of 32 and the minimums of Q2_K, Q4_K and Q5_K are applied per
- * super-block from the activations' sums
- * of 16 (vpmaddwd), as in ggml's vec_dot_q4_K_q8_K.
+ * The K-quants (Q2_K .. Q6_K) against Q8KI activations (Q8K's, each
+ * super-block's 16 sub-blocks of 16 dealt out to the 16 lanes, matmul.h):
+ * the weights' unsigned quants (Q2_K's two bits .. Q6_K's six) are dealt
+ * out the same way (a 4x4 transpose of dwords by unpacks), so four
+ * vpdpbusd leave each sub-block's whole integer dot product in its own
+ * lane, exact.  Then per super-block one convert and one FMA by the lanes'
+ * float scales (d times the sub-block's scale) times d_a; Q3_K's offset
+ * of 4 and Q6_K's of 32 come off each lane's integer first, with the
+ * activations' sums of 16, and the minimums of Q2_K, Q4_K and Q5_K are
+ * one more FMA by those sums.  One vpdpbusd per 64 multiply-adds, where
+ * vpmaddubsw + vpdpwssd (ggml's vec_dot_q4_K_q8_K) take two.
  */
 #include "cpu/matmul.h"
 
@@ -80,13 +83,13 @@
 
 #define KERN static inline __attribute__((always_inline))
 
-/* Tile shapes, rows by tokens (float, Q8_0/Q4_0 direct and packed, K types). */
+/* Tile shapes, rows by tokens (float, Q8_0/Q4_0 direct and packed, K types direct and packed). */
 #define F_MR 4
 #define F_NT 6
 #define Q_MR 4
 #define Q_NT 3					/* packed too: 12 integer and 12 float sums stay in registers (6 tokens: 19% slower) */
-#define K_MR 2
-#define K_NT 6
+#define K_MR 4
+#define K_NT 3
 
 /* Prefetch the weights this many row tiles ahead (rows are contiguous, so this walks the chunk). */
 #ifndef PF_GROUPS
@@ -1245,21 +1248,21 @@ q4k_scales_mins(const uint8_t *scales)
 }
 
 /*
- * A K-quant super-block of one row as the tile's inner loop wants it: per
- * 64-value chunk the unsigned quants and their sub-block scales as int16
- * pairs, and per block what the activations' sums of 16 are multiplied by
- * (Q2_K, Q4_K, Q5_K: the minimums; Q3_K, Q6_K: 4 or 32 times the scales)
- * and the scales.
- * The tile makes one from the weights as it goes (one token tile), or reads
- * those that packing made once for a row tile (many token tiles).
+ * A K-quant super-block of one row as the tile's inner loop wants it: its
+ * 256 quants as unsigned bytes dealt out to the lanes of four vectors --
+ * lane e of q[s] holds quad s of sub-block (of 16) LLM_Q8KI_ORDER[e], as
+ * the activations' Q8KI does -- and per lane, d times that sub-block's
+ * scale and (Q2_K, Q4_K, Q5_K) -dmin times its minimum.  Four vpdpbusd
+ * against the activations leave each sub-block's whole integer dot product
+ * in its own lane.  The tile makes one from the weights as it goes (one
+ * token tile), or reads those that packing made once for a row tile (many
+ * token tiles): the same vectors, so a row's bits do not depend on which.
  */
 typedef struct KBlock
 {
-	__m512i		wq[4];
-	__m512i		ws[4];
-	__m256i		sums;			/* int16 factors of the activations' 16 sums of 16 */
-	float		d;
-	float		dmin;			/* Q2_K, Q4_K, Q5_K */
+	__m512i		q[4];
+	__m512		scale;
+	__m512		min;
 } KBlock;
 
 /* Super-blocks a row tile may have to be packed (longer rows are unpacked in the tile). */
@@ -1284,71 +1287,107 @@ k_prefetch_step(const LlmType t)
 	}
 }
 
-/* The scales of Q4_K or Q5_K super-block blk as int16, its minimums and two scales; Q5_K's fifth bits into qh. */
+/*
+ * Four 64-byte chunks of a super-block in value order (a[c]: values 64c ..
+ * 64c + 63) transposed by dwords into the lane order: s[k] lane e gets
+ * quad k of sub-block LLM_Q8KI_ORDER[e].  (Lane 4L + i of a[c] is quad i
+ * of sub-block 4c + L; two rounds of unpacks exchange the two indices.)
+ */
 KERN void
-q45_head(const uint8_t *blk, const bool five, __m256i *sc, KBlock *kb, __m512i *qh)
+k_transpose(const __m512i *a, __m512i *s)
+{
+	__m512i		t0 = _mm512_unpacklo_epi32(a[0], a[1]);
+	__m512i		t1 = _mm512_unpackhi_epi32(a[0], a[1]);
+	__m512i		t2 = _mm512_unpacklo_epi32(a[2], a[3]);
+	__m512i		t3 = _mm512_unpackhi_epi32(a[2], a[3]);
+
+	s[0] = _mm512_unpacklo_epi64(t0, t2);
+	s[1] = _mm512_unpackhi_epi64(t0, t2);
+	s[2] = _mm512_unpacklo_epi64(t1, t3);
+	s[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/*
+ * Lane e: byte idx[e] of v (unsigned, or signed), as a float, times f: a
+ * block's scales or minimums in the lane order.
+ */
+KERN __m512
+k_lane_floats(__m128i v, __m128i idx, const bool is_signed, float f)
+{
+	__m128i		p = _mm_shuffle_epi8(v, idx);
+	__m512i		w = is_signed ? _mm512_cvtepi8_epi32(p) : _mm512_cvtepu8_epi32(p);
+
+	return _mm512_mul_ps(_mm512_cvtepi32_ps(w), _mm512_set1_ps(f));
+}
+
+/* The lane order as byte indices; and for Q4_K and Q5_K, each lane's sub-block of 32 (LLM_Q8KI_ORDER[e] / 2). */
+#define K_ORDER _mm_setr_epi8(LLM_Q8KI_ORDER)
+#define K_ORDER_32 _mm_setr_epi8(0, 2, 4, 6, 0, 2, 4, 6, 1, 3, 5, 7, 1, 3, 5, 7)
+
+/* The lane scales and minimums of Q4_K or Q5_K super-block blk; Q5_K's fifth bits into qh (low half). */
+KERN void
+q45_head(const uint8_t *blk, const bool five, KBlock *kb, __m512i *qh)
 {
 	const LlmBlockQ4_K *h = (const LlmBlockQ4_K *) blk;	/* Q5_K: the same head */
 	__m128i		sm = q4k_scales_mins(h->scales);
 
-	*sc = _mm256_zextsi128_si256(_mm_cvtepu8_epi16(sm));
-	kb->sums = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));	/* 8 minimums, each twice */
-	kb->d = _cvtsh_ss(h->d);
-	kb->dmin = _cvtsh_ss(h->dmin);
+	kb->scale = k_lane_floats(sm, K_ORDER_32, false, _cvtsh_ss(h->d));
+	kb->min = k_lane_floats(sm, _mm_add_epi8(K_ORDER_32, _mm_set1_epi8(8)), false, -_cvtsh_ss(h->dmin));
 	if (five)
-		*qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) ((const LlmBlockQ5_K *) blk)->qh));
+		*qh = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *) ((const LlmBlockQ5_K *) blk)->qh));
 }
 
 /*
- * Chunk c of super-block blk: values 64c .. 64c + 63, sub-blocks 2c (low
- * nibbles) and 2c + 1 (high); Q5_K's fifth bit is bit 2c of qh[l] (low
- * half) or 2c + 1 (high half), moved to bit 4.
+ * The quants of Q4_K or Q5_K super-block blk straight into the lane order:
+ * lane e = 4L + i of q[s] is quad s of sub-block 4i + L, values 64i + 16L
+ * + 4s .. + 3, which are the low nibbles (L < 2) or the high ones (L >= 2)
+ * of qs dword 8i + 4 (L & 1) + s: one two-source permute, a shift of
+ * lanes 8-15 and a mask per vector, against the chunks' transpose.
+ * Q5_K's fifth bits: bit 2i + (L >= 2) of qh dword 4 (L & 1) + s.
  */
 KERN void
-q45_chunk(const uint8_t *blk, int c, const bool five, __m256i sc, __m512i qh, __m512i *wq, __m512i *ws)
+q45_quants(const uint8_t *blk, const bool five, __m512i qh, __m512i *q)
 {
 	const uint8_t *qs = five ? ((const LlmBlockQ5_K *) blk)->qs : ((const LlmBlockQ4_K *) blk)->qs;
-	const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (2 * c + 1), 0x0001000100010001LL * (2 * c + 1),
-										 0x0001000100010001LL * (2 * c + 1), 0x0001000100010001LL * (2 * c + 1),
-										 0x0001000100010001LL * (2 * c), 0x0001000100010001LL * (2 * c),
-										 0x0001000100010001LL * (2 * c), 0x0001000100010001LL * (2 * c));
-	__m512i		v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (qs + 32 * c)));
+	const __m512i lo = _mm512_loadu_si512(qs);
+	const __m512i hi = _mm512_loadu_si512(qs + 64);
+	const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 4, 12, 20, 28, 0, 8, 16, 24, 4, 12, 20, 28);
+	const __m512i hidx = _mm512_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4, 0, 0, 0, 0, 4, 4, 4, 4);
+	const __m512i hbit = _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 1, 3, 5, 7, 1, 3, 5, 7);
 
-	*wq = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64(4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
-																  4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
-																  0, 0, 0, 0)),
-						   _mm512_set1_epi8(0x0F));
-	if (five)
+#pragma GCC unroll 4
+	for (int s = 0; s < 4; s++)
 	{
-		__m512i		h = _mm512_srlv_epi16(qh, _mm512_set_epi64((2 * c + 1) * 0x0001000100010001LL,
-															   (2 * c + 1) * 0x0001000100010001LL,
-															   (2 * c + 1) * 0x0001000100010001LL,
-															   (2 * c + 1) * 0x0001000100010001LL,
-															   (2 * c) * 0x0001000100010001LL,
-															   (2 * c) * 0x0001000100010001LL,
-															   (2 * c) * 0x0001000100010001LL,
-															   (2 * c) * 0x0001000100010001LL));
+		__m512i		v = _mm512_permutex2var_epi32(lo, _mm512_add_epi32(idx, _mm512_set1_epi32(s)), hi);
 
-		*wq = _mm512_or_si512(*wq, _mm512_slli_epi16(_mm512_and_si512(h, _mm512_set1_epi8(0x01)), 4));
+		v = _mm512_and_si512(_mm512_mask_srli_epi32(v, 0xFF00, v, 4), _mm512_set1_epi8(0x0F));
+		if (five)
+		{
+			__m512i		h = _mm512_permutexvar_epi32(_mm512_add_epi32(hidx, _mm512_set1_epi32(s)), qh);
+
+			h = _mm512_and_si512(_mm512_srlv_epi32(h, hbit), _mm512_set1_epi8(0x01));
+			v = _mm512_or_si512(v, _mm512_slli_epi32(h, 4));
+		}
+		q[s] = v;
 	}
-	*ws = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc));
 }
 
 /*
  * Q2_K and Q3_K have 16 sub-blocks of 16 and take value 128h + 32j + 16s +
  * l's two low bits from bits 2j .. 2j + 1 of qs[32h + 16s + l]; 64 values a
- * step (h = step / 2, j = 2 (step % 2) and one more) are sub-blocks
- * 4 step .. 4 step + 3.
+ * chunk (h = chunk / 2, j = 2 (chunk % 2) and one more) are sub-blocks
+ * 4 chunk .. 4 chunk + 3.
  * - Q2_K: unsigned quants 0..3, 4-bit scales and minimums; the minimums
  *   apply per sub-block from the activations' sums of 16, as Q4_K's do.
  * - Q3_K: a third bit from bit 4h + j of hmask[16s + l], so u = 0..7 stands
- *   for u - 4, with signed 6-bit scales: the offset of 4 applies from the
- *   same sums, as Q6_K's offset of 32 does.
+ *   for u - 4, with signed 6-bit scales: the offset of 4 is taken off each
+ *   sub-block's integer sum with the activations' sums of 16, as Q6_K's
+ *   offset of 32 is.
  */
 
-/* The scales (as int16), the sums' factors and d (Q2_K: dmin) of super-block blk; Q3_K's high bits into hm. */
+/* The lane scales and minimums of Q2_K or Q3_K super-block blk; Q3_K's high bits into hm. */
 KERN void
-q23_head(const uint8_t *blk, const bool three, __m256i *sc, KBlock *kb, __m512i *hm)
+q23_head(const uint8_t *blk, const bool three, KBlock *kb, __m512i *hm)
 {
 	if (three)
 	{
@@ -1356,46 +1395,41 @@ q23_head(const uint8_t *blk, const bool three, __m256i *sc, KBlock *kb, __m512i 
 		uint8_t		s6[16];
 
 		llm_q3k_scales6(q3->scales, s6);
-		*sc = _mm256_cvtepi8_epi16(_mm_sub_epi8(_mm_loadu_si128((const __m128i *) s6), _mm_set1_epi8(32)));
-		kb->sums = _mm256_slli_epi16(*sc, 2);
+		kb->scale = k_lane_floats(_mm_sub_epi8(_mm_loadu_si128((const __m128i *) s6), _mm_set1_epi8(32)), K_ORDER,
+								  true, _cvtsh_ss(q3->d));
+		kb->min = _mm512_setzero_ps();
 		*hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) q3->hmask));
-		kb->d = _cvtsh_ss(q3->d);
-		kb->dmin = 0;
 	}
 	else
 	{
 		const LlmBlockQ2_K *q2 = (const LlmBlockQ2_K *) blk;
 		__m128i		raw = _mm_loadu_si128((const __m128i *) q2->scales);
 
-		*sc = _mm256_cvtepu8_epi16(_mm_and_si128(raw, _mm_set1_epi8(0x0F)));
-		kb->sums = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)));
-		kb->d = _cvtsh_ss(q2->d);
-		kb->dmin = _cvtsh_ss(q2->dmin);
+		kb->scale = k_lane_floats(_mm_and_si128(raw, _mm_set1_epi8(0x0F)), K_ORDER, false, _cvtsh_ss(q2->d));
+		kb->min = k_lane_floats(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)), K_ORDER, false,
+								-_cvtsh_ss(q2->dmin));
 	}
 }
 
-/* Step st of Q2_K or Q3_K super-block blk: 64 unsigned quants and their scales. */
-KERN void
-q23_chunk(const uint8_t *blk, int st, const bool three, __m256i sc, __m512i hm, __m512i *wq, __m512i *ws)
+/* Chunk st of Q2_K or Q3_K super-block blk: its 64 unsigned quants in value order. */
+KERN __m512i
+q23_chunk(const uint8_t *blk, int st, const bool three, __m512i hm)
 {
 	const int	h = st / 2;
 	const int	j0 = 2 * (st % 2);	/* the low half's j; the high half's is j0 + 1 */
-	const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (4 * st + 3), 0x0001000100010001LL * (4 * st + 3),
-										 0x0001000100010001LL * (4 * st + 2), 0x0001000100010001LL * (4 * st + 2),
-										 0x0001000100010001LL * (4 * st + 1), 0x0001000100010001LL * (4 * st + 1),
-										 0x0001000100010001LL * (4 * st), 0x0001000100010001LL * (4 * st));
 	const uint8_t *qs = three ? ((const LlmBlockQ3_K *) blk)->qs : ((const LlmBlockQ2_K *) blk)->qs;
 	__m512i		v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (qs + 32 * h)));
+	__m512i		wq;
 
-	*wq = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64((2 * j0 + 2) * 0x0001000100010001LL,
-																  (2 * j0 + 2) * 0x0001000100010001LL,
-																  (2 * j0 + 2) * 0x0001000100010001LL,
-																  (2 * j0 + 2) * 0x0001000100010001LL,
-																  (2 * j0) * 0x0001000100010001LL,
-																  (2 * j0) * 0x0001000100010001LL,
-																  (2 * j0) * 0x0001000100010001LL,
-																  (2 * j0) * 0x0001000100010001LL)),
-						   _mm512_set1_epi8(0x03));
+	wq = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64((2 * j0 + 2) * 0x0001000100010001LL,
+																 (2 * j0 + 2) * 0x0001000100010001LL,
+																 (2 * j0 + 2) * 0x0001000100010001LL,
+																 (2 * j0 + 2) * 0x0001000100010001LL,
+																 (2 * j0) * 0x0001000100010001LL,
+																 (2 * j0) * 0x0001000100010001LL,
+																 (2 * j0) * 0x0001000100010001LL,
+																 (2 * j0) * 0x0001000100010001LL)),
+						  _mm512_set1_epi8(0x03));
 	if (three)
 	{
 		/* bit 4h + j of each hmask byte, moved to bit 2 */
@@ -1408,37 +1442,31 @@ q23_chunk(const uint8_t *blk, int st, const bool three, __m256i sc, __m512i hm, 
 																(4 * h + j0) * 0x0001000100010001LL,
 																(4 * h + j0) * 0x0001000100010001LL));
 
-		*wq = _mm512_or_si512(*wq, _mm512_slli_epi16(_mm512_and_si512(hb, _mm512_set1_epi8(0x01)), 2));
+		wq = _mm512_or_si512(wq, _mm512_slli_epi16(_mm512_and_si512(hb, _mm512_set1_epi8(0x01)), 2));
 	}
-	*ws = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc));
+	return wq;
 }
 
-/* The scales of Q6_K super-block blk (16 as int16, and 32 times them for the offset) and d. */
+/* The lane scales of Q6_K super-block blk (its offset of 32 is taken off in the tile). */
 KERN void
-q6_head(const uint8_t *blk, __m256i *sc, KBlock *kb)
+q6_head(const uint8_t *blk, KBlock *kb)
 {
 	const LlmBlockQ6_K *q6 = (const LlmBlockQ6_K *) blk;
 
-	*sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *) q6->scales));
-	kb->sums = _mm256_slli_epi16(*sc, 5);
-	kb->d = _cvtsh_ss(q6->d);
-	kb->dmin = 0;
+	kb->scale = k_lane_floats(_mm_loadu_si128((const __m128i *) q6->scales), K_ORDER, true, _cvtsh_ss(q6->d));
+	kb->min = _mm512_setzero_ps();
 }
 
 /*
  * Chunk s of Q6_K super-block blk: values 64s .. 64s + 63 (h = s / 2, g = 2
- * (s % 2) + 0 or 1), sub-blocks 4s .. 4s + 3.
+ * (s % 2) + 0 or 1) as unsigned 6-bit quants.
  */
-KERN void
-q6_chunk(const uint8_t *blk, int s, __m256i sc, __m512i *wq, __m512i *ws)
+KERN __m512i
+q6_chunk(const uint8_t *blk, int s)
 {
 	const LlmBlockQ6_K *q6 = (const LlmBlockQ6_K *) blk;
 	const int	h = s / 2;
 	const int	odd = s % 2;
-	const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (4 * s + 3), 0x0001000100010001LL * (4 * s + 3),
-										 0x0001000100010001LL * (4 * s + 2), 0x0001000100010001LL * (4 * s + 2),
-										 0x0001000100010001LL * (4 * s + 1), 0x0001000100010001LL * (4 * s + 1),
-										 0x0001000100010001LL * (4 * s), 0x0001000100010001LL * (4 * s));
 	__m512i		qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *) (q6->qh + 32 * h)));
 	__m512i		ql = _mm512_loadu_si512(q6->ql + 64 * h);
 	__m512i		lo;
@@ -1456,36 +1484,30 @@ q6_chunk(const uint8_t *blk, int s, __m256i sc, __m512i *wq, __m512i *ws)
 													2 * 0x0001000100010001LL, 2 * 0x0001000100010001LL,
 													4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL,
 													4 * 0x0001000100010001LL, 4 * 0x0001000100010001LL));
-	*wq = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi8(0x0F)), _mm512_and_si512(hi, _mm512_set1_epi8(0x30)));
-	*ws = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc));
+	return _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi8(0x0F)), _mm512_and_si512(hi, _mm512_set1_epi8(0x30)));
 }
 
-/*
- * The head of super-block blk of type t: its scales as int16 (sc), the
- * KBlock's per-block fields, and the high bits the chunks merge (hi: Q3_K's
- * hmask, Q5_K's qh).
- */
+/* Super-block blk of type t unpacked into kb (its lane quants, scales and minimums). */
 KERN void
-k_head(const uint8_t *blk, const LlmType t, __m256i *sc, KBlock *kb, __m512i *hi)
+k_unpack(const uint8_t *blk, const LlmType t, KBlock *kb)
 {
-	if (t == LLM_TYPE_Q2_K || t == LLM_TYPE_Q3_K)
-		q23_head(blk, t == LLM_TYPE_Q3_K, sc, kb, hi);
-	else if (t == LLM_TYPE_Q4_K || t == LLM_TYPE_Q5_K)
-		q45_head(blk, t == LLM_TYPE_Q5_K, sc, kb, hi);
-	else
-		q6_head(blk, sc, kb);
-}
+	__m512i		hi = _mm512_setzero_si512();	/* Q3_K's hmask, Q5_K's qh */
+	__m512i		v[4];
 
-/* Chunk c of super-block blk of type t: 64 unsigned quants and their scales. */
-KERN void
-k_chunk(const uint8_t *blk, int c, const LlmType t, __m256i sc, __m512i hi, __m512i *wq, __m512i *ws)
-{
+	if (t == LLM_TYPE_Q4_K || t == LLM_TYPE_Q5_K)
+	{
+		q45_head(blk, t == LLM_TYPE_Q5_K, kb, &hi);
+		q45_quants(blk, t == LLM_TYPE_Q5_K, hi, kb->q);
+		return;
+	}
 	if (t == LLM_TYPE_Q2_K || t == LLM_TYPE_Q3_K)
-		q23_chunk(blk, c, t == LLM_TYPE_Q3_K, sc, hi, wq, ws);
-	else if (t == LLM_TYPE_Q4_K || t == LLM_TYPE_Q5_K)
-		q45_chunk(blk, c, t == LLM_TYPE_Q5_K, sc, hi, wq, ws);
+		q23_head(blk, t == LLM_TYPE_Q3_K, kb, &hi);
 	else
-		q6_chunk(blk, c, sc, wq, ws);
+		q6_head(blk, kb);
+#pragma GCC unroll 4
+	for (int c = 0; c < 4; c++)
+		v[c] = t == LLM_TYPE_Q6_K ? q6_chunk(blk, c) : q23_chunk(blk, c, t == LLM_TYPE_Q3_K, hi);
+	k_transpose(v, kb->q);
 }
 
 /* Unpack the MR rows from r of a type-t weight into pk (super-block b of row i at pk[b * MR + i]). */
@@ -1500,24 +1522,19 @@ pack_k(const LlmGemmArgs *a, int64_t r, const int MR, const LlmType t, KBlock *p
 		const uint8_t *row = a->w + (size_t) (r + i) * a->row_bytes;
 
 		for (int64_t b = 0; b < nb; b++)
-		{
-			KBlock	   *kb = &pk[b * MR + i];
-			__m256i		sc;
-			__m512i		hi = _mm512_setzero_si512();
-
-			k_head(row + b * bsize, t, &sc, kb, &hi);
-			for (int c = 0; c < 4; c++)
-				k_chunk(row + b * bsize, c, t, sc, hi, &kb->wq[c], &kb->ws[c]);
-		}
+			k_unpack(row + b * bsize, t, &pk[b * MR + i]);
 	}
 }
 
 /*
- * Tile of MR rows by NT tokens of a type-t weight against Q8K activations,
- * from the weights or (pk) from their packing.  Both sources give the inner
- * loop the same vectors, so a row's bits do not depend on which.  The sums
- * of 16 enter as minimums (Q2_K, Q4_K, Q5_K: a second FMA by -dmin) or as
- * an offset subtracted in int32 (Q3_K, Q6_K).
+ * Tile of MR rows by NT tokens of a type-t weight against Q8KI activations,
+ * from the weights or (pk) from their packing, in the one order of
+ * operations every output follows whatever the number of tokens.  Per
+ * super-block, four vpdpbusd give each lane its sub-block's integer sum
+ * p = sum u a of the unsigned quants u; Q3_K's offset of 4 and Q6_K's of
+ * 32 come off in int32 (p - C * (the activations' sum of 16), exact), and
+ * one FMA adds p times (d * scale) * d_a; the minimums of Q2_K, Q4_K and
+ * Q5_K add (-dmin * m) times d_a * (the sum of 16) by a second FMA.
  */
 KERN void
 tile_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const LlmType kt, const KBlock *pk)
@@ -1538,75 +1555,58 @@ tile_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const
 		xs[q] = (const int16_t *) ((const uint8_t *) xq[q] + llm_act_bsums_offset(a->k));
 	for (int64_t b = 0; b < nb; b++)
 	{
-		__m512i		isum[4][6];
-		__m256i		sc[4];		/* the scales as int16 */
-		__m512i		hi[4];		/* Q3_K, Q5_K: the high bits, in both halves */
-		KBlock		kb[4];		/* the block's head when not packed */
-		const KBlock *h[4];
+		_Alignas(64) KBlock kb[4];	/* the block's rows when not packed */
+		const KBlock *h = pk != NULL ? pk + b * MR : kb;
+		__m512i		p[4][6];
 
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-		{
-			if (pk != NULL)
-				h[i] = &pk[b * MR + i];
-			else
-			{
-				k_head(w[i] + b * bsize, kt, &sc[i], &kb[i], &hi[i]);
-				h[i] = &kb[i];
-			}
-#pragma GCC unroll 6
-			for (int q = 0; q < NT; q++)
-				isum[i][q] = _mm512_setzero_si512();
-		}
-#pragma GCC unroll 4
-		for (int c = 0; c < 4; c++)
-		{
-			__m512i		wq[4];
-			__m512i		ws[4];
-
+		if (pk == NULL)
 #pragma GCC unroll 4
 			for (int i = 0; i < MR; i++)
 			{
-				if (pk != NULL)
-				{
-					wq[i] = h[i]->wq[c];
-					ws[i] = h[i]->ws[c];
-				}
-				else
-				{
+#pragma GCC unroll 4
+				for (int c = 0; c < 4; c++)
 					_mm_prefetch((const char *) w[i] + b * bsize + pf + k_prefetch_step(kt) * c, _MM_HINT_T0);
-					k_chunk(w[i] + b * bsize, c, kt, sc[i], hi[i], &wq[i], &ws[i]);
-				}
+				k_unpack(w[i] + b * bsize, kt, &kb[i]);
 			}
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+#pragma GCC unroll 6
+			for (int q = 0; q < NT; q++)
+				p[i][q] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+		for (int s = 0; s < 4; s++)
+		{
+			__m512i		wq[4];
+
+#pragma GCC unroll 4
+			for (int i = 0; i < MR; i++)
+				wq[i] = _mm512_load_si512(&h[i].q[s]);
 #pragma GCC unroll 6
 			for (int q = 0; q < NT; q++)
 			{
-				__m512i		av = _mm512_loadu_si512(xq[q] + b * LLM_QK_K + 64 * c);
+				__m512i		xa = _mm512_loadu_si512(xq[q] + b * LLM_QK_K + 64 * s);
 
 #pragma GCC unroll 4
 				for (int i = 0; i < MR; i++)
-					isum[i][q] = _mm512_dpwssd_epi32(isum[i][q], _mm512_maddubs_epi16(wq[i], av), ws[i]);
+					p[i][q] = _mm512_dpbusd_epi32(p[i][q], wq[i], xa);
 			}
 		}
 #pragma GCC unroll 6
 		for (int q = 0; q < NT; q++)
 		{
-			float		dq = xd[q][b];
-			__m256i		bs = _mm256_loadu_si256((const __m256i *) (xs[q] + 16 * b));
+			__m512		dq = _mm512_set1_ps(xd[q][b]);
+			__m512i		bs = _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *) (xs[q] + 16 * b)));
+			__m512i		off = kt == LLM_TYPE_Q3_K ? _mm512_slli_epi32(bs, 2) : _mm512_slli_epi32(bs, 5);
+			__m512		bf = _mm512_mul_ps(_mm512_cvtepi32_ps(bs), dq);
 
 #pragma GCC unroll 4
 			for (int i = 0; i < MR; i++)
 			{
-				__m512i		m = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, h[i]->sums));
+				__m512i		v = offset ? _mm512_sub_epi32(p[i][q], off) : p[i][q];
 
-				if (offset)
-					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[i][q], m)),
-												_mm512_set1_ps(h[i]->d * dq), acc[i][q]);
-				else
-				{
-					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][q]), _mm512_set1_ps(h[i]->d * dq), acc[i][q]);
-					acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(-h[i]->dmin * dq), acc[i][q]);
-				}
+				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(h[i].scale, dq), acc[i][q]);
+				if (!offset)
+					acc[i][q] = _mm512_fmadd_ps(h[i].min, bf, acc[i][q]);
 			}
 		}
 	}
@@ -1761,6 +1761,30 @@ quant_q8k(const float *x, int64_t k, uint8_t *out)
 	}
 }
 
+/* Quantize one token's k activations to LLM_ACT_Q8KI: Q8K's, then each block dealt out to the K tiles' lanes. */
+static void
+quant_q8ki(const float *x, int64_t k, uint8_t *out)
+{
+	int8_t	   *qs = (int8_t *) out;
+	int16_t    *bsums = (int16_t *) (out + llm_act_bsums_offset(k));
+	const __m256i order = _mm256_setr_epi16(LLM_Q8KI_ORDER);
+
+	quant_q8k(x, k, out);
+	for (int64_t b = 0; b < k / LLM_QK_K; b++)
+	{
+		__m512i		v[4];
+		__m512i		s[4];
+
+		for (int c = 0; c < 4; c++)
+			v[c] = _mm512_loadu_si512(qs + b * LLM_QK_K + 64 * c);
+		k_transpose(v, s);
+		for (int c = 0; c < 4; c++)
+			_mm512_storeu_si512(qs + b * LLM_QK_K + 64 * c, s[c]);
+		_mm256_storeu_si256((__m256i *) (bsums + 16 * b),
+							_mm256_permutexvar_epi16(order, _mm256_loadu_si256((const __m256i *) (bsums + 16 * b))));
+	}
+}
+
 const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 	.name = "avx512",
 	.gemm = {
@@ -1784,14 +1808,16 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q4_1] = LLM_ACT_Q8,
 		[LLM_TYPE_Q5_0] = LLM_ACT_Q8,
 		[LLM_TYPE_Q5_1] = LLM_ACT_Q8,
-		[LLM_TYPE_Q2_K] = LLM_ACT_Q8K,
-		[LLM_TYPE_Q3_K] = LLM_ACT_Q8K,
-		[LLM_TYPE_Q4_K] = LLM_ACT_Q8K,
-		[LLM_TYPE_Q5_K] = LLM_ACT_Q8K,
-		[LLM_TYPE_Q6_K] = LLM_ACT_Q8K,
+		[LLM_TYPE_Q2_K] = LLM_ACT_Q8KI,
+		[LLM_TYPE_Q3_K] = LLM_ACT_Q8KI,
+		[LLM_TYPE_Q4_K] = LLM_ACT_Q8KI,
+		[LLM_TYPE_Q5_K] = LLM_ACT_Q8KI,
+		[LLM_TYPE_Q6_K] = LLM_ACT_Q8KI,
 	},
-	.quant_q8 = quant_q8,
-	.quant_q8k = quant_q8k,
+	.quant = {
+		[LLM_ACT_Q8] = quant_q8,
+		[LLM_ACT_Q8KI] = quant_q8ki,
+	},
 };
 
 #if defined(__clang__)

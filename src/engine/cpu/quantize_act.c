@@ -81,3 +81,28 @@ llm_quantize_act_q8k_ref(const float *x, int64_t k, uint8_t *out)
 		}
 	}
 }
+
+/* Quantize one token's k activations to LLM_ACT_Q8KI: LLM_ACT_Q8K's, each block's sub-blocks dealt out to their lanes. */
+void
+llm_quantize_act_q8ki_ref(const float *x, int64_t k, uint8_t *out)
+{
+	static const int order[16] = {LLM_Q8KI_ORDER};
+	int8_t	   *qs = (int8_t *) out;
+	int16_t    *bsums = (int16_t *) (out + llm_act_bsums_offset(k));
+
+	llm_quantize_act_q8k_ref(x, k, out);
+	for (int64_t b = 0; b < k / LLM_QK_K; b++)
+	{
+		int8_t		q[LLM_QK_K];
+		int16_t		s[16];
+
+		memcpy(q, qs + b * LLM_QK_K, sizeof(q));
+		memcpy(s, bsums + 16 * b, sizeof(s));
+		for (int e = 0; e < 16; e++)
+		{
+			for (int st = 0; st < 4; st++)
+				memcpy(qs + b * LLM_QK_K + 64 * st + 4 * e, q + 16 * order[e] + 4 * st, 4);
+			bsums[16 * b + e] = s[order[e]];
+		}
+	}
+}
