@@ -333,16 +333,6 @@ DEFINE_GEMM(gemm_q4_0, Q_MR, Q_NT)
 
 /* ---- Q4_K, Q6_K ---- */
 
-/* The eight 6-bit scales (bytes 0-7) and minimums (bytes 8-15) of a Q4_K super-block. */
-KERN __m128i
-q4k_scales_mins(const uint8_t *scales)
-{
-	uint8_t		sm[16];
-
-	llm_k4_scales_mins(scales, sm);
-	return _mm_loadu_si128((const __m128i *) sm);
-}
-
 /* Tile of MR rows by NT tokens of a Q4_K weight against Q8K activations. */
 KERN void
 tile_q4_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
@@ -381,7 +371,7 @@ tile_q4_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
 		for (int i = 0; i < MR; i++)
 		{
 			const LlmBlockQ4_K *blk = (const LlmBlockQ4_K *) (w[i] + b * sizeof(LlmBlockQ4_K));
-			__m128i		sm = q4k_scales_mins(blk->scales);
+			__m128i		sm = llm_q4k_scales_mins(blk->scales);
 
 			_mm_storeu_si128((__m128i *) sc[i], sm);
 			mins[i] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));

@@ -79,6 +79,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/avx2_util.h"
 #include "quant_blocks.h"
 
 #define KERN static inline __attribute__((always_inline))
@@ -1238,25 +1239,6 @@ gemm_q5_1(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 /* ---- the K-quants: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K ---- */
 
 /*
- * The eight 6-bit scales (bytes 0-7) and minimums (bytes 8-15) of a Q4_K
- * super-block from its 12 bytes at scales (the 4 after them are read and
- * unused): llm_k4_scales_mins' 32-bit masks on the words u0 u1 u2, in one
- * register -- words 0 and 2 are u0 and u1 masked to 6 bits, words 1 and 3
- * the low and high nibbles of u2 with the top two bits of u0 and u1.
- */
-KERN __m128i
-q4k_scales_mins(const uint8_t *scales)
-{
-	const __m128i u = _mm_loadu_si128((const __m128i *) scales);
-	const __m128i a = _mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0));	/* u0 u2 u1 u2 */
-	const __m128i b = _mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0));	/* u0 u0 u1 u1 */
-	__m128i		lo = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)), _mm_set1_epi8(0x0F));
-	__m128i		hi = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(b, 6), _mm_set1_epi8(0x03)), 4);
-
-	return _mm_mask_blend_epi32(0x0A, _mm_and_si128(a, _mm_set1_epi8(0x3F)), _mm_or_si128(lo, hi));
-}
-
-/*
  * A K-quant super-block of one row as the tile's inner loop wants it: its
  * 256 quants as unsigned bytes dealt out to the lanes of four vectors --
  * lane e of q[s] holds quad s of sub-block (of 16) LLM_Q8KI_ORDER[e], as
@@ -1338,7 +1320,7 @@ KERN void
 q45_head(const uint8_t *blk, const bool five, KBlock *kb, __m512i *qh)
 {
 	const LlmBlockQ4_K *h = (const LlmBlockQ4_K *) blk;	/* Q5_K: the same head */
-	__m128i		sm = q4k_scales_mins(h->scales);
+	__m128i		sm = llm_q4k_scales_mins(h->scales);
 
 	kb->scale = k_lane_floats(sm, K_ORDER_32, false, _cvtsh_ss(h->d));
 	kb->min = k_lane_floats(sm, _mm_add_epi8(K_ORDER_32, _mm_set1_epi8(8)), false, -_cvtsh_ss(h->dmin));
