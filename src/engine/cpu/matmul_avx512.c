@@ -878,6 +878,8 @@ tile_init(const LlmGemmArgs *a, int64_t r, int t, const uint8_t **w, const int8_
  * unsigned bytes (Q8_0 w + 128, Q4_0/Q4_1 the nibble), so 8 vpdpbusd on
  * equally interleaved activations leave each block's whole integer dot
  * product in its own lane, with no reduction; the scales in BLOCK_ORDER.
+ * A group of 8 blocks is folded into q[0..3] (fold_half_group): lanes e and
+ * e + 8 both hold block BLOCK_ORDER[e], one swap-and-add from whole.
  */
 typedef struct QGroupPack
 {
@@ -927,9 +929,23 @@ interleave_blocks(const __m512i *v, __m512i *out)
 }
 
 /*
+ * An 8-block group as interleave_blocks leaves it (lanes 8-15 of out[0..7]
+ * zero) folded into out[0..3]: lane e of out[s] keeps dword s of block
+ * BLOCK_ORDER[e] and lane e + 8 gets its dword s + 4, so four full-width
+ * vpdpbusd cover the group and each block's sum is lanes e plus e + 8.
+ */
+KERN void
+fold_half_group(__m512i *out)
+{
+#pragma GCC unroll 4
+	for (int s = 0; s < 4; s++)
+		out[s] = _mm512_shuffle_i32x4(out[s], out[s + 4], _MM_SHUFFLE(1, 0, 1, 0));
+}
+
+/*
  * The quants of one token's activation groups (all of k that q_group
- * covers) from xq, interleaved as QGroupPack's (lanes past an 8-block
- * group zero), 512 bytes a group, into dst.
+ * covers) from xq, interleaved as QGroupPack's (an 8-block group folded
+ * into its first 256 bytes), 512 bytes a group, into dst.
  */
 KERN void
 interleave_act_groups(const int8_t *xq, int64_t ng, uint8_t *dst)
@@ -943,7 +959,9 @@ interleave_act_groups(const int8_t *xq, int64_t ng, uint8_t *dst)
 		for (int m = 0; m < 8; m++)
 			v[m] = m < G ? _mm512_loadu_si512(xq + (b + 2 * m) * LLM_QK) : _mm512_setzero_si512();
 		interleave_blocks(v, out);
-		for (int s = 0; s < 8; s++)
+		if (G == 4)
+			fold_half_group(out);
+		for (int s = 0; s < G; s++)
 			_mm512_store_si512(dst + 64 * s, out[s]);
 	}
 }
@@ -978,7 +996,9 @@ pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGrou
 					v[m] = _mm512_srlv_epi64(v[m], _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
 			}
 			interleave_blocks(v, out);
-			for (int s = 0; s < 8; s++)
+			if (G == 4)
+				fold_half_group(out);
+			for (int s = 0; s < G; s++)
 				_mm512_store_si512(buf->q[s], out[s]);
 			_mm512_store_ps(buf->d, _mm512_permutexvar_ps(BLOCK_ORDER, q_group_scales(type, w, b, G == 8 ? 0xFFFF : 0x00FF, &mins)));
 			_mm512_store_ps(buf->m, _mm512_permutexvar_ps(BLOCK_ORDER, mins));
@@ -1010,7 +1030,8 @@ pack_q_tail(LlmType type, const uint8_t *w0, size_t wstride, int64_t b, int64_t 
  * The integer dot products of one group of Q_MR packed rows (pk) by NT
  * tokens (xi: their interleaved quants of the group) into p, 8 steps of
  * vpdpbusd, each block's sum whole in its lane; with half (a group of 8
- * blocks: lanes 8-15 zero) on 256-bit vectors, half the work.
+ * blocks, folded) 4 steps, then each lane e < 8 adds lane e + 8 and lanes
+ * 8-15 are zeroed: the same exact sums in the same lanes.
  */
 KERN void
 q_group_packed_sums(const QGroupPack *pk, const uint8_t *const *xi, __m512i p[4][6], const int NT, const bool half)
@@ -1025,10 +1046,12 @@ q_group_packed_sums(const QGroupPack *pk, const uint8_t *const *xi, __m512i p[4]
 	{
 		__m512i		wq[4];
 
+		if (half && s == 4)
+			break;
 #pragma GCC unroll 4
 		for (int i = 0; i < Q_MR; i++)
 		{
-			wq[i] = half ? _mm512_zextsi256_si512(_mm256_load_si256((const __m256i *) pk[i].q[s])) : _mm512_load_si512(pk[i].q[s]);
+			wq[i] = _mm512_load_si512(pk[i].q[s]);
 			/* in a register, used NT times: GCC would reload it for every token */
 			__asm__("" : "+v"(wq[i]));
 		}
@@ -1036,17 +1059,21 @@ q_group_packed_sums(const QGroupPack *pk, const uint8_t *const *xi, __m512i p[4]
 		for (int q = 0; q < NT; q++)
 		{
 			/* loaded once for the Q_MR rows (as a memory operand, once for each: 15% slower) */
-			__m512i		xa = half ? _mm512_zextsi256_si512(_mm256_load_si256((const __m256i *) (xi[q] + 64 * s)))
-				: _mm512_load_si512(xi[q] + 64 * s);
+			__m512i		xa = _mm512_load_si512(xi[q] + 64 * s);
 
 			__asm__("" : "+v"(xa));
 #pragma GCC unroll 4
 			for (int i = 0; i < Q_MR; i++)
-				p[i][q] = half ? _mm512_zextsi256_si512(_mm256_dpbusd_epi32(_mm512_castsi512_si256(p[i][q]), _mm512_castsi512_si256(wq[i]),
-																			_mm512_castsi512_si256(xa)))
-					: _mm512_dpbusd_epi32(p[i][q], wq[i], xa);
+				p[i][q] = _mm512_dpbusd_epi32(p[i][q], wq[i], xa);
 		}
 	}
+	if (half)
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+#pragma GCC unroll 4
+			for (int i = 0; i < Q_MR; i++)
+				p[i][q] = _mm512_maskz_add_epi32(0x00FF, p[i][q],
+												 _mm512_shuffle_i32x4(p[i][q], p[i][q], _MM_SHUFFLE(1, 0, 3, 2)));
 }
 
 /*
