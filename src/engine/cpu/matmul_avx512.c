@@ -462,15 +462,18 @@ q_pair_scales(LlmType type, const uint8_t *p)
 }
 
 /*
- * The quants of blocks b and b + 1 of a Q8_0, Q4_0 or Q5_0 row as 64
- * unsigned bytes (Q8_0: w + 128; Q4_0, Q5_0: the quants, in value order),
- * and their scales, lanes 0-7 the first block's and 8-15 the second's.
+ * The quants of blocks b and b + 1 of a row as 64 unsigned bytes (Q8_0:
+ * w + 128; the others the quants, in value order), and their scales (and
+ * for Q4_1 and Q5_1 in *m their minimums), lanes 0-7 the first block's and
+ * 8-15 the second's.
  */
 KERN void
-load_q_pair(LlmType type, const uint8_t *p, __m512i *q, __m512 *d)
+load_q_pair(LlmType type, const uint8_t *p, __m512i *q, __m512 *d, __m512 *m)
 {
 	*d = q_pair_scales(type, p);
-	if (type == LLM_TYPE_Q5_0)
+	if (q_has_min(type))
+		*m = q_pair_scales(type, p + 2);	/* the fp16 minimum follows d */
+	if (type == LLM_TYPE_Q5_0 || type == LLM_TYPE_Q5_1)
 		*q = q5_pair(type, p);
 	else if (type == LLM_TYPE_Q8_0)
 		*q = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *) (p + 2))),
@@ -478,9 +481,10 @@ load_q_pair(LlmType type, const uint8_t *p, __m512i *q, __m512 *d)
 							  _mm512_set1_epi8((char) 0x80));
 	else
 	{
+		const size_t qo = type == LLM_TYPE_Q4_0 ? 2 : 4;	/* Q4_1: d, m, then the nibbles */
 		/* lanes of 128 bits: qs0, qs0, qs1, qs1 */
-		__m512i		v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *) (p + 2))),
-													0xFF00, _mm_loadu_si128((const __m128i *) (p + 18 + 2)));
+		__m512i		v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *) (p + qo))),
+													0xFF00, _mm_loadu_si128((const __m128i *) (p + block_bytes(type) + qo)));
 
 		/* low nibbles are values 0-15, high nibbles 16-31 */
 		*q = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -519,32 +523,45 @@ load_q_pair_gemv(LlmType type, const uint8_t *p)
 	}
 }
 
-/* The quants of the single block at p in the low 32 bytes (high ones zero) and its scale in lanes 0-7. */
+/*
+ * The quants of the single block at p in the low 32 bytes (high ones zero)
+ * and its scale (Q4_1, Q5_1: and in *m its minimum) in lanes 0-7.
+ */
 KERN void
-load_q_single(LlmType type, const uint8_t *p, __m512i *q, __m512 *d)
+load_q_single(LlmType type, const uint8_t *p, __m512i *q, __m512 *d, __m512 *m)
 {
 	uint16_t	h;
 
 	memcpy(&h, p, sizeof(h));
 	*d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(_cvtsh_ss(h)));
-	if (type == LLM_TYPE_Q5_0)
+	if (q_has_min(type))
+	{
+		memcpy(&h, p + 2, sizeof(h));
+		*m = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(_cvtsh_ss(h)));
+	}
+	if (type == LLM_TYPE_Q5_0 || type == LLM_TYPE_Q5_1)
 		*q = _mm512_zextsi256_si512(q5_block(type, p));
 	else if (type == LLM_TYPE_Q8_0)
 		*q = _mm512_zextsi256_si512(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *) (p + 2)),
 													 _mm256_set1_epi8((char) 0x80)));
 	else
 	{
-		__m256i		v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) (p + 2)));
+		__m256i		v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) (p + (type == LLM_TYPE_Q4_0 ? 2 : 4))));
 
 		*q = _mm512_zextsi256_si512(_mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)),
 													 _mm256_set1_epi8(0x0F)));
 	}
 }
 
-/* -C * (the sum of each lane's four activation quants), C the weights' offset (128 Q8_0, 8 Q4_0, 16 Q5_0). */
+/*
+ * -C * (the sum of each lane's four activation quants), C the weights'
+ * offset (128 Q8_0, 8 Q4_0, 16 Q5_0; with minimums none: zero).
+ */
 KERN __m512i
 q_offset(LlmType type, __m512i av)
 {
+	if (q_has_min(type))
+		return _mm512_setzero_si512();
 	return _mm512_sub_epi32(_mm512_setzero_si512(),
 							_mm512_dpbusd_epi32(_mm512_setzero_si512(),
 												_mm512_set1_epi8((char) (1 << q_offset_log2(type))), av));
@@ -558,93 +575,94 @@ act_scales2(const float *xd, int64_t b)
 								 _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *) (xd + b)))));
 }
 
+/* The quant sums of blocks b and b + 1 (one: b only) of an activation row as floats, in lanes 0 and 8 (others zero). */
+KERN __m512
+act_sums2(const int32_t *xs, int64_t b, const bool pair)
+{
+	__m512i		v = _mm512_castsi128_si512(pair ? _mm_loadl_epi64((const __m128i *) (xs + b)) : _mm_cvtsi32_si128(xs[b]));
+
+	return _mm512_cvtepi32_ps(_mm512_maskz_permutexvar_epi32(0x0101, _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0), v));
+}
+
 /* Two blocks (or the last single one) of Q_MR rows, unpacked as load_q_pair / load_q_single give them. */
 typedef struct QStepPack
 {
 	uint8_t		q[64];
 	float		d[16];
+	float		m[16];			/* Q4_1's and Q5_1's minimums */
 } QStepPack;
 
 /*
- * Blocks [b, nb) of MR rows (w) by NT tokens (xq, xd) of a Q8_0 or Q4_0
- * weight, two blocks a step, added into acc; with pk the rows' blocks come
- * unpacked from pk (step, row) instead, giving the same bits.
+ * Blocks b and b + 1 (pair) or block b alone of MR rows (w) by NT tokens
+ * (xq, xd; xs their block sums) of a Q-type weight, added into acc: each
+ * lane's integer dot product of four quants, converted, times d_w d_a;
+ * with minimums, m_w d_a times the block's activation sum into lanes 0
+ * and 8.  With pk the rows' blocks come unpacked from pk (row) instead,
+ * giving the same bits.
  */
 KERN void
-q_steps(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepPack *pk, const int8_t *const *xq,
-		const float *const *xd, int64_t b, __m512 acc[4][6], const int MR, const int NT)
+q_step(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepPack *pk, const int8_t *const *xq,
+	   const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int MR, const int NT,
+	   const bool pair)
 {
-	const int64_t nb = a->k / LLM_QK;
 	const size_t bsz = block_bytes(type);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
-
-	for (; b + 2 <= nb; b += 2, pk += pk != NULL ? MR : 0)
-	{
-		__m512i		wq[4];
-		__m512		wd[4];
+	__m512i		wq[4];
+	__m512		wd[4];
+	__m512		wm[4];
 
 #pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
+	for (int i = 0; i < MR; i++)
+	{
+		if (pk != NULL)
 		{
-			if (pk != NULL)
-			{
-				wq[i] = _mm512_load_si512(pk[i].q);
-				wd[i] = _mm512_load_ps(pk[i].d);
-				continue;
-			}
+			wq[i] = _mm512_load_si512(pk[i].q);
+			wd[i] = _mm512_load_ps(pk[i].d);
+			if (q_has_min(type))
+				wm[i] = _mm512_load_ps(pk[i].m);
+		}
+		else if (!pair)
+			load_q_single(type, w[i] + b * bsz, &wq[i], &wd[i], &wm[i]);
+		else
+		{
 			_mm_prefetch((const char *) (w[i] + pf + b * bsz), _MM_HINT_T0);
 			if (type == LLM_TYPE_Q8_0)
 				_mm_prefetch((const char *) (w[i] + pf + b * bsz + 2 * bsz - 1), _MM_HINT_T0);
-			load_q_pair(type, w[i] + b * bsz, &wq[i], &wd[i]);
-		}
-#pragma GCC unroll 6
-		for (int q = 0; q < NT; q++)
-		{
-			__m512i		av = _mm512_loadu_si512(xq[q] + b * LLM_QK);
-			__m512i		nc = q_offset(type, av);
-			__m512		dv = act_scales2(xd[q], b);
-
-#pragma GCC unroll 4
-			for (int i = 0; i < MR; i++)
-			{
-				__m512i		p = _mm512_dpbusd_epi32(nc, wq[i], av);
-
-				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(wd[i], dv), acc[i][q]);
-			}
+			load_q_pair(type, w[i] + b * bsz, &wq[i], &wd[i], &wm[i]);
 		}
 	}
-	if (b < nb)
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
 	{
-		__m512i		wq[4];
-		__m512		wd[4];
+		__m512i		av = pair ? _mm512_loadu_si512(xq[q] + b * LLM_QK)
+			: _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) (xq[q] + b * LLM_QK)));
+		__m512i		nc = q_offset(type, av);
+		__m512		dv = pair ? act_scales2(xd[q], b) : _mm512_set1_ps(xd[q][b]);
+		__m512		sv = q_has_min(type) ? act_sums2(xs[q], b, pair) : _mm512_setzero_ps();
 
 #pragma GCC unroll 4
 		for (int i = 0; i < MR; i++)
 		{
-			if (pk != NULL)
-			{
-				wq[i] = _mm512_load_si512(pk[i].q);
-				wd[i] = _mm512_load_ps(pk[i].d);
-			}
-			else
-				load_q_single(type, w[i] + b * bsz, &wq[i], &wd[i]);
-		}
-#pragma GCC unroll 6
-		for (int q = 0; q < NT; q++)
-		{
-			__m512i		av = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) (xq[q] + b * LLM_QK)));
-			__m512i		nc = q_offset(type, av);
-			__m512		dv = _mm512_set1_ps(xd[q][b]);
+			__m512i		p = _mm512_dpbusd_epi32(nc, wq[i], av);
 
-#pragma GCC unroll 4
-			for (int i = 0; i < MR; i++)
-			{
-				__m512i		p = _mm512_dpbusd_epi32(nc, wq[i], av);
-
-				acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(wd[i], dv), acc[i][q]);
-			}
+			acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(wd[i], dv), acc[i][q]);
+			if (q_has_min(type))
+				acc[i][q] = _mm512_mask3_fmadd_ps(sv, _mm512_mul_ps(wm[i], dv), acc[i][q], 0x0101);
 		}
 	}
+}
+
+/* Blocks [b, nb) of MR rows by NT tokens, added into acc by q_step: two blocks a step, then the last alone (pk: MR a step). */
+KERN void
+q_steps(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepPack *pk, const int8_t *const *xq,
+		const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int MR, const int NT)
+{
+	const int64_t nb = a->k / LLM_QK;
+
+	for (; b + 2 <= nb; b += 2, pk += pk != NULL ? MR : 0)
+		q_step(type, a, w, pk, xq, xd, xs, b, acc, MR, NT, true);
+	if (b < nb)
+		q_step(type, a, w, pk, xq, xd, xs, b, acc, MR, NT, false);
 }
 
 /*
@@ -794,50 +812,12 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 	}
 }
 
-/*
- * Blocks [b, nb) (fewer than 8) of MR rows by NT tokens, added into acc:
- * Q8_0, Q4_0 and Q5_0 by q_steps (from pk when packed); Q4_1 and Q5_1 one block at a time
- * (never packed), its integer dot
- * product complete before d_w d_a and the minimum's m_w d_a sum a are
- * applied, into lane 0.
- */
+/* Blocks [b, nb) (fewer than 8) of MR rows by NT tokens, added into acc, by q_steps (from pk when packed). */
 KERN void
 q_tail(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepPack *pk, const int8_t *const *xq,
 	   const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int MR, const int NT)
 {
-	const int64_t nb = a->k / LLM_QK;
-
-	if (!q_has_min(type))
-	{
-		q_steps(type, a, w, pk, xq, xd, b, acc, MR, NT);
-		return;
-	}
-	for (; b < nb; b++)
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-		{
-			/* both start with d and m */
-			const LlmBlockQ4_1 *blk = (const LlmBlockQ4_1 *) (w[i] + b * block_bytes(type));
-			/* values 0-15 the low nibbles, 16-31 the high (Q5_1: with their fifth bits) */
-			__m256i		wq = type == LLM_TYPE_Q5_1 ? q5_block(type, (const uint8_t *) blk)
-				: _mm256_and_si256(_mm256_srlv_epi64(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) blk->qs)),
-													 _mm256_set_epi64x(4, 4, 0, 0)),
-								   _mm256_set1_epi8(0x0F));
-			float		dw = _cvtsh_ss(blk->d);
-			float		mw = _cvtsh_ss(blk->m);
-
-#pragma GCC unroll 6
-			for (int q = 0; q < NT; q++)
-			{
-				__m256i		p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), wq,
-													_mm256_loadu_si256((const __m256i *) (xq[q] + b * LLM_QK)));
-				int32_t		isum = _mm512_reduce_add_epi32(_mm512_zextsi256_si512(p));
-				float		da = xd[q][b];
-				float		v = fmaf((float) xs[q][b], mw * da, (float) isum * (dw * da));
-
-				acc[i][q] = _mm512_mask_add_ps(acc[i][q], 1, acc[i][q], _mm512_set1_ps(v));
-			}
-		}
+	q_steps(type, a, w, pk, xq, xd, xs, b, acc, MR, NT);
 }
 
 /* The blocks of a row that q_group covers (groups of 16, then one of 8); q_steps takes the rest. */
@@ -961,7 +941,7 @@ interleave_act_groups(const int8_t *xq, int64_t ng, uint8_t *dst)
 		interleave_blocks(v, out);
 		if (G == 4)
 			fold_half_group(out);
-		for (int s = 0; s < G; s++)
+		for (int s = 0; s < 8; s++)	/* all 8 (a bound of G compiles to a rep movsq from the stack) */
 			_mm512_store_si512(dst + 64 * s, out[s]);
 	}
 }
@@ -998,14 +978,14 @@ pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGrou
 			interleave_blocks(v, out);
 			if (G == 4)
 				fold_half_group(out);
-			for (int s = 0; s < G; s++)
+			for (int s = 0; s < 8; s++)	/* all 8, as interleave_act_groups */
 				_mm512_store_si512(buf->q[s], out[s]);
 			_mm512_store_ps(buf->d, _mm512_permutexvar_ps(BLOCK_ORDER, q_group_scales(type, w, b, G == 8 ? 0xFFFF : 0x00FF, &mins)));
 			_mm512_store_ps(buf->m, _mm512_permutexvar_ps(BLOCK_ORDER, mins));
 		}
 }
 
-/* Unpack Q8_0 / Q4_0 blocks [b, nb) (the tail, fewer than 8) of Q_MR rows from w0 into buf (step, row). */
+/* Unpack blocks [b, nb) (the tail, fewer than 8) of Q_MR rows from w0 into buf (step, row). */
 KERN void
 pack_q_tail(LlmType type, const uint8_t *w0, size_t wstride, int64_t b, int64_t nb, QStepPack *buf)
 {
@@ -1016,14 +996,42 @@ pack_q_tail(LlmType type, const uint8_t *w0, size_t wstride, int64_t b, int64_t 
 		{
 			__m512i		q;
 			__m512		d;
+			__m512		m = _mm512_setzero_ps();
 
 			if (b + 2 <= nb)
-				load_q_pair(type, w0 + (size_t) i * wstride + b * bsz, &q, &d);
+				load_q_pair(type, w0 + (size_t) i * wstride + b * bsz, &q, &d, &m);
 			else
-				load_q_single(type, w0 + (size_t) i * wstride + b * bsz, &q, &d);
+				load_q_single(type, w0 + (size_t) i * wstride + b * bsz, &q, &d, &m);
 			_mm512_store_si512(buf->q, q);
 			_mm512_store_ps(buf->d, d);
+			_mm512_store_ps(buf->m, m);
 		}
+}
+
+/* Step s of q_group_packed_sums: vector s of Q_MR packed rows (pk) by NT tokens' (xi), added into p. */
+KERN void
+q_packed_step(const QGroupPack *pk, const uint8_t *const *xi, __m512i p[4][6], const int NT, const int s)
+{
+	__m512i		wq[4];
+
+#pragma GCC unroll 4
+	for (int i = 0; i < Q_MR; i++)
+	{
+		wq[i] = _mm512_load_si512(pk[i].q[s]);
+		/* in a register, used NT times: GCC would reload it for every token */
+		__asm__("" : "+v"(wq[i]));
+	}
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+	{
+		/* loaded once for the Q_MR rows (as a memory operand, once for each: 15% slower) */
+		__m512i		xa = _mm512_load_si512(xi[q] + 64 * s);
+
+		__asm__("" : "+v"(xa));
+#pragma GCC unroll 4
+		for (int i = 0; i < Q_MR; i++)
+			p[i][q] = _mm512_dpbusd_epi32(p[i][q], wq[i], xa);
+	}
 }
 
 /*
@@ -1041,39 +1049,22 @@ q_group_packed_sums(const QGroupPack *pk, const uint8_t *const *xi, __m512i p[4]
 #pragma GCC unroll 4
 		for (int i = 0; i < Q_MR; i++)
 			p[i][q] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-	for (int s = 0; s < 8; s++)
+	if (!half)
 	{
-		__m512i		wq[4];
-
-		if (half && s == 4)
-			break;
+#pragma GCC unroll 8
+		for (int s = 0; s < 8; s++)
+			q_packed_step(pk, xi, p, NT, s);
+		return;
+	}
+#pragma GCC unroll 4
+	for (int s = 0; s < 4; s++)
+		q_packed_step(pk, xi, p, NT, s);
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
 #pragma GCC unroll 4
 		for (int i = 0; i < Q_MR; i++)
-		{
-			wq[i] = _mm512_load_si512(pk[i].q[s]);
-			/* in a register, used NT times: GCC would reload it for every token */
-			__asm__("" : "+v"(wq[i]));
-		}
-#pragma GCC unroll 6
-		for (int q = 0; q < NT; q++)
-		{
-			/* loaded once for the Q_MR rows (as a memory operand, once for each: 15% slower) */
-			__m512i		xa = _mm512_load_si512(xi[q] + 64 * s);
-
-			__asm__("" : "+v"(xa));
-#pragma GCC unroll 4
-			for (int i = 0; i < Q_MR; i++)
-				p[i][q] = _mm512_dpbusd_epi32(p[i][q], wq[i], xa);
-		}
-	}
-	if (half)
-#pragma GCC unroll 6
-		for (int q = 0; q < NT; q++)
-#pragma GCC unroll 4
-			for (int i = 0; i < Q_MR; i++)
-				p[i][q] = _mm512_maskz_add_epi32(0x00FF, p[i][q],
-												 _mm512_shuffle_i32x4(p[i][q], p[i][q], _MM_SHUFFLE(1, 0, 3, 2)));
+			p[i][q] = _mm512_maskz_add_epi32(0x00FF, p[i][q],
+											 _mm512_shuffle_i32x4(p[i][q], p[i][q], _MM_SHUFFLE(1, 0, 3, 2)));
 }
 
 /*
@@ -1144,13 +1135,21 @@ tile_q(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack
 		xi[q] = xi0 + (size_t) q * xi_stride;
 	}
 	if (pk != NULL && ng > 0)
-		for (; b < ng; b += 16, pk += Q_MR)
+	{
+		for (; b + 16 <= ng; b += 16, pk += Q_MR)
 		{
-			q_group_packed(type, pk, xi, xd, xs, b, acc, NT, ng - b < 16);
+			q_group_packed(type, pk, xi, xd, xs, b, acc, NT, false);
 #pragma GCC unroll 6
 			for (int q = 0; q < NT; q++)
 				xi[q] += 512;
 		}
+		/* the half group, out of the loop (in it, the full groups' registers spill: 20% slower) */
+		if (b < ng)
+		{
+			q_group_packed(type, pk, xi, xd, xs, b, acc, NT, true);
+			b = ng;
+		}
+	}
 	for (; b < ng; b += 16)
 	{
 		if (ng - b >= 16)
@@ -1165,7 +1164,7 @@ tile_q(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack
 /* The tile calls of gemm_q, for TOKEN_TILES (they use its locals). */
 #define CALL_Q(T, NT) tile_q(type, a, NULL, NULL, NULL, 0, r, T, Q_MR, NT)
 #define CALL_Q1(T, NT) tile_q(type, a, NULL, NULL, NULL, 0, r, T, 1, NT)
-#define CALL_Q_PACKED(T, NT) tile_q(type, a, pk, q_has_min(type) ? NULL : tail, \
+#define CALL_Q_PACKED(T, NT) tile_q(type, a, pk, tail, \
 									xil + (size_t) ((T) - t0) * xil_stride, xil_stride, r, T, Q_MR, NT)
 
 #define Q_PACK_STACK 16			/* groups of Q_MR rows packed on the stack (40 kB); more: the heap */
@@ -1214,8 +1213,7 @@ gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 		if (pk != NULL)
 		{
 			pack_q_groups(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk);
-			if (!q_has_min(type))
-				pack_q_tail(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, q_group_blocks(nb), nb, tail);
+			pack_q_tail(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, q_group_blocks(nb), nb, tail);
 			TOKEN_TILES(CALL_Q_PACKED, Q_NT);
 		}
 		else
