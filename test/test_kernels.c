@@ -274,7 +274,8 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 	static const int64_t rows_list[] = {1, 3, 17, 33};
 	static const int n_list[] = {1, 2, 3, 5, 17};
 	static const int64_t cols_float[] = {1, 7, 16, 33, 100, 257};
-	static const int64_t cols_q[] = {32, 64, 96, 544, 800, 1312};	/* 1 .. 41 blocks: GEMV groups of 16, 8, tails */
+	/* 1 .. 41 blocks: groups of 16 and 8, tails of 1, 2, 3, 4 and 7 (four, two, one) */
+	static const int64_t cols_q[] = {32, 64, 96, 224, 544, 640, 800, 1312};
 	static const int64_t cols_k[] = {256, 512, 768};
 	const LlmMatmulKernels *kern = llm_matmul_kernels(isa);
 	const LlmBackendOps *ops = llm_cpu_ops_for_isa(isa);
@@ -299,7 +300,7 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 		if (type == LLM_TYPE_F32 || type == LLM_TYPE_F16 || type == LLM_TYPE_BF16)
 			cols = cols_float, n_cols = 6;
 		else if (llm_type_traits(type)->block_size == LLM_QK)
-			cols = cols_q, n_cols = 6;
+			cols = cols_q, n_cols = (int) (sizeof(cols_q) / sizeof(cols_q[0]));
 		else
 			cols = cols_k, n_cols = 3;
 		for (int ri = 0; ri < 4; ri++)

@@ -554,6 +554,31 @@ load_q_single(LlmType type, const uint8_t *p, __m512i *q, __m512 *d, __m512 *m)
 }
 
 /*
+ * The quants of blocks b .. b + 3 at p for q_quad: q[0] holds in 128-bit
+ * lane j the first 16 quants (load_q_pair's bytes, value order) of block
+ * b + j, q[1] its last 16; the scales (Q4_1, Q5_1: and in *m the
+ * minimums) of block b + j in lanes 4j .. 4j + 3.
+ */
+KERN void
+load_q_quad(LlmType type, const uint8_t *p, __m512i *q, __m512 *d, __m512 *m)
+{
+	__m512i		v01;
+	__m512i		v23;
+	__m512		d01;
+	__m512		d23;
+	__m512		m01 = _mm512_setzero_ps();
+	__m512		m23 = _mm512_setzero_ps();
+
+	load_q_pair(type, p, &v01, &d01, &m01);
+	load_q_pair(type, p + 2 * block_bytes(type), &v23, &d23, &m23);
+	q[0] = _mm512_shuffle_i32x4(v01, v23, _MM_SHUFFLE(2, 0, 2, 0));
+	q[1] = _mm512_shuffle_i32x4(v01, v23, _MM_SHUFFLE(3, 1, 3, 1));
+	*d = _mm512_shuffle_f32x4(d01, d23, _MM_SHUFFLE(2, 0, 2, 0));
+	if (q_has_min(type))
+		*m = _mm512_shuffle_f32x4(m01, m23, _MM_SHUFFLE(2, 0, 2, 0));
+}
+
+/*
  * -C * (the sum of each lane's four activation quants), C the weights'
  * offset (128 Q8_0, 8 Q4_0, 16 Q5_0; with minimums none: zero).
  */
@@ -582,6 +607,20 @@ act_sums2(const int32_t *xs, int64_t b, const bool pair)
 	__m512i		v = _mm512_castsi128_si512(pair ? _mm_loadl_epi64((const __m128i *) (xs + b)) : _mm_cvtsi32_si128(xs[b]));
 
 	return _mm512_cvtepi32_ps(_mm512_maskz_permutexvar_epi32(0x0101, _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0), v));
+}
+
+/* Lane e is lane e / 4 of a 128-bit value: one float or int per 128-bit lane. */
+#define QUAD_SPREAD _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0)
+
+/* A token's quants of blocks b .. b + 3 laid out as load_q_quad's: a[0] the first 16 of each block by 128-bit lane, a[1] the last. */
+KERN void
+act_quad(const int8_t *xq, int64_t b, __m512i *a)
+{
+	__m512i		x01 = _mm512_loadu_si512(xq + b * LLM_QK);
+	__m512i		x23 = _mm512_loadu_si512(xq + (b + 2) * LLM_QK);
+
+	a[0] = _mm512_shuffle_i32x4(x01, x23, _MM_SHUFFLE(2, 0, 2, 0));
+	a[1] = _mm512_shuffle_i32x4(x01, x23, _MM_SHUFFLE(3, 1, 3, 1));
 }
 
 /* Two blocks (or the last single one) of Q_MR rows, unpacked as load_q_pair / load_q_single give them. */
@@ -652,13 +691,83 @@ q_step(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepP
 	}
 }
 
-/* Blocks [b, nb) of MR rows by NT tokens, added into acc by q_step: two blocks a step, then the last alone (pk: MR a step). */
+/*
+ * Blocks b .. b + 3 of MR rows (w) by NT tokens (xq, xd; xs their block
+ * sums) of a Q-type weight, added into acc: 128-bit lane j is block b + j
+ * (load_q_quad), so two vpdpbusd leave in each lane an integer dot product
+ * of eight quants of one block, converted once and times d_w d_a; with
+ * minimums, m_w d_a times the block's activation sum into lane 4j.  With pk
+ * the rows' blocks come unpacked from pk (pk[i] and pk[MR + i]) instead,
+ * giving the same bits.
+ */
+KERN void
+q_quad(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepPack *pk, const int8_t *const *xq,
+	   const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int MR, const int NT)
+{
+	const size_t bsz = block_bytes(type);
+	const size_t pf = PF_GROUPS * MR * a->row_bytes;
+	__m512i		wq[4][2];
+	__m512		wd[4];
+	__m512		wm[4];
+
+#pragma GCC unroll 4
+	for (int i = 0; i < MR; i++)
+	{
+		if (pk != NULL)
+		{
+			wq[i][0] = _mm512_load_si512(pk[i].q);
+			wq[i][1] = _mm512_load_si512(pk[MR + i].q);
+			wd[i] = _mm512_load_ps(pk[i].d);
+			if (q_has_min(type))
+				wm[i] = _mm512_load_ps(pk[i].m);
+			continue;
+		}
+		_mm_prefetch((const char *) (w[i] + pf + b * bsz), _MM_HINT_T0);
+		_mm_prefetch((const char *) (w[i] + pf + (b + 4) * bsz - 1), _MM_HINT_T0);
+		load_q_quad(type, w[i] + b * bsz, wq[i], &wd[i], &wm[i]);
+	}
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+	{
+		__m512i		av[2];
+		__m512i		nc;
+		__m512		dv = _mm512_permutexvar_ps(QUAD_SPREAD, _mm512_castps128_ps512(_mm_loadu_ps(xd[q] + b)));
+		__m512		sv = _mm512_setzero_ps();
+
+		act_quad(xq[q], b, av);
+		nc = _mm512_add_epi32(q_offset(type, av[0]), q_offset(type, av[1]));
+		if (q_has_min(type))
+			sv = _mm512_cvtepi32_ps(_mm512_maskz_permutexvar_epi32(0x1111, QUAD_SPREAD,
+																   _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *) (xs[q] + b)))));
+#pragma GCC unroll 4
+		for (int i = 0; i < MR; i++)
+		{
+			__m512i		p = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(nc, wq[i][0], av[0]), wq[i][1], av[1]);
+
+			acc[i][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(wd[i], dv), acc[i][q]);
+			if (q_has_min(type))
+				acc[i][q] = _mm512_mask3_fmadd_ps(sv, _mm512_mul_ps(wm[i], dv), acc[i][q], 0x1111);
+		}
+	}
+}
+
+/*
+ * Blocks [b, nb) (fewer than 8) of MR rows by NT tokens, added into acc:
+ * four by q_quad if there are four, then two at a time by q_step, then the
+ * last alone (pk: MR rows a step, two steps for the quad).
+ */
 KERN void
 q_steps(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepPack *pk, const int8_t *const *xq,
 		const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int MR, const int NT)
 {
 	const int64_t nb = a->k / LLM_QK;
 
+	if (nb - b >= 4)
+	{
+		q_quad(type, a, w, pk, xq, xd, xs, b, acc, MR, NT);
+		b += 4;
+		pk += pk != NULL ? 2 * MR : 0;
+	}
 	for (; b + 2 <= nb; b += 2, pk += pk != NULL ? MR : 0)
 		q_step(type, a, w, pk, xq, xd, xs, b, acc, MR, NT, true);
 	if (b < nb)
@@ -991,6 +1100,23 @@ pack_q_tail(LlmType type, const uint8_t *w0, size_t wstride, int64_t b, int64_t 
 {
 	const size_t bsz = block_bytes(type);
 
+	if (nb - b >= 4)			/* q_quad's two steps */
+	{
+		for (int i = 0; i < Q_MR; i++)
+		{
+			__m512i		q[2];
+			__m512		d;
+			__m512		m = _mm512_setzero_ps();
+
+			load_q_quad(type, w0 + (size_t) i * wstride + b * bsz, q, &d, &m);
+			_mm512_store_si512(buf[i].q, q[0]);
+			_mm512_store_si512(buf[Q_MR + i].q, q[1]);
+			_mm512_store_ps(buf[i].d, d);
+			_mm512_store_ps(buf[i].m, m);
+		}
+		buf += 2 * Q_MR;
+		b += 4;
+	}
 	for (; b < nb; b += 2)
 		for (int i = 0; i < Q_MR; i++, buf++)
 		{
