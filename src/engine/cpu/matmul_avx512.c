@@ -421,6 +421,13 @@ q_offset_log2(LlmType type)
 	return type == LLM_TYPE_Q8_0 ? 7 : type == LLM_TYPE_Q4_0 ? 3 : 4;
 }
 
+/* Bytes before a block's quants (Q5: before qh): the fp16 d, and for Q4_1 and Q5_1 the fp16 m. */
+KERN size_t
+q_quant_offset(LlmType type)
+{
+	return q_has_min(type) ? 4 : 2;
+}
+
 /*
  * The 32 five-bit quants (0-31, in value order) of the Q5_0 or Q5_1 block
  * at p: the nibbles as Q4_0's, plus 16 where the block's bit of qh is set.
@@ -428,7 +435,7 @@ q_offset_log2(LlmType type)
 KERN __m256i
 q5_block(LlmType type, const uint8_t *p)
 {
-	const size_t qho = type == LLM_TYPE_Q5_0 ? 2 : 4;
+	const size_t qho = q_quant_offset(type);
 	uint32_t	qh;
 	__m256i		v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) (p + qho + 4)));
 
@@ -481,7 +488,7 @@ load_q_pair(LlmType type, const uint8_t *p, __m512i *q, __m512 *d, __m512 *m)
 							  _mm512_set1_epi8((char) 0x80));
 	else
 	{
-		const size_t qo = type == LLM_TYPE_Q4_0 ? 2 : 4;	/* Q4_1: d, m, then the nibbles */
+		const size_t qo = q_quant_offset(type);
 		/* lanes of 128 bits: qs0, qs0, qs1, qs1 */
 		__m512i		v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *) (p + qo))),
 													0xFF00, _mm_loadu_si128((const __m128i *) (p + block_bytes(type) + qo)));
@@ -513,7 +520,7 @@ load_q_pair_gemv(LlmType type, const uint8_t *p)
 	else
 	{
 		/* Q4_0: d, then 16 bytes of nibbles (18 bytes); Q4_1: d, m, then the nibbles (20 bytes) */
-		const size_t qo = type == LLM_TYPE_Q4_0 ? 2 : 4;
+		const size_t qo = q_quant_offset(type);
 		const size_t bsz = block_bytes(type);
 		__m512i		v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *) (p + qo))),
 													0xFF00, _mm_loadu_si128((const __m128i *) (p + bsz + qo)));
@@ -546,7 +553,7 @@ load_q_single(LlmType type, const uint8_t *p, __m512i *q, __m512 *d, __m512 *m)
 													 _mm256_set1_epi8((char) 0x80)));
 	else
 	{
-		__m256i		v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) (p + (type == LLM_TYPE_Q4_0 ? 2 : 4))));
+		__m256i		v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) (p + q_quant_offset(type))));
 
 		*q = _mm512_zextsi256_si512(_mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)),
 													 _mm256_set1_epi8(0x0F)));
@@ -623,7 +630,7 @@ act_quad(const int8_t *xq, int64_t b, __m512i *a)
 	a[1] = _mm512_shuffle_i32x4(x01, x23, _MM_SHUFFLE(3, 1, 3, 1));
 }
 
-/* Two blocks (or the last single one) of Q_MR rows, unpacked as load_q_pair / load_q_single give them. */
+/* One step of q_steps for Q_MR rows: two blocks (or the last single one, or half of a quad), unpacked as its loaders give them. */
 typedef struct QStepPack
 {
 	uint8_t		q[64];
@@ -919,14 +926,6 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 										 acc[i][q]);
 		}
 	}
-}
-
-/* Blocks [b, nb) (fewer than 8) of MR rows by NT tokens, added into acc, by q_steps (from pk when packed). */
-KERN void
-q_tail(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepPack *pk, const int8_t *const *xq,
-	   const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int MR, const int NT)
-{
-	q_steps(type, a, w, pk, xq, xd, xs, b, acc, MR, NT);
 }
 
 /* The blocks of a row that q_group covers (groups of 16, then one of 8); q_steps takes the rest. */
@@ -1236,7 +1235,7 @@ q_group_packed(LlmType type, const QGroupPack *pk, const uint8_t *const *xi, con
  * by q_group straight from the weights -- or, given pk (MR = Q_MR), by
  * q_group_packed on the rows' interleaved groups and the tokens' (xi, one
  * token every xi_stride bytes), the same bits -- the last blocks (fewer
- * than 8) by q_tail (from tp when packed), then the 16 lanes summed
+ * than 8) by q_steps (from tp when packed), then the 16 lanes summed
  * (hsum4's order).  With one token and no pk this is the GEMV of decode,
  * prefetching two row tiles ahead.
  */
@@ -1283,7 +1282,7 @@ tile_q(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack
 		else
 			q_group(type, a, w, xq, xd, xs, b, acc, MR, NT, 4);
 	}
-	q_tail(type, a, w, tp, xq, xd, xs, ng, acc, MR, NT);
+	q_steps(type, a, w, tp, xq, xd, xs, ng, acc, MR, NT);
 	store_tile(a, r, t, acc, MR, NT, false);
 }
 
