@@ -211,6 +211,34 @@ tile_length(const LlmKvCache *kv, int p0, int hi)
 	return end - p0 + 1 < ATTN_TILE ? end - p0 + 1 : ATTN_TILE;
 }
 
+/*
+ * Ask the caches for the keys and values of KV heads [g0, g1) in the nt
+ * slots from p0 of token i's sequence, a tile before they are read: a
+ * tile is one KV block's slots, a short run the hardware prefetchers only
+ * pick up as it ends, so without this a batch's attention reads DRAM at
+ * about half its speed.  No value changes.
+ */
+static void
+prefetch_tile(const AttnTask *t, int i, int p0, int nt, int g0, int g1)
+{
+	const LlmKvCache *kv = t->kv;
+	const LlmKvSeq *seq = t->a->seq[i];
+	size_t		row = (size_t) kv->kv_dim * kv->elem_size;
+	size_t		off = (size_t) g0 * t->a->head_dim * kv->elem_size;
+	size_t		len = (size_t) (g1 - g0) * t->a->head_dim * kv->elem_size;
+	const char *k = (const char *) llm_kv_k_at(kv, seq, t->layer, p0) + off;
+	const char *v = (const char *) llm_kv_v_at(kv, seq, t->layer, p0) + off;
+
+	for (int j = 0; j < nt; j++)
+		for (size_t b = 0; b < len + 63; b += 64)
+		{
+			size_t		at = (size_t) j * row + (b < len ? b : len - 1);
+
+			__builtin_prefetch(k + at);
+			__builtin_prefetch(v + at);
+		}
+}
+
 /* Write query head h's output row of token i from its final state. */
 static void
 attend_finish(const AttnTask *t, int i, int h, const HeadState *hs)
@@ -245,9 +273,12 @@ attend_heads(const AttnTask *t, int i, int h0, int h1, float *probs)
 	memset(acc, 0, sizeof(acc));
 	for (int h = 0; h < n_heads; h++)
 		hs[h] = (HeadState) {-INFINITY, 0.0f, acc + (size_t) h * hd};
+	prefetch_tile(t, i, lo, tile_length(t->kv, lo, hi), h0 / group, (h1 - 1) / group + 1);
 	for (int p0 = lo, nt; p0 <= hi; p0 += nt)
 	{
 		nt = tile_length(t->kv, p0, hi);
+		if (p0 + nt <= hi)
+			prefetch_tile(t, i, p0 + nt, tile_length(t->kv, p0 + nt, hi), h0 / group, (h1 - 1) / group + 1);
 		/* runs of up to LLM_ATTN_MAX_HEADS heads of one KV head */
 		for (int h = 0, nq; h < n_heads; h += nq)
 		{
