@@ -14,6 +14,8 @@
  *
  * The same rule for the other per-token ops: rmsnorm and the activation
  * quantizers (a token's quantized row does not depend on its neighbours).
+ * And matmul_multi and matmul_glu, which share one quantization of their
+ * input among weights, give each weight its own matmul's bits.
  */
 #include "backend.h"
 #include "cpu/cpu_features.h"
@@ -157,6 +159,89 @@ check_rmsnorm(LlmBackend *be, const LlmBackendOps *ops)
 	free(y);
 }
 
+/*
+ * matmul_multi (and matmul_glu) give every weight the bits of its own
+ * matmul, whether the weights share their activations (one type) or not
+ * (types whose kernels take different activations), at 1, 5 and N_REF
+ * tokens; returns nothing, counts through TEST_CHECK.
+ */
+static void
+check_multi(LlmBackend *be, const LlmBackendOps *ops)
+{
+	static const LlmType sets[2][3] = {
+		{LLM_TYPE_Q4_1, LLM_TYPE_Q4_1, LLM_TYPE_Q4_1},
+		{LLM_TYPE_Q4_K, LLM_TYPE_Q6_K, LLM_TYPE_Q8_0},
+	};
+	static const int64_t rows[3] = {80, 37, 16};
+	static const int n_list[] = {1, 5, N_REF};
+	const int64_t cols = 768;
+
+	if (ops->matmul_multi == NULL)
+		return;
+	for (int si = 0; si < 2; si++)
+	{
+		LlmWeight	w[3];
+		const LlmWeight *wp[3] = {&w[0], &w[1], &w[2]};
+		float	   *x = malloc((size_t) N_REF * cols * sizeof(float));
+		float	   *y[3];
+		float	   *ref[3];
+		bool		ok = x != NULL;
+
+		for (int i = 0; i < 3; i++)
+		{
+			y[i] = malloc((size_t) N_REF * rows[i] * sizeof(float));
+			ref[i] = malloc((size_t) N_REF * rows[i] * sizeof(float));
+			ok = make_weight(sets[si][i], rows[i], cols, &w[i]) && ok && y[i] != NULL && ref[i] != NULL;
+		}
+		TEST_CHECK(ok, "out of memory");
+		if (ok)
+		{
+			random_acts(x, N_REF, cols);
+			for (int ni = 0; ni < (int) (sizeof(n_list) / sizeof(n_list[0])); ni++)
+			{
+				int			n = n_list[ni];
+
+				for (int i = 0; i < 3; i++)
+					ops->matmul(be, &w[i], x, ref[i], n);
+				ops->matmul_multi(be, wp, x, y, 3, n);
+				for (int i = 0; i < 3; i++)
+					TEST_CHECK(memcmp(y[i], ref[i], (size_t) n * rows[i] * sizeof(float)) == 0,
+							   "%s matmul_multi: weight %d (%s) of %d tokens differs from its matmul", ops->name,
+							   i, llm_type_traits(sets[si][i])->name, n);
+				if (ops->matmul_glu != NULL && si == 0)
+				{
+					/* gate and up of one shape: w[0] and a second weight of its rows */
+					LlmWeight	up;
+					float	   *ref_up = malloc((size_t) n * rows[0] * sizeof(float));
+					float	   *y_up = malloc((size_t) n * rows[0] * sizeof(float));
+
+					if (ref_up != NULL && y_up != NULL && make_weight(sets[si][0], rows[0], cols, &up))
+					{
+						ops->matmul(be, &up, x, ref_up, n);
+						ops->glu(be, ref[0], ref_up, ref[0], (int64_t) n * rows[0], LLM_ACT_SILU);
+						ops->matmul_glu(be, &w[0], &up, x, y[0], y_up, n, LLM_ACT_SILU);
+						TEST_CHECK(memcmp(y[0], ref[0], (size_t) n * rows[0] * sizeof(float)) == 0,
+								   "%s matmul_glu of %d tokens differs from matmul, matmul, glu", ops->name, n);
+						free((void *) up.data);
+					}
+					else
+						TEST_CHECK(false, "out of memory");
+					free(ref_up);
+					free(y_up);
+				}
+			}
+		}
+		for (int i = 0; i < 3; i++)
+		{
+			free((void *) w[i].data);
+			free(y[i]);
+			free(ref[i]);
+		}
+		free(x);
+	}
+	printf("  %-10s matmul_multi, matmul_glu checked\n", ops->name);
+}
+
 /* Every type at every level this processor has. */
 int
 main(void)
@@ -184,6 +269,7 @@ main(void)
 		for (int ti = 0; ti < (int) (sizeof(types) / sizeof(types[0])); ti++)
 			check_type(bes, ops, types[ti]);
 		check_rmsnorm(bes[1], ops);
+		check_multi(bes[1], ops);
 	}
 	llm_backend_free(bes[0]);
 	llm_backend_free(bes[1]);

@@ -17,6 +17,9 @@
  *    while the group's activations stay in L2.  With one token (decode)
  *    the same split is a row-parallel GEMV.
  *
+ * matmul_multi (Q, K and V) and matmul_glu (gate and up) quantize their
+ * shared input once and hand every weight's tasks to the pool in one run.
+ *
  * Types without a fast kernel at a level (AVX2: Q4_1, Q5_0, Q5_1, Q2_K,
  * Q3_K and Q5_K), and any
  * call whose buffer cannot be allocated, use the scalar reference.
@@ -36,6 +39,7 @@
 #define QUANT_TOKENS_PER_TASK 8
 #define QUANT_PARALLEL_MIN 16	/* quantize on the pool from this many tokens */
 #define INLINE_MAX_MACS 131072	/* smaller matmuls run on the caller: waking the pool costs more */
+#define MATMUL_MULTI_MAX 3		/* weights one matmul_multi shares its activations with (Q, K, V) */
 
 typedef struct MatmulJob
 {
@@ -46,6 +50,8 @@ typedef struct MatmulJob
 	int64_t		rows_per_task;
 	int			n_row_tasks;
 	int			tokens_per_task;
+	int			n_tasks;		/* n_row_tasks * token groups */
+	LlmActFormat fmt;			/* of the activations the gemm takes */
 	LlmActQuantFn quant;		/* NULL for float activations */
 	const float *x;				/* (n, cols) the caller's activations */
 	uint8_t    *xq;				/* (n, args.x_stride) their quantized form */
@@ -78,83 +84,175 @@ gemm_task(void *arg, int i)
 	j->gemm(&j->args, r0, r1, t0, t1);
 }
 
-/* y (n, rows) = x (n, cols) times w transposed, on the kernels k. */
-static void
-matmul_run(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *w, const float *x, float *y, int n)
+/*
+ * Set up j for y (n, rows) = x (n, cols) times w transposed on kernels
+ * kern, all but the activations: false when kern has no fast gemm for w
+ * (then the scalar reference runs it).
+ */
+static bool
+job_init(MatmulJob *j, const LlmMatmulKernels *kern, const LlmWeight *w, float *y, int n, int nth)
 {
-	_Alignas(64) uint8_t stack_buf[STACK_ACT_BYTES];
 	const LlmTypeTraits *tr = llm_type_traits(w->type);
-	int			nth = llm_pool_size(be->pool);
 	LlmActFormat fmt;
-	MatmulJob	j;
-	uint8_t    *heap_buf = NULL;
 	int64_t		target;
 	int			n_tok_tasks;
 
 	if (kern == NULL || tr == NULL || kern->gemm[w->type] == NULL || n < 1 ||
 		w->cols % tr->block_size != 0 || w->rows < 1)
+		return false;
+	memset(j, 0, sizeof(*j));
+	fmt = kern->act[w->type];
+	j->fmt = fmt;
+	j->gemm = kern->gemm[w->type];
+	j->quant = fmt == LLM_ACT_F32 ? NULL : kern->quant[fmt];
+	j->n = n;
+	j->rows = w->rows;
+	j->args.w = w->data;
+	j->args.row_bytes = w->row_bytes;
+	j->args.k = w->cols;
+	j->args.y = y;
+	j->args.ldy = w->rows;
+	j->args.x_stride = fmt == LLM_ACT_F32 ? (size_t) w->cols * sizeof(float) : llm_act_row_bytes(fmt, w->cols);
+
+	/* tasks: token groups whose activations fit in L2, row chunks for balance */
+	j->tokens_per_task = (int) (ACT_GROUP_BYTES / j->args.x_stride);
+	if (j->tokens_per_task < 8)
+		j->tokens_per_task = 8;
+	if (j->tokens_per_task > n)
+		j->tokens_per_task = n;
+	n_tok_tasks = (n + j->tokens_per_task - 1) / j->tokens_per_task;
+	target = (int64_t) nth * TASKS_PER_THREAD / n_tok_tasks;
+	if (target < 1)
+		target = 1;
+	j->rows_per_task = (w->rows + target - 1) / target;
+	j->rows_per_task = (j->rows_per_task + MIN_ROWS_PER_TASK - 1) / MIN_ROWS_PER_TASK * MIN_ROWS_PER_TASK;
+	j->n_row_tasks = (int) ((w->rows + j->rows_per_task - 1) / j->rows_per_task);
+	j->n_tasks = j->n_row_tasks * n_tok_tasks;
+	return true;
+}
+
+/*
+ * Point j's activations at x, quantized first (into stack_buf when it
+ * fits, else a buffer returned in *heap_buf for the caller to free) when
+ * the kernel takes int8: false when that buffer cannot be had.
+ */
+static bool
+job_activations(LlmBackend *be, MatmulJob *j, const float *x, uint8_t *stack_buf, uint8_t **heap_buf)
+{
+	size_t		bytes = j->args.x_stride * (size_t) j->n;
+
+	*heap_buf = NULL;
+	j->x = x;
+	if (j->quant == NULL)
+	{
+		j->args.x = (const uint8_t *) x;
+		return true;
+	}
+	if (bytes <= STACK_ACT_BYTES)
+		j->xq = stack_buf;
+	else if ((*heap_buf = aligned_alloc(64, bytes)) != NULL)
+		j->xq = *heap_buf;
+	else
+		return false;
+	j->args.x = j->xq;
+	if (j->n >= QUANT_PARALLEL_MIN && llm_pool_size(be->pool) > 1)
+		llm_pool_run(be->pool, (j->n + QUANT_TOKENS_PER_TASK - 1) / QUANT_TOKENS_PER_TASK, quant_task, j);
+	else
+		for (int c = 0; c * QUANT_TOKENS_PER_TASK < j->n; c++)
+			quant_task(j, c);
+	return true;
+}
+
+/* The jobs of one pool run: task i is task i - first[w] of jobs[w]. */
+typedef struct MatmulRun
+{
+	MatmulJob  *jobs;
+	int			n_jobs;
+	int			first[MATMUL_MULTI_MAX + 1];
+} MatmulRun;
+
+/* One task of a run of several jobs. */
+static void
+run_task(void *arg, int i)
+{
+	MatmulRun  *r = arg;
+	int			w = 0;
+
+	while (i >= r->first[w + 1])
+		w++;
+	gemm_task(&r->jobs[w], i - r->first[w]);
+}
+
+/* Run the gemms of jobs[0..n_jobs), activations set: tiny ones inline, else all their tasks in one pool run. */
+static void
+jobs_run(LlmBackend *be, MatmulJob *jobs, int n_jobs)
+{
+	MatmulRun	r = {jobs, n_jobs, {0}};
+	double		macs = 0;
+
+	for (int w = 0; w < n_jobs; w++)
+	{
+		r.first[w + 1] = r.first[w] + jobs[w].n_tasks;
+		macs += (double) jobs[w].rows * (double) jobs[w].args.k * jobs[w].n;
+	}
+	if (macs < INLINE_MAX_MACS)
+		for (int w = 0; w < n_jobs; w++)
+			jobs[w].gemm(&jobs[w].args, 0, jobs[w].rows, 0, jobs[w].n);
+	else if (n_jobs == 1)
+		llm_pool_run(be->pool, jobs[0].n_tasks, gemm_task, &jobs[0]);
+	else
+		llm_pool_run(be->pool, r.first[n_jobs], run_task, &r);
+}
+
+/* y (n, rows) = x (n, cols) times w transposed, on the kernels k. */
+static void
+matmul_run(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *w, const float *x, float *y, int n)
+{
+	_Alignas(64) uint8_t stack_buf[STACK_ACT_BYTES];
+	MatmulJob	j;
+	uint8_t    *heap_buf;
+
+	if (!job_init(&j, kern, w, y, n, llm_pool_size(be->pool)) || !job_activations(be, &j, x, stack_buf, &heap_buf))
 	{
 		llm_cpu_ref_ops.matmul(be, w, x, y, n);
 		return;
 	}
-	memset(&j, 0, sizeof(j));
-	fmt = kern->act[w->type];
-	j.gemm = kern->gemm[w->type];
-	j.n = n;
-	j.rows = w->rows;
-	j.x = x;
-	j.args.w = w->data;
-	j.args.row_bytes = w->row_bytes;
-	j.args.k = w->cols;
-	j.args.y = y;
-	j.args.ldy = w->rows;
-	j.args.x_stride = llm_act_row_bytes(fmt, w->cols);
+	jobs_run(be, &j, 1);
+	free(heap_buf);
+}
 
-	/* 1. activations in the kernel's format */
-	if (fmt == LLM_ACT_F32)
+/*
+ * y[i] = x w[i]^T for i < count (Q, K and V; gate and up), on the kernels
+ * k: when every weight has a fast gemm taking the same activations, x is
+ * quantized once and every weight's tasks go to the pool together (one
+ * wake-up, one barrier); else one matmul after another.  Each output is
+ * the gemm's, as matmul_run gives it.
+ */
+static void
+matmul_multi_run(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *const *w, const float *x,
+				 float *const *y, int count, int n)
+{
+	_Alignas(64) uint8_t stack_buf[STACK_ACT_BYTES];
+	MatmulJob	jobs[MATMUL_MULTI_MAX];
+	uint8_t    *heap_buf;
+	bool		shared = count <= MATMUL_MULTI_MAX;
+
+	for (int i = 0; i < count && shared; i++)
+		shared = job_init(&jobs[i], kern, w[i], y[i], n, llm_pool_size(be->pool)) &&
+			jobs[i].fmt == jobs[0].fmt && w[i]->cols == w[0]->cols;
+	if (!shared || !job_activations(be, &jobs[0], x, stack_buf, &heap_buf))
 	{
-		j.args.x = (const uint8_t *) x;
-		j.args.x_stride = (size_t) w->cols * sizeof(float);
+		for (int i = 0; i < count; i++)
+			matmul_run(be, kern, w[i], x, y[i], n);
+		return;
 	}
-	else
+	for (int i = 1; i < count; i++)
 	{
-		size_t		bytes = j.args.x_stride * (size_t) n;
-
-		j.quant = kern->quant[fmt];
-		if (bytes <= sizeof(stack_buf))
-			j.xq = stack_buf;
-		else if ((heap_buf = aligned_alloc(64, bytes)) != NULL)
-			j.xq = heap_buf;
-		else
-		{
-			llm_cpu_ref_ops.matmul(be, w, x, y, n);
-			return;
-		}
-		j.args.x = j.xq;
-		if (n >= QUANT_PARALLEL_MIN && nth > 1)
-			llm_pool_run(be->pool, (n + QUANT_TOKENS_PER_TASK - 1) / QUANT_TOKENS_PER_TASK, quant_task, &j);
-		else
-			for (int c = 0; c * QUANT_TOKENS_PER_TASK < n; c++)
-				quant_task(&j, c);
+		jobs[i].x = x;
+		jobs[i].xq = jobs[0].xq;
+		jobs[i].args.x = jobs[0].args.x;
 	}
-
-	/* 2. tasks: token groups whose activations fit in L2, row chunks for balance; tiny ones inline */
-	j.tokens_per_task = (int) (ACT_GROUP_BYTES / j.args.x_stride);
-	if (j.tokens_per_task < 8)
-		j.tokens_per_task = 8;
-	if (j.tokens_per_task > n)
-		j.tokens_per_task = n;
-	n_tok_tasks = (n + j.tokens_per_task - 1) / j.tokens_per_task;
-	target = (int64_t) nth * TASKS_PER_THREAD / n_tok_tasks;
-	if (target < 1)
-		target = 1;
-	j.rows_per_task = (w->rows + target - 1) / target;
-	j.rows_per_task = (j.rows_per_task + MIN_ROWS_PER_TASK - 1) / MIN_ROWS_PER_TASK * MIN_ROWS_PER_TASK;
-	j.n_row_tasks = (int) ((w->rows + j.rows_per_task - 1) / j.rows_per_task);
-	if ((double) w->rows * (double) w->cols * n < INLINE_MAX_MACS)
-		j.gemm(&j.args, 0, w->rows, 0, n);
-	else
-		llm_pool_run(be->pool, j.n_row_tasks * n_tok_tasks, gemm_task, &j);
+	jobs_run(be, jobs, count);
 	free(heap_buf);
 }
 
@@ -170,6 +268,52 @@ static void
 matmul_avx512(LlmBackend *be, const LlmWeight *w, const float *x, float *y, int n)
 {
 	matmul_run(be, &llm_matmul_kernels_avx512, w, x, y, n);
+}
+
+/* The matmul_multi op of the AVX2 level. */
+static void
+matmul_multi_avx2(LlmBackend *be, const LlmWeight *const *w, const float *x, float *const *y, int count, int n)
+{
+	matmul_multi_run(be, &llm_matmul_kernels_avx2, w, x, y, count, n);
+}
+
+/* The matmul_multi op of the AVX-512 level. */
+static void
+matmul_multi_avx512(LlmBackend *be, const LlmWeight *const *w, const float *x, float *const *y, int count, int n)
+{
+	matmul_multi_run(be, &llm_matmul_kernels_avx512, w, x, y, count, n);
+}
+
+/* gate and up as one matmul_multi on kernels kern, then glu (the level's glu op). */
+static void
+matmul_glu_run(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *w_gate, const LlmWeight *w_up,
+			   const float *x, float *gate, float *up, int n, LlmActivation act,
+			   void (*glu) (LlmBackend *, const float *, const float *, float *, int64_t, LlmActivation))
+{
+	const LlmWeight *w[2] = {w_gate, w_up};
+	float	   *y[2] = {gate, up};
+
+	matmul_multi_run(be, kern, w, x, y, 2, n);
+	glu(be, gate, up, gate, (int64_t) n * w_gate->rows, act);
+}
+
+static void glu_avx512(LlmBackend *be, const float *gate, const float *up, float *out, int64_t n, LlmActivation act);
+
+/* The matmul_glu op of the AVX2 level (the reference's glu). */
+static void
+matmul_glu_avx2(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x, float *gate,
+				float *up, int n, LlmActivation act)
+{
+	matmul_glu_run(be, &llm_matmul_kernels_avx2, w_gate, w_up, x, gate, up, n, act, llm_cpu_ref_ops.glu);
+}
+
+/* The matmul_glu op of the AVX-512 level. */
+static void
+matmul_glu_avx512(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x, float *gate,
+				  float *up, int n, LlmActivation act)
+{
+	matmul_glu_run(be, &llm_matmul_kernels_avx512, w_gate, w_up, x, gate, up, n, act,
+				   llm_glu_range_avx512 != NULL ? glu_avx512 : llm_cpu_ref_ops.glu);
 }
 
 static LlmBackendOps isa_ops[LLM_CPU_ISA_COUNT];
@@ -204,11 +348,15 @@ build_isa_ops(void)
 	isa_ops[LLM_CPU_ISA_AVX2] = llm_cpu_ref_ops;
 	isa_ops[LLM_CPU_ISA_AVX2].name = "cpu-avx2";
 	isa_ops[LLM_CPU_ISA_AVX2].matmul = matmul_avx2;
+	isa_ops[LLM_CPU_ISA_AVX2].matmul_multi = matmul_multi_avx2;
+	isa_ops[LLM_CPU_ISA_AVX2].matmul_glu = matmul_glu_avx2;
 	if (llm_attn_kernels_avx2.name != NULL)
 		isa_ops[LLM_CPU_ISA_AVX2].attention = attention_avx2;
 	isa_ops[LLM_CPU_ISA_AVX512] = llm_cpu_ref_ops;
 	isa_ops[LLM_CPU_ISA_AVX512].name = "cpu-avx512";
 	isa_ops[LLM_CPU_ISA_AVX512].matmul = matmul_avx512;
+	isa_ops[LLM_CPU_ISA_AVX512].matmul_multi = matmul_multi_avx512;
+	isa_ops[LLM_CPU_ISA_AVX512].matmul_glu = matmul_glu_avx512;
 	if (llm_attn_kernels_avx512.name != NULL)
 		isa_ops[LLM_CPU_ISA_AVX512].attention = attention_avx512;
 	if (llm_glu_range_avx512 != NULL)
