@@ -68,23 +68,90 @@ ref_get_rows(LlmBackend *be, const LlmWeight *w, const int32_t *ids, int n, floa
 	}
 }
 
-/* y (n, dim) = x / rms(x) * w (or * (1 + w)). */
+#define NORM_ROWS 8				/* rows whose sums of squares run side by side */
+#define NORM_ROWS_PER_TASK 32
+
+typedef struct NormTask
+{
+	const float *x;				/* (n, dim) */
+	const float *w;				/* (dim) */
+	float	   *y;				/* (n, dim) */
+	int			n;
+	int			dim;
+	float		eps;
+	bool		add_one;
+} NormTask;
+
+/* Row i's output from its sum of squares ss. */
+static void
+rmsnorm_scale_row(const NormTask *t, int i, float ss)
+{
+	const float *xi = t->x + (size_t) i * t->dim;
+	float	   *yi = t->y + (size_t) i * t->dim;
+	float		inv = 1.0f / sqrtf(ss / t->dim + t->eps);
+
+	for (int j = 0; j < t->dim; j++)
+		yi[j] = xi[j] * inv * (t->add_one ? 1.0f + t->w[j] : t->w[j]);
+}
+
+/*
+ * Rows [r0, r1) of the rmsnorm.  Each row's sum of squares adds its
+ * squares in order of j, whatever the rows around it; NORM_ROWS rows' sums
+ * run side by side, independent chains where one alone would wait on
+ * every add's latency.
+ */
+static void
+rmsnorm_rows(const NormTask *t, int r0, int r1)
+{
+	int			dim = t->dim;
+
+	for (int i = r0; i < r1; i += NORM_ROWS)
+	{
+		const float *xi = t->x + (size_t) i * dim;
+		int			m = r1 - i < NORM_ROWS ? r1 - i : NORM_ROWS;
+		float		ss[NORM_ROWS] = {0};
+
+		if (m == NORM_ROWS)
+			for (int j = 0; j < dim; j++)
+				for (int r = 0; r < NORM_ROWS; r++)
+				{
+					float		v = xi[(size_t) r * dim + j];
+
+					ss[r] += v * v;
+				}
+		else
+			for (int r = 0; r < m; r++)
+				for (int j = 0; j < dim; j++)
+				{
+					float		v = xi[(size_t) r * dim + j];
+
+					ss[r] += v * v;
+				}
+		for (int r = 0; r < m; r++)
+			rmsnorm_scale_row(t, i + r, ss[r]);
+	}
+}
+
+/* One task of the rmsnorm: NORM_ROWS_PER_TASK rows. */
+static void
+rmsnorm_task(void *arg, int chunk)
+{
+	const NormTask *t = arg;
+	int			r0 = chunk * NORM_ROWS_PER_TASK;
+
+	rmsnorm_rows(t, r0, r0 + NORM_ROWS_PER_TASK < t->n ? r0 + NORM_ROWS_PER_TASK : t->n);
+}
+
+/* y (n, dim) = x / rms(x) * w (or * (1 + w)); many rows on the pool. */
 static void
 ref_rmsnorm(LlmBackend *be, const float *x, const float *w, float *y, int n, int dim, float eps, bool add_one)
 {
-	for (int i = 0; i < n; i++)
-	{
-		const float *xi = x + (size_t) i * dim;
-		float	   *yi = y + (size_t) i * dim;
-		float		ss = 0.0f;
-		float		inv;
+	NormTask	t = {x, w, y, n, dim, eps, add_one};
 
-		for (int j = 0; j < dim; j++)
-			ss += xi[j] * xi[j];
-		inv = 1.0f / sqrtf(ss / dim + eps);
-		for (int j = 0; j < dim; j++)
-			yi[j] = xi[j] * inv * (add_one ? 1.0f + w[j] : w[j]);
-	}
+	if (n > NORM_ROWS_PER_TASK)
+		llm_pool_run(be->pool, (n + NORM_ROWS_PER_TASK - 1) / NORM_ROWS_PER_TASK, rmsnorm_task, &t);
+	else
+		rmsnorm_rows(&t, 0, n);
 }
 
 /* Rotate the first rope_dim values of each head of x (n, n_heads * head_dim) by pos. */
