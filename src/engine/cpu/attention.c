@@ -263,6 +263,8 @@ attend_heads(const AttnTask *t, int i, int h0, int h1, float *probs)
 {
 	int			n_heads = h1 - h0;
 	int			group = t->a->n_heads / t->a->n_kv_heads;	/* query heads per KV head */
+	int			g0 = h0 / group;	/* the KV heads of [h0, h1): [g0, g1) */
+	int			g1 = (h1 - 1) / group + 1;
 	int			hd = t->a->head_dim;
 	int			lo;
 	bool		mask;
@@ -273,12 +275,12 @@ attend_heads(const AttnTask *t, int i, int h0, int h1, float *probs)
 	memset(acc, 0, sizeof(acc));
 	for (int h = 0; h < n_heads; h++)
 		hs[h] = (HeadState) {-INFINITY, 0.0f, acc + (size_t) h * hd};
-	prefetch_tile(t, i, lo, tile_length(t->kv, lo, hi), h0 / group, (h1 - 1) / group + 1);
+	prefetch_tile(t, i, lo, tile_length(t->kv, lo, hi), g0, g1);
 	for (int p0 = lo, nt; p0 <= hi; p0 += nt)
 	{
 		nt = tile_length(t->kv, p0, hi);
 		if (p0 + nt <= hi)
-			prefetch_tile(t, i, p0 + nt, tile_length(t->kv, p0 + nt, hi), h0 / group, (h1 - 1) / group + 1);
+			prefetch_tile(t, i, p0 + nt, tile_length(t->kv, p0 + nt, hi), g0, g1);
 		/* runs of up to LLM_ATTN_MAX_HEADS heads of one KV head */
 		for (int h = 0, nq; h < n_heads; h += nq)
 		{

@@ -284,38 +284,6 @@ matmul_multi_avx512(LlmBackend *be, const LlmWeight *const *w, const float *x, f
 	matmul_multi_run(be, &llm_matmul_kernels_avx512, w, x, y, count, n);
 }
 
-/* gate and up as one matmul_multi on kernels kern, then glu (the level's glu op). */
-static void
-matmul_glu_run(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *w_gate, const LlmWeight *w_up,
-			   const float *x, float *gate, float *up, int n, LlmActivation act,
-			   void (*glu) (LlmBackend *, const float *, const float *, float *, int64_t, LlmActivation))
-{
-	const LlmWeight *w[2] = {w_gate, w_up};
-	float	   *y[2] = {gate, up};
-
-	matmul_multi_run(be, kern, w, x, y, 2, n);
-	glu(be, gate, up, gate, (int64_t) n * w_gate->rows, act);
-}
-
-static void glu_avx512(LlmBackend *be, const float *gate, const float *up, float *out, int64_t n, LlmActivation act);
-
-/* The matmul_glu op of the AVX2 level (the reference's glu). */
-static void
-matmul_glu_avx2(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x, float *gate,
-				float *up, int n, LlmActivation act)
-{
-	matmul_glu_run(be, &llm_matmul_kernels_avx2, w_gate, w_up, x, gate, up, n, act, llm_cpu_ref_ops.glu);
-}
-
-/* The matmul_glu op of the AVX-512 level. */
-static void
-matmul_glu_avx512(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x, float *gate,
-				  float *up, int n, LlmActivation act)
-{
-	matmul_glu_run(be, &llm_matmul_kernels_avx512, w_gate, w_up, x, gate, up, n, act,
-				   llm_glu_range_avx512 != NULL ? glu_avx512 : llm_cpu_ref_ops.glu);
-}
-
 static LlmBackendOps isa_ops[LLM_CPU_ISA_COUNT];
 static pthread_once_t isa_ops_once = PTHREAD_ONCE_INIT;
 
@@ -338,6 +306,34 @@ static void
 glu_avx512(LlmBackend *be, const float *gate, const float *up, float *out, int64_t n, LlmActivation act)
 {
 	llm_cpu_glu(be, gate, up, out, n, act, llm_glu_range_avx512);
+}
+
+/* gate and up as one matmul_multi on the kernels of level isa, then that level's glu op. */
+static void
+matmul_glu_run(LlmBackend *be, LlmCpuIsa isa, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x,
+			   float *gate, float *up, int n, LlmActivation act)
+{
+	const LlmWeight *w[2] = {w_gate, w_up};
+	float	   *y[2] = {gate, up};
+
+	matmul_multi_run(be, llm_matmul_kernels(isa), w, x, y, 2, n);
+	isa_ops[isa].glu(be, gate, up, gate, (int64_t) n * w_gate->rows, act);
+}
+
+/* The matmul_glu op of the AVX2 level. */
+static void
+matmul_glu_avx2(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x, float *gate,
+				float *up, int n, LlmActivation act)
+{
+	matmul_glu_run(be, LLM_CPU_ISA_AVX2, w_gate, w_up, x, gate, up, n, act);
+}
+
+/* The matmul_glu op of the AVX-512 level. */
+static void
+matmul_glu_avx512(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x, float *gate,
+				  float *up, int n, LlmActivation act)
+{
+	matmul_glu_run(be, LLM_CPU_ISA_AVX512, w_gate, w_up, x, gate, up, n, act);
 }
 
 /* Build the op tables: the reference's, with the matmul, attention and GLU of each level. */

@@ -94,6 +94,19 @@ rmsnorm_scale_row(const NormTask *t, int i, float ss)
 		yi[j] = xi[j] * inv * (t->add_one ? 1.0f + t->w[j] : t->w[j]);
 }
 
+/* ss[r] += the squares of row r of x (rows, dim), in order of j; the rows side by side. */
+static inline __attribute__((always_inline)) void
+sum_squares(const float *x, int dim, const int rows, float *ss)
+{
+	for (int j = 0; j < dim; j++)
+		for (int r = 0; r < rows; r++)
+		{
+			float		v = x[(size_t) r * dim + j];
+
+			ss[r] += v * v;
+		}
+}
+
 /*
  * Rows [r0, r1) of the rmsnorm.  Each row's sum of squares adds its
  * squares in order of j, whatever the rows around it; NORM_ROWS rows' sums
@@ -112,21 +125,10 @@ rmsnorm_rows(const NormTask *t, int r0, int r1)
 		float		ss[NORM_ROWS] = {0};
 
 		if (m == NORM_ROWS)
-			for (int j = 0; j < dim; j++)
-				for (int r = 0; r < NORM_ROWS; r++)
-				{
-					float		v = xi[(size_t) r * dim + j];
-
-					ss[r] += v * v;
-				}
+			sum_squares(xi, dim, NORM_ROWS, ss);
 		else
 			for (int r = 0; r < m; r++)
-				for (int j = 0; j < dim; j++)
-				{
-					float		v = xi[(size_t) r * dim + j];
-
-					ss[r] += v * v;
-				}
+				sum_squares(xi + (size_t) r * dim, dim, 1, &ss[r]);
 		for (int r = 0; r < m; r++)
 			rmsnorm_scale_row(t, i + r, ss[r]);
 	}
