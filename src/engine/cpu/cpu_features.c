@@ -34,9 +34,9 @@ cpu_has_f16c(void)
 }
 #endif
 
-/* The best level this processor supports (CPUID only, no environment). */
-LlmCpuIsa
-llm_cpu_isa_detect(void)
+/* The best level CPUID reports. */
+static LlmCpuIsa
+cpuid_isa(void)
 {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 	__builtin_cpu_init();
@@ -50,6 +50,28 @@ llm_cpu_isa_detect(void)
 #else
 	return LLM_CPU_ISA_SCALAR;
 #endif
+}
+
+static LlmCpuIsa detected_isa;
+static pthread_once_t detected_once = PTHREAD_ONCE_INIT;
+
+/* Read the best level this processor supports off CPUID into detected_isa. */
+static void
+detect_isa(void)
+{
+	detected_isa = cpuid_isa();
+}
+
+/*
+ * The best level this processor supports (CPUID only, no environment),
+ * read once: every matmul asks, and under a hypervisor each CPUID is a
+ * trap of microseconds.
+ */
+LlmCpuIsa
+llm_cpu_isa_detect(void)
+{
+	pthread_once(&detected_once, detect_isa);
+	return detected_isa;
 }
 
 /* Whether this processor can run kernels of level isa. */
