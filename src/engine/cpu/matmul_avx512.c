@@ -89,6 +89,14 @@
 #define F_NT 6
 #define Q_MR 4
 #define Q_NT 3					/* packed too: 12 integer and 12 float sums stay in registers (6 tokens: 19% slower) */
+/*
+ * Q-type calls of up to this many tokens run a row at a time straight from
+ * the weights, each row's quants loaded once for all the tokens: unpacking
+ * rows costs about a GEMV, which a few tokens do not repay (llm-cli bench,
+ * Q8_0, 2 threads: decode of 2-4 sequences 1.3-1.6x the packed tiles'; of 5,
+ * no faster).
+ */
+#define Q_DIRECT_TOKENS 4
 #define K_MR 4
 #define K_NT 3
 
@@ -893,6 +901,33 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 #pragma GCC unroll 4
 		for (int i = 0; i < MR; i++)
 			sv[i] = q_group_scales(type, w[i], b, m, &mv[i]);
+	if (MR == 1 && NT > 1)
+	{
+		/* one row by a few tokens: its quants loaded once for all of them */
+		const uint8_t *wb = w[0] + b * bsz;
+		__m512i		wq[8];
+
+#pragma GCC unroll 8
+		for (int s = 0; s < G; s++)
+		{
+			_mm_prefetch((const char *) (wb + pf + 2 * s * bsz), _MM_HINT_T0);
+			if (!q_nibbles(type))
+				_mm_prefetch((const char *) (wb + pf + 2 * s * bsz + 2 * bsz - 1), _MM_HINT_T0);
+			wq[s] = load_q_pair_gemv(type, wb + 2 * s * bsz);
+		}
+#pragma GCC unroll 6
+		for (int q = 0; q < NT; q++)
+		{
+			__m512		dav = _mm512_maskz_loadu_ps(m, xd[q] + b);
+
+			acc[0][q] = q_group_dot(type, wq, xq[q] + b * LLM_QK, q_group_offset(type, xs[q], b, m),
+									_mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(sv[0], dav)), acc[0][q], G);
+			if (q_has_min(type))
+				acc[0][q] = q_group_mins(xs[q], b, m, _mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(mv[0], dav)),
+										 acc[0][q]);
+		}
+		return;
+	}
 #pragma GCC unroll 6
 	for (int q = 0; q < NT; q++)
 	{
@@ -1295,8 +1330,9 @@ tile_q(LlmType type, const LlmGemmArgs *a, const QGroupPack *pk, const QStepPack
 #define Q_PACK_STACK 16			/* groups of Q_MR rows packed on the stack (40 kB); more: the heap */
 
 /*
- * The gemm of Q8_0, Q4_0 or Q4_1: for one token the GEMV; for more, the
- * tokens' activations are interleaved by block once, and each tile of
+ * The gemm of Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1: for up to Q_DIRECT_TOKENS
+ * tokens a row at a time from the weights (one token: the GEMV); for more,
+ * the tokens' activations are interleaved by block once, and each tile of
  * Q_MR rows is unpacked, all of k, into buffers reused for every token
  * (without the memory for either, the direct tiles: the same bits).
  */
@@ -1312,7 +1348,7 @@ gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 	uint8_t    *xil = NULL;
 	int64_t		r = r0;
 
-	if (t1 - t0 > 1 && n_groups > 0)
+	if (t1 - t0 > Q_DIRECT_TOKENS && n_groups > 0)
 	{
 		pk = n_groups <= Q_PACK_STACK ? stack_pk : aligned_alloc(64, sizeof(QGroupPack) * Q_MR * (size_t) n_groups);
 		xil = aligned_alloc(64, xil_stride * (size_t) (t1 - t0));
@@ -1329,10 +1365,10 @@ gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 				interleave_act_groups((const int8_t *) (a->x + (size_t) t * a->x_stride), q_group_blocks(nb),
 									  xil + (size_t) (t - t0) * xil_stride);
 	}
-	/* the GEMV a row at a time: one stream of weights per thread reads DRAM at about 1.8x the speed of four */
-	if (t1 - t0 == 1)
+	/* a row at a time (the GEMV, and a few tokens): one stream of weights per thread reads DRAM at about 1.8x the speed of four */
+	if (t1 - t0 <= Q_DIRECT_TOKENS)
 		for (; r < r1; r++)
-			TOKEN_TILES(CALL_Q1, Q_NT);
+			TOKEN_TILES(CALL_Q1, Q_DIRECT_TOKENS);
 	for (; r + Q_MR <= r1; r += Q_MR)
 	{
 		if (pk != NULL)
