@@ -93,8 +93,8 @@
  * Q-type calls of up to this many tokens run a row at a time straight from
  * the weights, each row's quants loaded once for all the tokens: unpacking
  * rows costs about a GEMV, which a few tokens do not repay (llm-cli bench,
- * Q8_0, 2 threads: decode of 2-4 sequences 1.3-1.6x the packed tiles'; of 5,
- * no faster).
+ * Q8_0, 2 threads: decode of 2-4 sequences 1.1-1.5x the packed tiles'; of 5,
+ * no faster, and Q4_1 slower).
  */
 #define Q_DIRECT_TOKENS 4
 #define K_MR 4
