@@ -85,6 +85,7 @@ scores_typed(const float *q, const uint8_t *k, size_t stride, int nt, int hd, co
 	{
 		__m512		sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
 
+#pragma GCC unroll 16
 		for (int d = 0; d < hd; d += 16)
 		{
 			__m512		qv = load16(q, d, hd - d, LLM_KV_F32);
@@ -105,16 +106,42 @@ scores_typed(const float *q, const uint8_t *k, size_t stride, int nt, int hd, co
 	}
 }
 
+/*
+ * Call F(HD) with HD the head width hd as a constant for the usual widths
+ * (64, 128, 256), so the kernels' loops over a head unroll with no masks;
+ * the same operations in the same order as with hd at run time.
+ */
+#define WITH_HEAD_WIDTH(hd, F) \
+	do { \
+		if ((hd) == 64) \
+			F(64); \
+		else if ((hd) == 128) \
+			F(128); \
+		else if ((hd) == 256) \
+			F(256); \
+		else \
+			F(hd); \
+	} while (0)
+
+/* scores_typed for one storage type, the usual head widths as constants. */
+KERN void
+scores_type(const float *q, const uint8_t *k, size_t stride, int nt, int hd, const LlmKvType type, float *s)
+{
+#define SCORES(HD) scores_typed(q, k, stride, nt, HD, type, s)
+	WITH_HEAD_WIDTH(hd, SCORES);
+#undef SCORES
+}
+
 /* scores_typed for the cache's storage type. */
 static void
 avx512_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, LlmKvType type, float *s)
 {
 	if (type == LLM_KV_F32)
-		scores_typed(q, k, stride, nt, hd, LLM_KV_F32, s);
+		scores_type(q, k, stride, nt, hd, LLM_KV_F32, s);
 	else if (type == LLM_KV_F16)
-		scores_typed(q, k, stride, nt, hd, LLM_KV_F16, s);
+		scores_type(q, k, stride, nt, hd, LLM_KV_F16, s);
 	else
-		scores_typed(q, k, stride, nt, hd, LLM_KV_I8, s);
+		scores_type(q, k, stride, nt, hd, LLM_KV_I8, s);
 }
 
 /*
@@ -137,6 +164,7 @@ scores_heads_typed(const float *q, const uint8_t *k, size_t stride, int nt, int 
 #pragma GCC unroll 4
 			for (int u = 0; u < 4; u++)
 				sum[h][u] = _mm512_setzero_ps();
+#pragma GCC unroll 16
 		for (int d = 0; d < hd; d += 16)
 		{
 			__m512		kv[4];
@@ -179,18 +207,28 @@ scores_heads_typed(const float *q, const uint8_t *k, size_t stride, int nt, int 
 	}
 }
 
+/* scores_heads_typed for NQ heads, the usual head widths as constants. */
+KERN void
+scores_heads_width(const float *q, const uint8_t *k, size_t stride, int nt, int hd, const LlmKvType type, float *s,
+				   const int NQ)
+{
+#define SCORES_HEADS(HD) scores_heads_typed(q, k, stride, nt, HD, type, s, NQ)
+	WITH_HEAD_WIDTH(hd, SCORES_HEADS);
+#undef SCORES_HEADS
+}
+
 /* scores_heads_typed for one storage type and nq (1 to LLM_ATTN_MAX_HEADS) heads. */
 KERN void
 scores_heads_type(const float *q, int nq, const uint8_t *k, size_t stride, int nt, int hd, const LlmKvType type, float *s)
 {
 	if (nq == 4)
-		scores_heads_typed(q, k, stride, nt, hd, type, s, 4);
+		scores_heads_width(q, k, stride, nt, hd, type, s, 4);
 	else if (nq == 3)
-		scores_heads_typed(q, k, stride, nt, hd, type, s, 3);
+		scores_heads_width(q, k, stride, nt, hd, type, s, 3);
 	else if (nq == 2)
-		scores_heads_typed(q, k, stride, nt, hd, type, s, 2);
+		scores_heads_width(q, k, stride, nt, hd, type, s, 2);
 	else
-		scores_typed(q, k, stride, nt, hd, type, s);
+		scores_type(q, k, stride, nt, hd, type, s);
 }
 
 /* s (nq, nt) = q_h . k_j for nq heads, each as avx512_scores gives it. */
@@ -331,19 +369,38 @@ accum_heads_typed(float *acc, const float *w, const uint8_t *v, size_t stride, i
 		accum_heads_slices(acc, w, v, stride, nt, hd, d0, type, NQ, 1);
 }
 
+/* accum_typed for one storage type, the usual head widths as constants. */
+KERN void
+accum_type(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, const LlmKvType type)
+{
+#define ACCUM(HD) accum_typed(acc, w, v, stride, nt, HD, type)
+	WITH_HEAD_WIDTH(hd, ACCUM);
+#undef ACCUM
+}
+
+/* accum_heads_typed for NQ heads, the usual head widths as constants. */
+KERN void
+accum_heads_width(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, const LlmKvType type,
+				  const int NQ)
+{
+#define ACCUM_HEADS(HD) accum_heads_typed(acc, w, v, stride, nt, HD, type, NQ)
+	WITH_HEAD_WIDTH(hd, ACCUM_HEADS);
+#undef ACCUM_HEADS
+}
+
 /* accum_heads_typed for one storage type and nq (1 to LLM_ATTN_MAX_HEADS) heads. */
 KERN void
 accum_heads_type(float *acc, int nq, const float *w, const uint8_t *v, size_t stride, int nt, int hd,
 				 const LlmKvType type)
 {
 	if (nq == 4)
-		accum_heads_typed(acc, w, v, stride, nt, hd, type, 4);
+		accum_heads_width(acc, w, v, stride, nt, hd, type, 4);
 	else if (nq == 3)
-		accum_heads_typed(acc, w, v, stride, nt, hd, type, 3);
+		accum_heads_width(acc, w, v, stride, nt, hd, type, 3);
 	else if (nq == 2)
-		accum_heads_typed(acc, w, v, stride, nt, hd, type, 2);
+		accum_heads_width(acc, w, v, stride, nt, hd, type, 2);
 	else
-		accum_typed(acc, w, v, stride, nt, hd, type);
+		accum_type(acc, w, v, stride, nt, hd, type);
 }
 
 /* acc (nq, hd) += sum_j w[h * nt + j] v_j for nq heads, each as avx512_accum gives it. */
@@ -363,11 +420,11 @@ static void
 avx512_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, LlmKvType type)
 {
 	if (type == LLM_KV_F32)
-		accum_typed(acc, w, v, stride, nt, hd, LLM_KV_F32);
+		accum_type(acc, w, v, stride, nt, hd, LLM_KV_F32);
 	else if (type == LLM_KV_F16)
-		accum_typed(acc, w, v, stride, nt, hd, LLM_KV_F16);
+		accum_type(acc, w, v, stride, nt, hd, LLM_KV_F16);
 	else
-		accum_typed(acc, w, v, stride, nt, hd, LLM_KV_I8);
+		accum_type(acc, w, v, stride, nt, hd, LLM_KV_I8);
 }
 
 /* s_j = exp(s_j - m), 16 at a time (the tail masked); their sum, lanes then _mm512_reduce_add_ps. */
