@@ -123,27 +123,6 @@ scores_typed(const float *q, const uint8_t *k, size_t stride, int nt, int hd, co
 			F(hd); \
 	} while (0)
 
-/* scores_typed for one storage type, the usual head widths as constants. */
-KERN void
-scores_type(const float *q, const uint8_t *k, size_t stride, int nt, int hd, const LlmKvType type, float *s)
-{
-#define SCORES(HD) scores_typed(q, k, stride, nt, HD, type, s)
-	WITH_HEAD_WIDTH(hd, SCORES);
-#undef SCORES
-}
-
-/* scores_typed for the cache's storage type. */
-static void
-avx512_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, LlmKvType type, float *s)
-{
-	if (type == LLM_KV_F32)
-		scores_type(q, k, stride, nt, hd, LLM_KV_F32, s);
-	else if (type == LLM_KV_F16)
-		scores_type(q, k, stride, nt, hd, LLM_KV_F16, s);
-	else
-		scores_type(q, k, stride, nt, hd, LLM_KV_I8, s);
-}
-
 /*
  * scores_typed for NQ heads (q: NQ rows of hd) against the same keys, into
  * s (NQ, nt): each key's slice widened once for the NQ heads, and each
@@ -207,28 +186,27 @@ scores_heads_typed(const float *q, const uint8_t *k, size_t stride, int nt, int 
 	}
 }
 
-/* scores_heads_typed for NQ heads, the usual head widths as constants. */
+/* scores_heads_typed for nq (1 to LLM_ATTN_MAX_HEADS) heads; one head: scores_typed. */
 KERN void
-scores_heads_width(const float *q, const uint8_t *k, size_t stride, int nt, int hd, const LlmKvType type, float *s,
-				   const int NQ)
+scores_heads_nq(const float *q, int nq, const uint8_t *k, size_t stride, int nt, int hd, const LlmKvType type, float *s)
 {
-#define SCORES_HEADS(HD) scores_heads_typed(q, k, stride, nt, HD, type, s, NQ)
-	WITH_HEAD_WIDTH(hd, SCORES_HEADS);
-#undef SCORES_HEADS
+	if (nq == 4)
+		scores_heads_typed(q, k, stride, nt, hd, type, s, 4);
+	else if (nq == 3)
+		scores_heads_typed(q, k, stride, nt, hd, type, s, 3);
+	else if (nq == 2)
+		scores_heads_typed(q, k, stride, nt, hd, type, s, 2);
+	else
+		scores_typed(q, k, stride, nt, hd, type, s);
 }
 
-/* scores_heads_typed for one storage type and nq (1 to LLM_ATTN_MAX_HEADS) heads. */
+/* scores_heads_nq for one storage type, the usual head widths as constants. */
 KERN void
 scores_heads_type(const float *q, int nq, const uint8_t *k, size_t stride, int nt, int hd, const LlmKvType type, float *s)
 {
-	if (nq == 4)
-		scores_heads_width(q, k, stride, nt, hd, type, s, 4);
-	else if (nq == 3)
-		scores_heads_width(q, k, stride, nt, hd, type, s, 3);
-	else if (nq == 2)
-		scores_heads_width(q, k, stride, nt, hd, type, s, 2);
-	else
-		scores_type(q, k, stride, nt, hd, type, s);
+#define SCORES(HD) scores_heads_nq(q, nq, k, stride, nt, HD, type, s)
+	WITH_HEAD_WIDTH(hd, SCORES);
+#undef SCORES
 }
 
 /* s (nq, nt) = q_h . k_j for nq heads, each as avx512_scores gives it. */
@@ -241,6 +219,13 @@ avx512_scores_heads(const float *q, int nq, const uint8_t *k, size_t stride, int
 		scores_heads_type(q, nq, k, stride, nt, hd, LLM_KV_F16, s);
 	else
 		scores_heads_type(q, nq, k, stride, nt, hd, LLM_KV_I8, s);
+}
+
+/* s_j = q . k_j: avx512_scores_heads for one head. */
+static void
+avx512_scores(const float *q, const uint8_t *k, size_t stride, int nt, int hd, LlmKvType type, float *s)
+{
+	avx512_scores_heads(q, 1, k, stride, nt, hd, type, s);
 }
 
 /* acc *= c. */
@@ -369,38 +354,29 @@ accum_heads_typed(float *acc, const float *w, const uint8_t *v, size_t stride, i
 		accum_heads_slices(acc, w, v, stride, nt, hd, d0, type, NQ, 1);
 }
 
-/* accum_typed for one storage type, the usual head widths as constants. */
+/* accum_heads_typed for nq (1 to LLM_ATTN_MAX_HEADS) heads; one head: accum_typed. */
 KERN void
-accum_type(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, const LlmKvType type)
+accum_heads_nq(float *acc, int nq, const float *w, const uint8_t *v, size_t stride, int nt, int hd,
+			   const LlmKvType type)
 {
-#define ACCUM(HD) accum_typed(acc, w, v, stride, nt, HD, type)
-	WITH_HEAD_WIDTH(hd, ACCUM);
-#undef ACCUM
+	if (nq == 4)
+		accum_heads_typed(acc, w, v, stride, nt, hd, type, 4);
+	else if (nq == 3)
+		accum_heads_typed(acc, w, v, stride, nt, hd, type, 3);
+	else if (nq == 2)
+		accum_heads_typed(acc, w, v, stride, nt, hd, type, 2);
+	else
+		accum_typed(acc, w, v, stride, nt, hd, type);
 }
 
-/* accum_heads_typed for NQ heads, the usual head widths as constants. */
-KERN void
-accum_heads_width(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, const LlmKvType type,
-				  const int NQ)
-{
-#define ACCUM_HEADS(HD) accum_heads_typed(acc, w, v, stride, nt, HD, type, NQ)
-	WITH_HEAD_WIDTH(hd, ACCUM_HEADS);
-#undef ACCUM_HEADS
-}
-
-/* accum_heads_typed for one storage type and nq (1 to LLM_ATTN_MAX_HEADS) heads. */
+/* accum_heads_nq for one storage type, the usual head widths as constants. */
 KERN void
 accum_heads_type(float *acc, int nq, const float *w, const uint8_t *v, size_t stride, int nt, int hd,
 				 const LlmKvType type)
 {
-	if (nq == 4)
-		accum_heads_width(acc, w, v, stride, nt, hd, type, 4);
-	else if (nq == 3)
-		accum_heads_width(acc, w, v, stride, nt, hd, type, 3);
-	else if (nq == 2)
-		accum_heads_width(acc, w, v, stride, nt, hd, type, 2);
-	else
-		accum_type(acc, w, v, stride, nt, hd, type);
+#define ACCUM(HD) accum_heads_nq(acc, nq, w, v, stride, nt, HD, type)
+	WITH_HEAD_WIDTH(hd, ACCUM);
+#undef ACCUM
 }
 
 /* acc (nq, hd) += sum_j w[h * nt + j] v_j for nq heads, each as avx512_accum gives it. */
@@ -415,16 +391,11 @@ avx512_accum_heads(float *acc, int nq, const float *w, const uint8_t *v, size_t 
 		accum_heads_type(acc, nq, w, v, stride, nt, hd, LLM_KV_I8);
 }
 
-/* accum_typed for the cache's storage type. */
+/* acc += sum_j w_j v_j: avx512_accum_heads for one head. */
 static void
 avx512_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, int hd, LlmKvType type)
 {
-	if (type == LLM_KV_F32)
-		accum_type(acc, w, v, stride, nt, hd, LLM_KV_F32);
-	else if (type == LLM_KV_F16)
-		accum_type(acc, w, v, stride, nt, hd, LLM_KV_F16);
-	else
-		accum_type(acc, w, v, stride, nt, hd, LLM_KV_I8);
+	avx512_accum_heads(acc, 1, w, v, stride, nt, hd, type);
 }
 
 /* s_j = exp(s_j - m), 16 at a time (the tail masked); their sum, lanes then _mm512_reduce_add_ps. */
