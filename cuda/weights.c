@@ -164,12 +164,17 @@ layout_of(LlmType t)
 		case LLM_TYPE_BF16:
 			return CUDA_LAYOUT_BF16;
 		case LLM_TYPE_Q8_0:
+		case LLM_TYPE_Q8_0_G:
 		case LLM_TYPE_Q5_0:
+		case LLM_TYPE_Q5_0_G:
 			return CUDA_LAYOUT_Q8_0R;
 		case LLM_TYPE_Q4_0:
+		case LLM_TYPE_Q4_0_G:
 			return CUDA_LAYOUT_Q4_0R;
 		case LLM_TYPE_Q4_1:
+		case LLM_TYPE_Q4_1_G:
 		case LLM_TYPE_Q5_1:
+		case LLM_TYPE_Q5_1_G:
 		case LLM_TYPE_Q2_K:
 		case LLM_TYPE_Q3_K:
 		case LLM_TYPE_Q4_K:
@@ -192,7 +197,7 @@ mat_alloc(CudaBackend *cb, const LlmWeight *w, int layout, CudaEntry *e)
 
 	memset(m, 0, sizeof(*m));
 	m->layout = layout;
-	m->ggml_type = w->type;
+	m->ggml_type = llm_type_base(w->type);	/* the CPU's grouped types are uploaded as their base's blocks */
 	m->rows = w->rows;
 	m->cols = w->cols;
 	switch (layout)
@@ -226,25 +231,51 @@ mat_alloc(CudaBackend *cb, const LlmWeight *w, int layout, CudaEntry *e)
 	return true;
 }
 
-/* Upload w's rows into e's split layout: raw blocks in chunks, split on the device (Q5_0 via Q8_0). */
+/*
+ * Whether w's rows must be rewritten before they go to the device, and
+ * the bytes of a rewritten row: the CPU's grouped types as their base
+ * type's blocks, and Q5_0 (grouped or not) as Q8_0, the split layout's.
+ */
 static bool
-upload_split(CudaBackend *cb, const LlmWeight *w, CudaEntry *e)
+upload_rewrites(const LlmWeight *w, size_t *raw_row)
 {
-	size_t		raw_row = w->type == LLM_TYPE_Q5_0 ? llm_type_row_size(LLM_TYPE_Q8_0, w->cols) : w->row_bytes;
+	*raw_row = w->row_bytes;
+	if (llm_type_base(w->type) == LLM_TYPE_Q5_0)
+	{
+		*raw_row = llm_type_row_size(LLM_TYPE_Q8_0, w->cols);
+		return true;
+	}
+	return llm_type_base(w->type) != w->type;
+}
+
+/*
+ * Upload w's rows into e in chunks: raw blocks split on the device for the
+ * split layouts (split), else copied as they are; rows that
+ * upload_rewrites names are rewritten on the host first.
+ */
+static bool
+upload_rows(CudaBackend *cb, const LlmWeight *w, CudaEntry *e, bool split)
+{
+	size_t		raw_row;
+	bool		rewrite = upload_rewrites(w, &raw_row);
 	int64_t		chunk = (int64_t) (UPLOAD_CHUNK_BYTES / raw_row);
+	const bool	grouped = llm_type_base(w->type) != w->type;
 	uint8_t    *tmp = NULL;
 	uint8_t    *repacked = NULL;
+	uint8_t    *ungrouped = NULL;	/* one row, when a grouped Q5_0 is then repacked */
 	bool		ok = true;
 
 	if (chunk < 1)
 		chunk = 1;
 	if (chunk > w->rows)
 		chunk = w->rows;
-	if (!cuda_ok(cb, cudaMalloc((void **) &tmp, (size_t) chunk * raw_row), "cudaMalloc (weight upload buffer)"))
+	if (split && !cuda_ok(cb, cudaMalloc((void **) &tmp, (size_t) chunk * raw_row), "cudaMalloc (weight upload buffer)"))
 		return false;
-	if (w->type == LLM_TYPE_Q5_0 && (repacked = malloc((size_t) chunk * raw_row)) == NULL)
+	if ((rewrite && (repacked = malloc((size_t) chunk * raw_row)) == NULL) ||
+		(grouped && raw_row != w->row_bytes && (ungrouped = malloc(w->row_bytes)) == NULL))
 	{
 		cudaFree(tmp);
+		free(repacked);
 		cuda_fail(cb, LLM_ERR_NOMEM, "out of memory repacking weight %s", w->name != NULL ? w->name : "");
 		return false;
 	}
@@ -252,23 +283,35 @@ upload_split(CudaBackend *cb, const LlmWeight *w, CudaEntry *e)
 	{
 		int64_t		nr = w->rows - r0 < chunk ? w->rows - r0 : chunk;
 		const void *src = w->data + (size_t) r0 * w->row_bytes;
+		uint8_t    *dst = split ? tmp : (uint8_t *) e->dev + (size_t) r0 * raw_row;
 
 		if (repacked != NULL)
 		{
 			for (int64_t r = 0; r < nr; r++)
-				llm_repack_q8_0(w->type, w->data + (size_t) (r0 + r) * w->row_bytes, repacked + (size_t) r * raw_row,
-								w->cols);
+			{
+				const uint8_t *row = w->data + (size_t) (r0 + r) * w->row_bytes;
+				uint8_t    *out = repacked + (size_t) r * raw_row;
+
+				if (grouped)
+				{
+					llm_ungroup_row(w->type, row, ungrouped != NULL ? ungrouped : out, w->cols);
+					row = ungrouped;
+				}
+				if (llm_type_base(w->type) == LLM_TYPE_Q5_0)
+					llm_repack_q8_0(LLM_TYPE_Q5_0, row, out, w->cols);
+			}
 			src = repacked;
 		}
 		/* the previous chunk's split has run before this copy lands (one stream) */
-		ok = cuda_ok(cb, cudaMemcpyAsync(tmp, src, (size_t) nr * raw_row, cudaMemcpyHostToDevice, cb->stream),
+		ok = cuda_ok(cb, cudaMemcpyAsync(dst, src, (size_t) nr * raw_row, cudaMemcpyHostToDevice, cb->stream),
 					 "cudaMemcpyAsync (weight upload)") &&
-			cuda_ok(cb, llm_cuda_split_blocks(&e->mat, tmp, r0, nr, cb->stream), "kernel split_blocks") &&
+			(!split || cuda_ok(cb, llm_cuda_split_blocks(&e->mat, tmp, r0, nr, cb->stream), "kernel split_blocks")) &&
 			(repacked == NULL || cuda_ok(cb, cudaStreamSynchronize(cb->stream), "cudaStreamSynchronize"));
 	}
 	cuda_ok(cb, cudaStreamSynchronize(cb->stream), "cudaStreamSynchronize");
 	cudaFree(tmp);
 	free(repacked);
+	free(ungrouped);
 	return ok && cb->err_status == LLM_OK;
 }
 
@@ -290,8 +333,8 @@ mat_upload(CudaBackend *cb, const LlmWeight *w, CudaEntry *e)
 	}
 	if (!mat_alloc(cb, w, layout, e))
 		return false;
-	if (layout == CUDA_LAYOUT_Q8_0R || layout == CUDA_LAYOUT_Q4_0R)
-		ok = upload_split(cb, w, e);
+	if (layout == CUDA_LAYOUT_Q8_0R || layout == CUDA_LAYOUT_Q4_0R || llm_type_base(w->type) != w->type)
+		ok = upload_rows(cb, w, e, layout == CUDA_LAYOUT_Q8_0R || layout == CUDA_LAYOUT_Q4_0R);
 	else
 		ok = cuda_ok(cb, cudaMemcpyAsync(e->dev, w->data, (size_t) w->rows * w->row_bytes, cudaMemcpyHostToDevice,
 										 cb->stream), "cudaMemcpyAsync (weight upload)");
@@ -313,7 +356,8 @@ mat_upload(CudaBackend *cb, const LlmWeight *w, CudaEntry *e)
 static bool
 entry_matches(const CudaEntry *e, const LlmWeight *w)
 {
-	return e->is_mat && e->mat.rows == w->rows && e->mat.cols == w->cols && e->mat.ggml_type == (int) w->type;
+	return e->is_mat && e->mat.rows == w->rows && e->mat.cols == w->cols &&
+		e->mat.ggml_type == (int) llm_type_base(w->type);
 }
 
 /* The device copy of w, uploaded on first use. */

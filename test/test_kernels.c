@@ -51,8 +51,34 @@ dequant_acts(LlmActFormat fmt, const uint8_t *row, int64_t k, double *xd)
 	const int8_t *qs = (const int8_t *) row;
 	const float *d = (const float *) (row + llm_act_d_offset(k));
 	static const int order[16] = {LLM_Q8KI_ORDER};
-	int			bs = fmt == LLM_ACT_Q8 ? LLM_QK : LLM_QK_K;
+	int			bs = fmt == LLM_ACT_Q8 || fmt == LLM_ACT_Q8G ? LLM_QK : LLM_QK_K;
 
+	if (fmt == LLM_ACT_Q8G)
+	{
+		/* where llm_group_act put each quant: run it on values' indices and on blocks' indices in their group */
+		int8_t	   *vi = malloc((size_t) k);
+		int8_t	   *bi = malloc((size_t) k);
+
+		for (int64_t j = 0; vi != NULL && bi != NULL && j < k; j++)
+		{
+			vi[j] = (int8_t) (j % LLM_QK);
+			bi[j] = (int8_t) (j / LLM_QK % 16);
+		}
+		if (vi != NULL && bi != NULL)
+		{
+			llm_group_act(vi, k / LLM_QK);
+			llm_group_act(bi, k / LLM_QK);
+			for (int64_t p = 0; p < k; p++)
+			{
+				int64_t		j = (p / LLM_QK / 16 * 16 + bi[p]) * LLM_QK + vi[p];
+
+				xd[j] = (double) d[j / bs] * qs[p];
+			}
+		}
+		free(vi);
+		free(bi);
+		return;
+	}
 	for (int64_t j = 0; j < k; j++)
 	{
 		/* Q8KI: value 16m + 4s + t of a block is at 64s + 4 order[m] + t (the order is its own inverse) */
@@ -141,7 +167,7 @@ check_matmul(LlmBackend *be, const LlmBackendOps *ops, const LlmMatmulKernels *k
 			}
 			else
 			{
-				int			bs = fmt == LLM_ACT_Q8 ? LLM_QK : LLM_QK_K;
+				int			bs = fmt == LLM_ACT_Q8 || fmt == LLM_ACT_Q8G ? LLM_QK : LLM_QK_K;
 				double		exact_q = 0.0;
 				double		s_q = 0.0;
 				double		bound = 0.0;
@@ -198,7 +224,9 @@ check_quantizers(const LlmMatmulKernels *kern)
 			uint8_t    *a = alloc64(bytes);
 			uint8_t    *b = alloc64(bytes);
 
-			if (kern->quant[fmt] == NULL || (fmt != LLM_ACT_Q8 && k % LLM_QK_K != 0))
+			const bool	blocks32 = fmt == LLM_ACT_Q8 || fmt == LLM_ACT_Q8G;
+
+			if (kern->quant[fmt] == NULL || (!blocks32 && k % LLM_QK_K != 0))
 			{
 				free(a);
 				free(b);
@@ -221,6 +249,8 @@ check_quantizers(const LlmMatmulKernels *kern)
 				kern->quant[fmt] (x, k, a);
 				if (fmt == LLM_ACT_Q8)
 					llm_quantize_act_q8_ref(x, k, b);
+				else if (fmt == LLM_ACT_Q8G)
+					llm_quantize_act_q8g_ref(x, k, b);
 				else if (fmt == LLM_ACT_Q8K)
 					llm_quantize_act_q8k_ref(x, k, b);
 				else
@@ -228,7 +258,7 @@ check_quantizers(const LlmMatmulKernels *kern)
 				TEST_CHECK(memcmp(a, b, (size_t) k) == 0, "%s quantizer %d k %lld trial %d: quants differ",
 						   kern->name, fmt, (long long) k, trial);
 				{
-					int64_t		nd = k / (fmt == LLM_ACT_Q8 ? LLM_QK : LLM_QK_K);
+					int64_t		nd = k / (blocks32 ? LLM_QK : LLM_QK_K);
 					const float *da = (const float *) (a + llm_act_d_offset(k));
 					const float *db = (const float *) (b + llm_act_d_offset(k));
 					bool		same = true;
@@ -238,18 +268,18 @@ check_quantizers(const LlmMatmulKernels *kern)
 					TEST_CHECK(same, "%s quantizer %d k %lld trial %d: scales differ", kern->name, fmt,
 							   (long long) k, trial);
 				}
-				if (fmt == LLM_ACT_Q8)
+				if (blocks32)
 					TEST_CHECK(memcmp(a + llm_act_sums_offset(k), b + llm_act_sums_offset(k),
 									  sizeof(int32_t) * (size_t) (k / LLM_QK)) == 0,
 							   "%s quantizer k %lld trial %d: block sums differ", kern->name, (long long) k, trial);
-				if (fmt != LLM_ACT_Q8)
+				if (!blocks32)
 					TEST_CHECK(memcmp(a + llm_act_bsums_offset(k), b + llm_act_bsums_offset(k),
 									  sizeof(int16_t) * (size_t) (k / 16)) == 0,
 							   "%s quantizer k %lld trial %d: block sums differ", kern->name, (long long) k, trial);
 				if (trial == 2 || trial == 3)
 				{
 					const float *da = (const float *) (a + llm_act_d_offset(k));
-					int64_t		last = k / (fmt == LLM_ACT_Q8 ? LLM_QK : LLM_QK_K) - 1;
+					int64_t		last = k / (blocks32 ? LLM_QK : LLM_QK_K) - 1;
 
 					TEST_CHECK(isnan(da[trial == 2 ? last : 0]), "%s quantizer: a block with %s must have a NaN scale",
 							   kern->name, trial == 2 ? "NaN" : "infinity");
@@ -266,10 +296,11 @@ check_quantizers(const LlmMatmulKernels *kern)
 static void
 check_level(LlmBackend *be, LlmCpuIsa isa)
 {
-	/* every level has the first seven; Q4_1, Q5_0, Q5_1 and the other K-quants only some */
+	/* every level has the first seven; Q4_1, Q5_0, Q5_1, the other K-quants and the grouped types only some */
 	static const LlmType types[] = {
 		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_K, LLM_TYPE_Q6_K,
-		LLM_TYPE_Q4_1, LLM_TYPE_Q5_0, LLM_TYPE_Q5_1, LLM_TYPE_Q5_K, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K
+		LLM_TYPE_Q4_1, LLM_TYPE_Q5_0, LLM_TYPE_Q5_1, LLM_TYPE_Q5_K, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K,
+		LLM_TYPE_Q8_0_G, LLM_TYPE_Q4_0_G, LLM_TYPE_Q4_1_G, LLM_TYPE_Q5_0_G, LLM_TYPE_Q5_1_G
 	};
 	static const int64_t rows_list[] = {1, 3, 17, 33};
 	static const int n_list[] = {1, 2, 3, 5, 17};
@@ -320,53 +351,65 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 }
 
 /*
- * A Q5_0 weight gives exactly the floats of the same weight rewritten as
- * Q8_0 (llm_repack_q8_0: the same integers and scales), at 1 to 64 tokens:
- * the loader keeps Q5_0 as it is where the level has its kernel, and
- * repacks it elsewhere, and the answers must not depend on which.
+ * A weight of type from gives exactly the floats of the same weight
+ * rewritten as type to by rewrite (row by row), at 1 to 64 tokens and for
+ * row lengths with groups of 16 and 8 blocks and tails: Q5_0 and its Q8_0
+ * rewrite (llm_repack_q8_0: the same integers and scales), which the
+ * loader makes where the level has no Q5_0 kernel; Q8_0, Q4_0, Q4_1 and
+ * their grouped types (llm_group_row), which the loader makes where the
+ * level has their kernels.  The answers must not depend on which.
  */
 static void
-check_q5_0_as_q8_0(LlmBackend *be, const LlmBackendOps *ops, const LlmMatmulKernels *kern)
+check_rewrite(LlmBackend *be, const LlmBackendOps *ops, const LlmMatmulKernels *kern, LlmType from, LlmType to,
+			  void (*rewrite) (LlmType, const void *, void *, int64_t))
 {
-	static const int n_list[] = {1, 2, 3, 5, 17, 64};
-	const int64_t rows = 37,
-				cols = 640;				/* 20 blocks: a group of 16 and a tail */
-	LlmWeight	w5,
-				w8;
-	size_t		rb8 = llm_type_row_size(LLM_TYPE_Q8_0, cols);
-	float	   *x = malloc((size_t) 64 * cols * sizeof(float));
-	float	   *y5 = malloc((size_t) 64 * rows * sizeof(float));
-	float	   *y8 = malloc((size_t) 64 * rows * sizeof(float));
-	uint8_t    *q8 = malloc(rb8 * rows);
+	static const int n_list[] = {1, 2, 3, 4, 5, 17, 64};
+	static const int64_t cols_list[] = {640, 800, 2048};	/* 20, 25, 64 blocks */
+	const int64_t rows = 37;
 
-	if (kern->gemm[LLM_TYPE_Q5_0] == NULL || x == NULL || y5 == NULL || y8 == NULL || q8 == NULL ||
-		!make_weight(LLM_TYPE_Q5_0, rows, cols, &w5))
-	{
-		free(x);
-		free(y5);
-		free(y8);
-		free(q8);
+	if (kern->gemm[from] == NULL || kern->gemm[to] == NULL)
 		return;
-	}
-	for (int64_t r = 0; r < rows; r++)
-		llm_repack_q8_0(LLM_TYPE_Q5_0, w5.data + (size_t) r * w5.row_bytes, q8 + (size_t) r * rb8, cols);
-	w8 = w5;
-	w8.type = LLM_TYPE_Q8_0;
-	w8.row_bytes = rb8;
-	w8.data = q8;
-	random_acts(x, 64, cols);
-	for (int i = 0; i < 6; i++)
+	for (int ci = 0; ci < 3; ci++)
 	{
-		ops->matmul(be, &w5, x, y5, n_list[i]);
-		ops->matmul(be, &w8, x, y8, n_list[i]);
-		TEST_CHECK(memcmp(y5, y8, (size_t) n_list[i] * rows * sizeof(float)) == 0,
-				   "%s: Q5_0 gives the floats of its Q8_0 rewrite at %d tokens", kern->name, n_list[i]);
+		const int64_t cols = cols_list[ci];
+		size_t		rb = llm_type_row_size(to, cols);
+		float	   *x = malloc((size_t) 64 * cols * sizeof(float));
+		float	   *y1 = malloc((size_t) 64 * rows * sizeof(float));
+		float	   *y2 = malloc((size_t) 64 * rows * sizeof(float));
+		uint8_t    *data = malloc(rb * rows);
+		LlmWeight	w1,
+					w2;
+
+		if (x == NULL || y1 == NULL || y2 == NULL || data == NULL || !make_weight(from, rows, cols, &w1))
+		{
+			TEST_CHECK(false, "out of memory");
+			free(x);
+			free(y1);
+			free(y2);
+			free(data);
+			return;
+		}
+		for (int64_t r = 0; r < rows; r++)
+			rewrite(from, w1.data + (size_t) r * w1.row_bytes, data + (size_t) r * rb, cols);
+		w2 = w1;
+		w2.type = to;
+		w2.row_bytes = rb;
+		w2.data = data;
+		random_acts(x, 64, cols);
+		for (int i = 0; i < (int) (sizeof(n_list) / sizeof(n_list[0])); i++)
+		{
+			ops->matmul(be, &w1, x, y1, n_list[i]);
+			ops->matmul(be, &w2, x, y2, n_list[i]);
+			TEST_CHECK(memcmp(y1, y2, (size_t) n_list[i] * rows * sizeof(float)) == 0,
+					   "%s: %s gives the floats of its %s rewrite at %d tokens, %lld columns", kern->name,
+					   llm_type_traits(from)->name, llm_type_traits(to)->name, n_list[i], (long long) cols);
+		}
+		free((void *) w1.data);
+		free(x);
+		free(y1);
+		free(y2);
+		free(data);
 	}
-	free((void *) w5.data);
-	free(x);
-	free(y5);
-	free(y8);
-	free(q8);
 }
 
 /* Types without a fast kernel at level kern give the reference's floats exactly. */
@@ -433,7 +476,15 @@ main(void)
 		if (llm_cpu_ops_for_isa((LlmCpuIsa) isa) != NULL)
 		{
 			check_fallback(be, llm_cpu_ops_for_isa((LlmCpuIsa) isa), llm_matmul_kernels((LlmCpuIsa) isa));
-			check_q5_0_as_q8_0(be, llm_cpu_ops_for_isa((LlmCpuIsa) isa), llm_matmul_kernels((LlmCpuIsa) isa));
+			const LlmBackendOps *ops = llm_cpu_ops_for_isa((LlmCpuIsa) isa);
+			const LlmMatmulKernels *kern = llm_matmul_kernels((LlmCpuIsa) isa);
+
+			check_rewrite(be, ops, kern, LLM_TYPE_Q5_0, LLM_TYPE_Q8_0, llm_repack_q8_0);
+			check_rewrite(be, ops, kern, LLM_TYPE_Q8_0, LLM_TYPE_Q8_0_G, llm_group_row);
+			check_rewrite(be, ops, kern, LLM_TYPE_Q4_0, LLM_TYPE_Q4_0_G, llm_group_row);
+			check_rewrite(be, ops, kern, LLM_TYPE_Q4_1, LLM_TYPE_Q4_1_G, llm_group_row);
+			check_rewrite(be, ops, kern, LLM_TYPE_Q5_0, LLM_TYPE_Q5_0_G, llm_group_row);
+			check_rewrite(be, ops, kern, LLM_TYPE_Q5_1, LLM_TYPE_Q5_1_G, llm_group_row);
 		}
 	}
 	llm_backend_free(be);

@@ -990,6 +990,98 @@ test_repack_q5_0(void)
 	free(want);
 }
 
+/*
+ * The grouped types (quant_groups.c) over the golden blocks of Q8_0, Q4_0
+ * and Q4_1, cut into rows with full groups, a group of 8 and tails: the
+ * rows come back byte for byte, decode to the golden values, and give the
+ * base type's reference dot products bit for bit; one byte of each layout
+ * where quant_groups.c's header puts it.
+ */
+static void
+test_grouped(void)
+{
+	static const LlmType bases[] = {LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_1, LLM_TYPE_Q5_0, LLM_TYPE_Q5_1};
+	static const int64_t ks[] = {256, 512, 800, 1312, 2048};
+
+	TEST_CHECK(!llm_type_is_file_type(LLM_TYPE_Q8_0_G) && llm_type_is_file_type(LLM_TYPE_Q8_0) &&
+			   !llm_type_is_file_type(LLM_TYPE_COUNT), "grouped types are not file types");
+	TEST_CHECK(llm_type_grouped(LLM_TYPE_Q4_K) == LLM_TYPE_COUNT && llm_type_base(LLM_TYPE_Q4_K) == LLM_TYPE_Q4_K,
+			   "Q4_K has no grouped type");
+	TEST_CHECK(llm_group_blocks(7) == 0 && llm_group_blocks(8) == 8 && llm_group_blocks(25) == 24 &&
+			   llm_group_blocks(41) == 40 && llm_group_blocks(39) == 32, "grouped blocks of a row");
+	for (int bi = 0; bi < 5; bi++)
+	{
+		LlmType		base = bases[bi];
+		LlmType		g = llm_type_grouped(base);
+		char		path[1024];
+		size_t		nb = 0,
+					nw = 0;
+		uint8_t    *blocks;
+		float	   *want;
+
+		TEST_CHECK(g != LLM_TYPE_COUNT && llm_type_base(g) == base &&
+				   llm_type_row_size(g, 2048) == llm_type_row_size(base, 2048), "%s: a grouped type of its size",
+				   llm_type_traits(base)->name);
+		snprintf(path, sizeof(path), "%s/golden/quant/%s.blocks", test_shared_dir(), llm_type_traits(base)->name);
+		blocks = read_file(path, &nb);
+		snprintf(path, sizeof(path), "%s/golden/quant/%s.f32", test_shared_dir(), llm_type_traits(base)->name);
+		want = (float *) read_file(path, &nw);
+		TEST_CHECK(blocks != NULL && want != NULL && nw == 2048 * sizeof(float), "%s golden files readable",
+				   llm_type_traits(base)->name);
+		for (int ki = 0; blocks != NULL && want != NULL && ki < 5; ki++)
+		{
+			const int64_t k = ks[ki];
+			const size_t rb = llm_type_row_size(base, k);
+			uint8_t    *gr = malloc(rb);
+			uint8_t    *back = malloc(rb);
+			float	   *got = malloc((size_t) k * sizeof(float));
+			float	   *x = malloc((size_t) k * sizeof(float));
+
+			for (int64_t r = 0; gr != NULL && back != NULL && got != NULL && x != NULL && r < 2048 / k; r++)
+			{
+				const uint8_t *row = blocks + (size_t) r * rb;
+				float		d1,
+							d2;
+
+				for (int64_t j = 0; j < k; j++)
+					x[j] = test_rng_uniform(-1.0f, 1.0f);
+				llm_group_row(base, row, gr, k);
+				llm_ungroup_row(g, gr, back, k);
+				TEST_CHECK(memcmp(back, row, rb) == 0, "%s k %lld row %lld: grouped and back differs",
+						   llm_type_traits(base)->name, (long long) k, (long long) r);
+				llm_dequant_row(g, gr, got, k);
+				TEST_CHECK(memcmp(got, want + r * k, (size_t) k * sizeof(float)) == 0,
+						   "%s k %lld row %lld: grouped decodes to the golden values", llm_type_traits(base)->name,
+						   (long long) k, (long long) r);
+				d1 = llm_dot_row_ref(base, row, x, k);
+				d2 = llm_dot_row_ref(g, gr, x, k);
+				TEST_CHECK(memcmp(&d1, &d2, sizeof(float)) == 0, "%s k %lld: grouped reference dot %.9g, base %.9g",
+						   llm_type_traits(base)->name, (long long) k, (double) d2, (double) d1);
+				if (k == 512 && r == 0)
+				{
+					/* vector 1, lane 1 (block 2), byte 2: value 6 of block 2, after the scales and fifth bits */
+					const bool	min = base == LLM_TYPE_Q4_1 || base == LLM_TYPE_Q5_1;
+					const bool	fifth = base == LLM_TYPE_Q5_0 || base == LLM_TYPE_Q5_1;
+					const uint8_t *b2 = row + 2 * llm_type_traits(base)->type_size;
+					uint8_t		at = gr[(min ? 64 : 32) + (fifth ? 64 : 0) + 64 + 4 + 2];
+
+					if (base == LLM_TYPE_Q8_0)
+						TEST_CHECK(at == (uint8_t) (b2[2 + 6] ^ 0x80), "Q8_0 grouped byte");
+					else		/* vector 1 low (value 6), vector 5 high (value 22): block 2's byte qs[6] */
+						TEST_CHECK(at == b2[(min ? 4 : 2) + (fifth ? 4 : 0) + 6], "%s grouped byte",
+								   llm_type_traits(base)->name);
+				}
+			}
+			free(gr);
+			free(back);
+			free(got);
+			free(x);
+		}
+		free(blocks);
+		free(want);
+	}
+}
+
 /* Own INT8 per channel and INT4 per group: shared scales, errors within half a step (a step when clamped). */
 static void
 test_own_quantizers(void)
@@ -1078,6 +1170,7 @@ main(void)
 	test_rng_state = 0x9e3779b97f4a7c15ull;
 	test_traits();
 	test_repack_q5_0();
+	test_grouped();
 	test_own_quantizers();
 	test_golden();
 	test_hand_q4_k();

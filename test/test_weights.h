@@ -89,7 +89,21 @@ make_weight(LlmType type, int64_t rows, int64_t cols, LlmWeight *w)
 
 	if (data == NULL)
 		return false;
-	if (!llm_type_can_quantize(type))
+	if (llm_type_base(type) != type)
+	{
+		/* a grouped type: a weight of its base, grouped */
+		LlmWeight	b;
+
+		if (!make_weight(llm_type_base(type), rows, cols, &b))
+		{
+			free(data);
+			return false;
+		}
+		for (int64_t r = 0; r < rows; r++)
+			llm_group_row(b.type, b.data + (size_t) r * rb, data + (size_t) r * rb, cols);
+		free((void *) b.data);
+	}
+	else if (!llm_type_can_quantize(type))
 		random_blocks(type, data, (int64_t) (rb * (size_t) rows) / llm_type_traits(type)->type_size);
 	else
 	{

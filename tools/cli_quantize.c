@@ -33,7 +33,7 @@ type_by_name(const char *name)
 	{
 		const LlmTypeTraits *tr = llm_type_traits(t);
 
-		if (tr != NULL && strcasecmp(tr->name, name) == 0)
+		if (llm_type_is_file_type(t) && strcasecmp(tr->name, name) == 0)
 			return t;
 	}
 	return -1;

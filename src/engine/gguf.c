@@ -695,7 +695,7 @@ gguf_parse_tensors(GgufParser *p, GgufFile *f)
 		if (!gguf_take(p, 4, &ptr))
 			return gguf_eof(p, "the type of %s", where);
 		type = gguf_le32(ptr);
-		traits = type < (uint32_t) LLM_TYPE_COUNT ? llm_type_traits((int) type) : NULL;
+		traits = type < (uint32_t) LLM_TYPE_COUNT && llm_type_is_file_type((int) type) ? llm_type_traits((int) type) : NULL;
 		if (traits == NULL)
 			return gguf_fail(p, LLM_ERR_UNSUPPORTED, "%s has type %u, which is not supported",
 							 where, type);
@@ -915,6 +915,21 @@ llm_gguf_open(const char *path, LlmGguf **out, LlmError *err)
 	}
 	*out = &f->pub;
 	return LLM_OK;
+}
+
+/* Drop the whole pages of the mapped bytes [p, p + n) from this process (see gguf.h). */
+void
+llm_gguf_release(const LlmGguf *g, const void *p, size_t n)
+{
+	const GgufFile *f = (const GgufFile *) g;
+	const uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	uintptr_t	lo = ((uintptr_t) p + page - 1) / page * page;
+	uintptr_t	hi = ((uintptr_t) p + n) / page * page;
+	uintptr_t	map_lo = (uintptr_t) f->mapping;
+
+	if (f->mapping == NULL || (uintptr_t) p < map_lo || (uintptr_t) p + n > map_lo + f->mapping_len || hi <= lo)
+		return;
+	(void) madvise((void *) lo, hi - lo, MADV_DONTNEED);	/* advice: a failure costs only memory */
 }
 
 /* Parse and validate a GGUF image already in memory (not copied; must outlive the result). */

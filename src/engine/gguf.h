@@ -106,6 +106,13 @@ LlmStatus	llm_gguf_open_memory(const void *buf, uint64_t size, LlmGguf **out, Ll
 /* Unmap and free everything; NULL is allowed. */
 void		llm_gguf_close(LlmGguf *g);
 
+/*
+ * Say that the mapped file bytes [p, p + n) will not be read again (a
+ * tensor the loader has copied): their whole pages leave this process's
+ * memory, and a later read maps them back.  Nothing for an in-memory image.
+ */
+void		llm_gguf_release(const LlmGguf *g, const void *p, size_t n);
+
 /* The metadata value of key, or NULL when absent. */
 const LlmGgufValue *llm_gguf_get(const LlmGguf *g, const char *key);
 

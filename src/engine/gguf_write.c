@@ -593,7 +593,7 @@ llm_gguf_writer_add_tensor(LlmGgufWriter *w, const char *name, LlmType type,
 					 name, n_dims, LLM_GGUF_MAX_DIMS);
 		return;
 	}
-	traits = llm_type_traits((int) type);
+	traits = llm_type_is_file_type((int) type) ? llm_type_traits((int) type) : NULL;
 	if (traits == NULL)
 	{
 		gguf_w_error(w, LLM_ERR_INVALID, "tensor \"%s\" has unknown type %d", name, (int) type);

@@ -607,11 +607,12 @@ static void
 count_served_type(const LlmGguf *g, const LlmWeight *w, int *counts)
 {
 	const LlmGgufTensor *t = llm_gguf_tensor(g, w->name);
+	LlmType		served = llm_type_base(w->type);	/* a grouped type is its base's numbers */
 
-	if (t != NULL && t->type != w->type)
+	if (t != NULL && t->type != served)
 	{
 		counts[t->type]--;
-		counts[w->type]++;
+		counts[served]++;
 	}
 }
 
@@ -787,8 +788,66 @@ llm_layer_is_float(const LlmLayerWeights *lw)
 }
 
 /*
+ * Rewrite w as its grouped type (quant.h) in a new owned buffer when this
+ * processor's kernels have one: the same numbers and the same answers, in
+ * the order the AVX-512 kernels multiply them, read with no unpacking.
+ */
+static LlmStatus
+group_weight(const LlmGguf *file, LlmWeight *w, LlmError *err)
+{
+	LlmType		g = llm_type_grouped(w->type);
+	const uint8_t *mapped = w->owned == NULL ? w->data : NULL;
+	uint8_t    *buf;
+
+	if (g == LLM_TYPE_COUNT || !llm_cpu_has_kernel(g) || llm_group_blocks(w->cols / LLM_QK) == 0)
+		return LLM_OK;
+	buf = malloc(w->row_bytes * (size_t) w->rows);
+	if (buf == NULL)
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory grouping tensor \"%s\"", w->name);
+	for (int64_t r = 0; r < w->rows; r++)
+		llm_group_row(w->type, w->data + (size_t) r * w->row_bytes, buf + (size_t) r * w->row_bytes, w->cols);
+	llm_weight_set_owned(w, g, buf);
+	/* the file's copy is not read again: its pages need not stay in this process */
+	if (mapped != NULL)
+		llm_gguf_release(file, mapped, w->row_bytes * (size_t) w->rows);
+	return LLM_OK;
+}
+
+/*
+ * Group every matrix of m that the matmul reads (group_weight): the layers'
+ * and the output; the embedding only when it is the output too, since
+ * otherwise its rows are only looked up.
+ */
+static LlmStatus
+group_weights(LlmModel *m, LlmError *err)
+{
+	LlmWeights *w = &m->weights;
+	LlmStatus	st;
+
+	if (w->output.data == w->tok_embd.data)
+	{
+		if ((st = group_weight(m->gguf, &w->tok_embd, err)))
+			return st;
+		w->output = w->tok_embd;
+	}
+	else if ((st = group_weight(m->gguf, &w->output, err)))
+		return st;
+	for (int l = 0; l < m->config.n_layers; l++)
+		for (int i = 0; i < LLM_LAYER_MATRICES; i++)
+		{
+			LlmWeight  *lm = llm_layer_matrix(&w->layers[l], i);
+
+			/* a fused tensor's parts (phi3) point into one mapping; each part is grouped on its own */
+			if ((st = group_weight(m->gguf, lm, err)))
+				return st;
+		}
+	return LLM_OK;
+}
+
+/*
  * Quantize every float weight matrix of m with the scheme (own INT8 / INT4),
- * offering each layer to layer_fn first (see model.h).
+ * offering each layer to layer_fn first (see model.h), then group what the
+ * kernels read grouped.
  */
 LlmStatus
 llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, LlmLayerQuantizer layer_fn, void *ctx, LlmError *err)
@@ -798,7 +857,7 @@ llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, LlmLayerQuantizer layer_f
 	LlmStatus	st;
 
 	if (scheme == LLM_QUANT_NONE)
-		return LLM_OK;
+		return group_weights(m, err);
 	if ((st = quantize_weight(&w->tok_embd, scheme, err)))
 		return st;
 	if (tied)
@@ -816,6 +875,8 @@ llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, LlmLayerQuantizer layer_f
 			if ((st = quantize_weight(llm_layer_matrix(lw, i), scheme, err)))
 				return st;
 	}
+	if ((st = group_weights(m, err)))
+		return st;
 	describe_weight_types(m, m->info.weight_types, sizeof(m->info.weight_types));
 	return LLM_OK;
 }

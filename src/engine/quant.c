@@ -23,6 +23,11 @@ static const LlmTypeTraits type_traits[LLM_TYPE_COUNT] = {
 	[LLM_TYPE_Q5_K] = {"Q5_K", LLM_QK_K, 4 + 12 + LLM_QK_K / 8 + LLM_QK_K / 2},
 	[LLM_TYPE_Q6_K] = {"Q6_K", LLM_QK_K, LLM_QK_K / 2 + LLM_QK_K / 4 + LLM_QK_K / 16 + 2},
 	[LLM_TYPE_BF16] = {"BF16", 1, 2},
+	[LLM_TYPE_Q8_0_G] = {"Q8_0_G", LLM_QK, 2 + LLM_QK},
+	[LLM_TYPE_Q4_0_G] = {"Q4_0_G", LLM_QK, 2 + LLM_QK / 2},
+	[LLM_TYPE_Q4_1_G] = {"Q4_1_G", LLM_QK, 4 + LLM_QK / 2},
+	[LLM_TYPE_Q5_0_G] = {"Q5_0_G", LLM_QK, 2 + 4 + LLM_QK / 2},
+	[LLM_TYPE_Q5_1_G] = {"Q5_1_G", LLM_QK, 4 + 4 + LLM_QK / 2},
 };
 
 /* Traits of a supported type, or NULL for an unknown or unsupported one. */
@@ -32,6 +37,13 @@ llm_type_traits(int type)
 	if (type < 0 || type >= LLM_TYPE_COUNT || type_traits[type].name == NULL)
 		return NULL;
 	return &type_traits[type];
+}
+
+/* Whether type is one a GGUF file may hold (a supported one, not an internal grouped type). */
+bool
+llm_type_is_file_type(int type)
+{
+	return llm_type_traits(type) != NULL && llm_type_base((LlmType) type) == (LlmType) type;
 }
 
 /* Bytes of a row of n values (n must be a multiple of the block size). */

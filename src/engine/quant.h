@@ -35,7 +35,13 @@ typedef enum LlmType
 	LLM_TYPE_Q5_K = 13,
 	LLM_TYPE_Q6_K = 14,
 	LLM_TYPE_BF16 = 30,
-	LLM_TYPE_COUNT = 31
+	/* internal, never in a file: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 rows grouped for the AVX-512 kernels (quant_groups.c) */
+	LLM_TYPE_Q8_0_G = 40,
+	LLM_TYPE_Q4_0_G = 41,
+	LLM_TYPE_Q4_1_G = 42,
+	LLM_TYPE_Q5_0_G = 43,
+	LLM_TYPE_Q5_1_G = 44,
+	LLM_TYPE_COUNT = 45
 } LlmType;
 
 #define LLM_QK 32				/* values per block of the Q4_0 .. Q8_0 types */
@@ -50,6 +56,9 @@ typedef struct LlmTypeTraits
 
 /* Traits of a supported type, or NULL for an unknown or unsupported one. */
 const LlmTypeTraits *llm_type_traits(int type);
+
+/* Whether type is one a GGUF file may hold (a supported one, not an internal grouped type). */
+bool		llm_type_is_file_type(int type);
 
 /* Bytes of a row of n values (n must be a multiple of the block size). */
 size_t		llm_type_row_size(LlmType type, int64_t n);
@@ -113,5 +122,33 @@ bool		llm_type_repacks_to_q8_0(LlmType type);
 
 /* Rewrite n values of such a type as Q8_0 blocks with the same scales and integers. */
 void		llm_repack_q8_0(LlmType type, const void *src, void *dst, int64_t n);
+
+/*
+ * The grouped types (quant_groups.c): a row of Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 with its
+ * blocks rewritten 16 at a time into the AVX-512 kernels' order, the same
+ * numbers in the same bytes per row.
+ */
+
+/* The grouped type of base (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1), or LLM_TYPE_COUNT when it has none. */
+LlmType		llm_type_grouped(LlmType base);
+
+/* The type a grouped type rewrites; any other type itself. */
+LlmType		llm_type_base(LlmType type);
+
+/* Blocks of a row of nb blocks that are grouped: 16 at a time, then 8 if at least 8 are left. */
+int64_t		llm_group_blocks(int64_t nb);
+
+/* Blocks of the piece of a row of nb blocks that starts at block b: its group (16 or 8), or one block. */
+int64_t		llm_group_piece(int64_t b, int64_t nb);
+
+/* Rewrite a row of n values of base as its grouped type, or back (src and dst apart). */
+void		llm_group_row(LlmType base, const void *src, void *dst, int64_t n);
+void		llm_ungroup_row(LlmType type, const void *src, void *dst, int64_t n);
+
+/* Decode n values of a row of a grouped type (llm_dequant_row calls it). */
+void		llm_dequant_grouped(LlmType type, const void *src, float *dst, int64_t n);
+
+/* Put the int8 quants of a row of nb activation blocks in the grouped types' order, in place. */
+void		llm_group_act(int8_t *qs, int64_t nb);
 
 #endif							/* LLM_QUANT_H */

@@ -445,6 +445,13 @@ llm_dequant_row(LlmType type, const void *src, float *dst, int64_t n)
 		case LLM_TYPE_Q6_K:
 			dequant_q6_k(src, dst, nb);
 			break;
+		case LLM_TYPE_Q8_0_G:
+		case LLM_TYPE_Q4_0_G:
+		case LLM_TYPE_Q4_1_G:
+		case LLM_TYPE_Q5_0_G:
+		case LLM_TYPE_Q5_1_G:
+			llm_dequant_grouped(type, src, dst, n);
+			break;
 		default:
 			memset(dst, 0, (size_t) n * sizeof(float));
 			break;
@@ -462,7 +469,8 @@ llm_dot_row_ref(LlmType type, const void *row, const float *x, int64_t n)
 {
 	const LlmTypeTraits *t = llm_type_traits(type);
 	const uint8_t *src = row;
-	float		buf[LLM_QK_K];
+	const bool	grouped = llm_type_base(type) != type;
+	float		buf[16 * LLM_QK];	/* a group of a grouped type; >= LLM_QK_K */
 	float		sum = 0.0f;
 	int64_t		chunk;
 
@@ -470,10 +478,11 @@ llm_dot_row_ref(LlmType type, const void *row, const float *x, int64_t n)
 		return 0.0f;
 	chunk = t->block_size == 1 ? LLM_QK_K : t->block_size;
 	n -= n % t->block_size;
-	for (int64_t i = 0; i < n; i += chunk)
+	for (int64_t i = 0, m; i < n; i += m)
 	{
-		int64_t		m = n - i < chunk ? n - i : chunk;
-
+		m = n - i < chunk ? n - i : chunk;
+		if (grouped)			/* a group decodes as a whole */
+			m = llm_group_piece(i / LLM_QK, n / LLM_QK) * LLM_QK;
 		llm_dequant_row(type, src + llm_type_row_size(type, i), buf, m);
 		for (int64_t j = 0; j < m; j++)
 			sum += buf[j] * x[i + j];

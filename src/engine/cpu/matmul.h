@@ -30,6 +30,7 @@ typedef enum LlmActFormat
 {
 	LLM_ACT_F32,				/* the floats as given */
 	LLM_ACT_Q8,					/* blocks of 32: int8 quants, one float scale */
+	LLM_ACT_Q8G,				/* Q8 with the quants in the grouped types' order (llm_group_act) */
 	LLM_ACT_Q8K,				/* blocks of 256: int8 quants, one float scale, int16 sums of 16 */
 	LLM_ACT_Q8KI,				/* Q8K with each block's quants and sums in the K tiles' lane order */
 	LLM_ACT_FORMATS
@@ -40,6 +41,8 @@ typedef enum LlmActFormat
  * block size), each part starting on a 64-byte boundary:
  *   Q8:  int8 qs[k]; float d[k / 32]; int32 sums[k / 32]     x_i = d[i / 32] * qs[i],
  *                                                            sums[b] = sum of block b's quants
+ *   Q8G: Q8's, with the quants of each group of blocks (quant.h's grouped
+ *        types) in the grouped order, llm_group_act
  *   Q8K: int8 qs[k]; float d[k / 256]; int16 bsums[k / 16]  bsums[j] = sum of qs[16j .. 16j + 15]
  *   Q8KI: Q8K's values, with the 16 sub-blocks of 16 of each block of 256
  *        dealt out as the AVX-512 K tiles read them: quad s (4 quants) of
@@ -86,6 +89,7 @@ llm_act_row_bytes(LlmActFormat f, int64_t k)
 	switch (f)
 	{
 		case LLM_ACT_Q8:
+		case LLM_ACT_Q8G:
 			return llm_act_sums_offset(k) + LLM_ACT_ALIGN(sizeof(int32_t) * (size_t) (k / LLM_QK));
 		case LLM_ACT_Q8K:
 		case LLM_ACT_Q8KI:
@@ -128,6 +132,7 @@ extern const LlmMatmulKernels llm_matmul_kernels_avx512;
 
 /* Scalar reference activation quantizers (quantize_act.c); the SIMD ones match them exactly. */
 void		llm_quantize_act_q8_ref(const float *x, int64_t k, uint8_t *out);
+void		llm_quantize_act_q8g_ref(const float *x, int64_t k, uint8_t *out);
 void		llm_quantize_act_q8k_ref(const float *x, int64_t k, uint8_t *out);
 void		llm_quantize_act_q8ki_ref(const float *x, int64_t k, uint8_t *out);
 

@@ -1066,6 +1066,23 @@ fold_half_group(__m512i *out)
 }
 
 /*
+ * One group of 2G blocks (G = 8, or 4: folded) of a token's activation
+ * quants from xq, interleaved by block as QGroupPack's (out[G .. 7] are
+ * not part of it).
+ */
+KERN void
+interleave_act_group(const int8_t *xq, const int G, __m512i *out)
+{
+	__m512i		v[8];
+
+	for (int m = 0; m < 8; m++)
+		v[m] = m < G ? _mm512_loadu_si512(xq + 2 * m * LLM_QK) : _mm512_setzero_si512();
+	interleave_blocks(v, out);
+	if (G == 4)
+		fold_half_group(out);
+}
+
+/*
  * The quants of one token's activation groups (all of k that q_group
  * covers) from xq, interleaved as QGroupPack's (an 8-block group folded
  * into its first 256 bytes), 512 bytes a group, into dst.
@@ -1075,15 +1092,9 @@ interleave_act_groups(const int8_t *xq, int64_t ng, uint8_t *dst)
 {
 	for (int64_t b = 0; b < ng; b += 16, dst += 512)
 	{
-		const int	G = ng - b >= 16 ? 8 : 4;
-		__m512i		v[8];
 		__m512i		out[8];
 
-		for (int m = 0; m < 8; m++)
-			v[m] = m < G ? _mm512_loadu_si512(xq + (b + 2 * m) * LLM_QK) : _mm512_setzero_si512();
-		interleave_blocks(v, out);
-		if (G == 4)
-			fold_half_group(out);
+		interleave_act_group(xq + b * LLM_QK, ng - b >= 16 ? 8 : 4, out);
 		for (int s = 0; s < 8; s++)	/* all 8 (a bound of G compiles to a rep movsq from the stack) */
 			_mm512_store_si512(dst + 64 * s, out[s]);
 	}
@@ -1420,6 +1431,249 @@ static void
 gemm_q5_1(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
 	gemm_q(LLM_TYPE_Q5_1, a, r0, r1, t0, t1);
+}
+
+/*
+ * ---- the grouped types: Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 rows grouped at load ----
+ *
+ * quant_groups.c keeps each group of 16 (or 8) blocks as QGroupPack's
+ * vectors (Q4, Q5: two vectors a byte, as nibbles; Q5's fifth bits as one
+ * 64-bit mask a vector) after the blocks' fp16 scales in lane order, and
+ * the activations (LLM_ACT_Q8G) in the same
+ * interleaved order.  So a row's group costs a few loads, the nibbles'
+ * masks, 8 vpdpbusd and one convert and FMA: no unpacking, no reduction
+ * and no gather, and the bits are the base type's (q_group_packed's
+ * operations on the same vectors), as the tests check.  The blocks after
+ * the groups are the base type's and go through q_steps.
+ */
+
+/* Bytes of a group's scales (Q4_1, Q5_1: and minimums) before its fifth bits (Q5) or quants, for 2G blocks. */
+KERN size_t
+g_scale_bytes(LlmType base, const int G)
+{
+	return (size_t) (2 * G) * (q_has_min(base) ? 4 : 2);
+}
+
+/* The 2G fp16 values (G = 8 or 4; lanes 8-15 zero for 4) at p as floats. */
+KERN __m512
+g_load_halves(const uint8_t *p, const int G)
+{
+	if (G == 8)
+		return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) p));
+	return _mm512_zextps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) p)));
+}
+
+/*
+ * The G vectors of unsigned quants of the group at g (2G blocks): Q8_0's
+ * as stored; the others' nibbles (vector s + G / 2 in the high ones), Q5's
+ * with their fifth bits, byte i of vector s the bit i of 64-bit word s,
+ * added as 16 under that mask.
+ */
+KERN void
+g_load_quants(LlmType base, const uint8_t *g, __m512i *wq, const int G)
+{
+	const bool	fifth = base == LLM_TYPE_Q5_0 || base == LLM_TYPE_Q5_1;
+	const uint8_t *q = g + g_scale_bytes(base, G) + (fifth ? 8 * (size_t) G : 0);
+
+	if (base == LLM_TYPE_Q8_0)
+	{
+#pragma GCC unroll 8
+		for (int s = 0; s < G; s++)
+			wq[s] = _mm512_loadu_si512(q + 64 * s);
+		return;
+	}
+#pragma GCC unroll 4
+	for (int u = 0; u < G / 2; u++)
+	{
+		__m512i		v = _mm512_loadu_si512(q + 64 * u);
+
+		wq[u] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
+		wq[u + G / 2] = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
+	}
+	if (fifth)
+#pragma GCC unroll 8
+		for (int s = 0; s < G; s++)
+		{
+			uint64_t	bits;
+
+			memcpy(&bits, g + g_scale_bytes(base, G) + 8 * s, sizeof(bits));
+			wq[s] = _mm512_mask_add_epi8(wq[s], _cvtu64_mask64(bits), wq[s], _mm512_set1_epi8(16));
+		}
+}
+
+/*
+ * One group of 2G blocks (G = 8, or 4: folded) from block b of a grouped
+ * row (g: the group's bytes) by NT tokens (xq: their grouped quants), added
+ * into acc: 8 (or 4) vpdpbusd into two integer sums per token (their sum
+ * exact, so any split gives the same integers), each block's dot product
+ * whole in its lane, then q_group_packed's subtraction, convert and FMA.
+ * pf: how far ahead to prefetch.
+ */
+KERN void
+g_group(LlmType base, const uint8_t *g, size_t pf, const int8_t *const *xq, const float *const *xd,
+		const int32_t *const *xs, int64_t b, __m512 *acc, const int NT, const int G)
+{
+	const __mmask16 m = G == 8 ? 0xFFFF : 0x00FF;
+	const size_t bytes = 2 * (size_t) G * block_bytes(base);
+	__m512		wd = g_load_halves(g, G);
+	__m512		wm = q_has_min(base) ? g_load_halves(g + 4 * G, G) : _mm512_setzero_ps();
+	__m512i		wq[8];
+
+	for (size_t o = 0; o < bytes; o += 64)
+		_mm_prefetch((const char *) (g + pf + o), _MM_HINT_T0);
+	g_load_quants(base, g, wq, G);
+#pragma GCC unroll 4
+	for (int q = 0; q < NT; q++)
+	{
+		const int8_t *x = xq[q] + b * LLM_QK;
+		__m512i		p0 = _mm512_setzero_si512();
+		__m512i		p1 = _mm512_setzero_si512();
+		__m512		dav = _mm512_permutexvar_ps(BLOCK_ORDER, _mm512_maskz_loadu_ps(m, xd[q] + b));
+		__m512i		p;
+
+#pragma GCC unroll 4
+		for (int s = 0; s < G; s += 2)
+		{
+			p0 = _mm512_dpbusd_epi32(p0, wq[s], _mm512_loadu_si512(x + 64 * s));
+			p1 = _mm512_dpbusd_epi32(p1, wq[s + 1], _mm512_loadu_si512(x + 64 * (s + 1)));
+		}
+		p = _mm512_add_epi32(p0, p1);
+		if (G == 4)				/* lanes e and e + 8 are the halves of one block */
+			p = _mm512_maskz_add_epi32(0x00FF, p, _mm512_shuffle_i32x4(p, p, _MM_SHUFFLE(1, 0, 3, 2)));
+		acc[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(p, q_group_offset(base, xs[q], b, m))),
+								 _mm512_mul_ps(wd, dav), acc[q]);
+		if (q_has_min(base))
+			acc[q] = q_group_mins(xs[q], b, m, _mm512_mul_ps(wm, dav), acc[q]);
+	}
+}
+
+/*
+ * One grouped row r by NT (<= Q_DIRECT_TOKENS) tokens from t: its groups by
+ * g_group, its last blocks by q_steps, then its lanes summed; with one
+ * token the GEMV of decode, prefetching two rows ahead.
+ */
+KERN void
+tile_g(LlmType base, const LlmGemmArgs *a, int64_t r, int t, const int NT)
+{
+	const int64_t nb = a->k / LLM_QK;
+	const int64_t ng = q_group_blocks(nb);
+	const size_t bsz = block_bytes(base);
+	const uint8_t *w[4];
+	const int8_t *xq[6];
+	const float *xd[6];
+	const int32_t *xs[6];
+	__m512		acc[4][6];
+	int64_t		b = 0;
+
+	tile_init(a, r, t, w, xq, xd, acc, 1, NT);
+#pragma GCC unroll 6
+	for (int q = 0; q < NT; q++)
+		xs[q] = (const int32_t *) ((const uint8_t *) xq[q] + llm_act_sums_offset(a->k));
+	for (; b + 16 <= ng; b += 16)
+		g_group(base, w[0] + b * bsz, PF_GROUPS * a->row_bytes, xq, xd, xs, b, acc[0], NT, 8);
+	if (b < ng)
+		g_group(base, w[0] + b * bsz, PF_GROUPS * a->row_bytes, xq, xd, xs, b, acc[0], NT, 4);
+	q_steps(base, a, w, NULL, xq, xd, xs, ng, acc, 1, NT);
+	store_tile(a, r, t, acc, 1, NT, false);
+}
+
+/* Unpack the groups of Q_MR grouped rows from w0 (stride wstride) into buf (group, row): QGroupPack's form. */
+KERN void
+pack_g_groups(LlmType base, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf)
+{
+	const size_t bsz = block_bytes(base);
+	const int64_t ng = q_group_blocks(nb);
+
+	for (int64_t b = 0; b < ng; b += 16)
+		for (int i = 0; i < Q_MR; i++, buf++)
+		{
+			const uint8_t *g = w0 + (size_t) i * wstride + b * bsz;
+			const int	G = ng - b >= 16 ? 8 : 4;
+			__m512i		wq[8];
+
+			for (size_t o = 0; o < 2 * (size_t) G * bsz; o += 64)
+				_mm_prefetch((const char *) (g + Q_MR * wstride + o), _MM_HINT_T0);
+			if (G == 8)
+				g_load_quants(base, g, wq, 8);
+			else
+				g_load_quants(base, g, wq, 4);
+			for (int s = 0; s < 8; s++)
+				_mm512_store_si512(buf->q[s], s < G ? wq[s] : _mm512_setzero_si512());
+			_mm512_store_ps(buf->d, g_load_halves(g, G));
+			_mm512_store_ps(buf->m, q_has_min(base) ? g_load_halves(g + 4 * G, G) : _mm512_setzero_ps());
+		}
+}
+
+/* The tile calls of gemm_g, for TOKEN_TILES (they use its locals). */
+#define CALL_G1(T, NT) tile_g(base, a, r, T, NT)
+#define CALL_G_PACKED(T, NT) tile_q(base, a, pk, tail, a->x + (size_t) (T) * a->x_stride, a->x_stride, r, T, Q_MR, NT)
+
+/*
+ * The gemm of a grouped type (base: Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1): up to
+ * Q_DIRECT_TOKENS tokens a row at a time from the weights (one token: the
+ * GEMV); for more, each tile of Q_MR rows is copied into QGroupPacks (no
+ * interleaving left to do) for tile_q's packed path, whose activations are
+ * the grouped ones as they are (without the memory, the direct rows: the
+ * same bits).
+ */
+KERN void
+gemm_g(LlmType base, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	const int64_t nb = a->k / LLM_QK;
+	const int64_t n_groups = (q_group_blocks(nb) + 15) / 16;
+	_Alignas(64) QGroupPack stack_pk[Q_PACK_STACK * Q_MR];
+	_Alignas(64) QStepPack tail[4 * Q_MR];
+	QGroupPack *pk = NULL;
+	int64_t		r = r0;
+
+	if (t1 - t0 > Q_DIRECT_TOKENS && n_groups > 0)
+		pk = n_groups <= Q_PACK_STACK ? stack_pk : aligned_alloc(64, sizeof(QGroupPack) * Q_MR * (size_t) n_groups);
+	if (pk != NULL)
+		for (; r + Q_MR <= r1; r += Q_MR)
+		{
+			pack_g_groups(base, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk);
+			pack_q_tail(base, a->w + (size_t) r * a->row_bytes, a->row_bytes, q_group_blocks(nb), nb, tail);
+			TOKEN_TILES(CALL_G_PACKED, Q_NT);
+		}
+	for (; r < r1; r++)
+		TOKEN_TILES(CALL_G1, Q_DIRECT_TOKENS);
+	if (pk != stack_pk)
+		free(pk);
+}
+
+/* The gemm of grouped Q8_0 weights. */
+static void
+gemm_q8_0_g(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_g(LLM_TYPE_Q8_0, a, r0, r1, t0, t1);
+}
+
+/* The gemm of grouped Q4_0 weights. */
+static void
+gemm_q4_0_g(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_g(LLM_TYPE_Q4_0, a, r0, r1, t0, t1);
+}
+
+/* The gemm of grouped Q4_1 weights. */
+static void
+gemm_q4_1_g(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_g(LLM_TYPE_Q4_1, a, r0, r1, t0, t1);
+}
+
+/* The gemm of grouped Q5_0 weights. */
+static void
+gemm_q5_0_g(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_g(LLM_TYPE_Q5_0, a, r0, r1, t0, t1);
+}
+
+/* The gemm of grouped Q5_1 weights. */
+static void
+gemm_q5_1_g(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_g(LLM_TYPE_Q5_1, a, r0, r1, t0, t1);
 }
 
 /* ---- the K-quants: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K ---- */
@@ -1916,6 +2170,25 @@ quant_q8(const float *x, int64_t k, uint8_t *out)
 	}
 }
 
+/* Quantize one token's k activations to LLM_ACT_Q8G: Q8's, then the quants of the groups in the grouped order. */
+static void
+quant_q8g(const float *x, int64_t k, uint8_t *out)
+{
+	const int64_t ng = q_group_blocks(k / LLM_QK);
+
+	quant_q8(x, k, out);
+	for (int64_t b = 0; b < ng; b += 16)
+	{
+		int8_t	   *g = (int8_t *) out + b * LLM_QK;
+		const int	G = ng - b >= 16 ? 8 : 4;
+		__m512i		v[8];
+
+		interleave_act_group(g, G, v);
+		for (int s = 0; s < G; s++)
+			_mm512_storeu_si512(g + 64 * s, v[s]);
+	}
+}
+
 /* Quantize one token's k activations to LLM_ACT_Q8K. */
 static void
 quant_q8k(const float *x, int64_t k, uint8_t *out)
@@ -1978,6 +2251,11 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q4_K] = gemm_q4_k,
 		[LLM_TYPE_Q5_K] = gemm_q5_k,
 		[LLM_TYPE_Q6_K] = gemm_q6_k,
+		[LLM_TYPE_Q8_0_G] = gemm_q8_0_g,
+		[LLM_TYPE_Q4_0_G] = gemm_q4_0_g,
+		[LLM_TYPE_Q4_1_G] = gemm_q4_1_g,
+		[LLM_TYPE_Q5_0_G] = gemm_q5_0_g,
+		[LLM_TYPE_Q5_1_G] = gemm_q5_1_g,
 	},
 	.act = {
 		[LLM_TYPE_Q8_0] = LLM_ACT_Q8,
@@ -1990,9 +2268,15 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q4_K] = LLM_ACT_Q8KI,
 		[LLM_TYPE_Q5_K] = LLM_ACT_Q8KI,
 		[LLM_TYPE_Q6_K] = LLM_ACT_Q8KI,
+		[LLM_TYPE_Q8_0_G] = LLM_ACT_Q8G,
+		[LLM_TYPE_Q4_0_G] = LLM_ACT_Q8G,
+		[LLM_TYPE_Q4_1_G] = LLM_ACT_Q8G,
+		[LLM_TYPE_Q5_0_G] = LLM_ACT_Q8G,
+		[LLM_TYPE_Q5_1_G] = LLM_ACT_Q8G,
 	},
 	.quant = {
 		[LLM_ACT_Q8] = quant_q8,
+		[LLM_ACT_Q8G] = quant_q8g,
 		[LLM_ACT_Q8KI] = quant_q8ki,
 	},
 };

@@ -58,6 +58,14 @@ llm_quantize_act_q8_ref(const float *x, int64_t k, uint8_t *out)
 	}
 }
 
+/* Quantize one token's k activations to LLM_ACT_Q8G: Q8's, the groups' quants in the grouped order. */
+void
+llm_quantize_act_q8g_ref(const float *x, int64_t k, uint8_t *out)
+{
+	llm_quantize_act_q8_ref(x, k, out);
+	llm_group_act((int8_t *) out, k / LLM_QK);
+}
+
 /* Quantize one token's k activations to LLM_ACT_Q8K (blocks of 256 with sums of 16). */
 void
 llm_quantize_act_q8k_ref(const float *x, int64_t k, uint8_t *out)
