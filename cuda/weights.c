@@ -292,12 +292,15 @@ upload_rows(CudaBackend *cb, const LlmWeight *w, CudaEntry *e, bool split)
 				const uint8_t *row = w->data + (size_t) (r0 + r) * w->row_bytes;
 				uint8_t    *out = repacked + (size_t) r * raw_row;
 
-				if (grouped)
+				if (grouped && ungrouped == NULL)
+					llm_ungroup_row(w->type, row, out, w->cols);
+				else if (grouped)
 				{
-					llm_ungroup_row(w->type, row, ungrouped != NULL ? ungrouped : out, w->cols);
-					row = ungrouped;
+					/* grouped Q5_0: back to Q5_0 blocks, then as Q8_0 */
+					llm_ungroup_row(w->type, row, ungrouped, w->cols);
+					llm_repack_q8_0(LLM_TYPE_Q5_0, ungrouped, out, w->cols);
 				}
-				if (llm_type_base(w->type) == LLM_TYPE_Q5_0)
+				else
 					llm_repack_q8_0(LLM_TYPE_Q5_0, row, out, w->cols);
 			}
 			src = repacked;

@@ -118,6 +118,20 @@ else
     fail "llm-random-model: $(cat "$TMP/err")"
 fi
 
+# AWQ written by quantize --calib on a model wide enough for the CPU's grouped weight types (rows of 8+
+# blocks): the file holds the file types, and generates the text of the same AWQ done at load time
+if bin/llm-random-model -o "$TMP/r256.gguf" --dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 768 --vocab 300 \
+        --ctx 128 2>"$TMP/err" &&
+   "$CLI" quantize "$TMP/r256.gguf" "$TMP/r256-awq8.gguf" INT8 --calib "$SHARED/data/stories260K-samples.txt" \
+        --threads 2 2>"$TMP/err"; then
+    t_file=$("$CLI" generate -m "$TMP/r256-awq8.gguf" -p "hello" -n 16 2>/dev/null)
+    t_load=$("$CLI" generate -m "$TMP/r256.gguf" -p "hello" -n 16 --quantize int8 \
+        --calib "$SHARED/data/stories260K-samples.txt" 2>/dev/null)
+    if [ -n "$t_file" ] && [ "$t_file" = "$t_load" ]; then ok; else fail "AWQ INT8 written at dim 256: '$t_file', at load '$t_load'"; fi
+else
+    fail "quantize --calib at dim 256: $(cat "$TMP/err")"
+fi
+
 # errors: a clear message and exit status, never a crash (status > 128)
 expect_error() {
     local what=$1; shift

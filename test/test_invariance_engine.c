@@ -27,9 +27,11 @@
  * every type llm-random-model writes, and the real Gemma 3 270M (Q4_K,
  * Q6_K, Q8_0, Q5_0 repacked) and SmolLM2-135M (Q4_1).
  */
+#include "backend.h"
 #include "engine.h"
 #include "kv.h"
 #include "model.h"
+#include "quant.h"
 #include "test.h"
 
 #include <stdio.h>
@@ -261,6 +263,16 @@ check_model(const char *label, const char *path, LlmQuantScheme scheme)
 			goto done;
 		llm_engine_free(e);
 		TEST_CHECK(ref[i].text != NULL && ref[i].n > 0, "%s: request %d alone generated nothing", label, i);
+	}
+
+	/* the engines ran the matrices the CPU has grouped kernels for grouped (whose bits test_kernels checks) */
+	{
+		const LlmWeight *wq = &m->weights.layers[0].wq;
+		LlmType		grouped = llm_type_grouped(llm_type_base(wq->type));
+
+		TEST_CHECK(grouped == LLM_TYPE_COUNT || !llm_cpu_has_kernel(grouped) || llm_group_blocks(wq->cols / 32) == 0 ||
+				   wq->type == grouped, "%s: an engine on this CPU serves %s matrices grouped", label,
+				   llm_type_traits(wq->type)->name);
 	}
 
 	/* a pool of about 3 requests' worth of blocks */

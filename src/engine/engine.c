@@ -227,7 +227,9 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	bo.deterministic = cfg->deterministic;
 	bo.fuse = cfg->gpu_fusion;
 	bo.pdl = cfg->gpu_pdl;
+	/* matmuls on this CPU: the weights in the kernels' grouped order (a GPU keeps the file's) */
 	if ((st = llm_backend_new(cfg->device, &bo, &e->backend, err)) != LLM_OK ||
+		(!e->backend->device_memory && (st = llm_model_group_weights(m, err))) ||
 		(e->backend->ops->prepare != NULL && (st = e->backend->ops->prepare(e->backend, m, err))))
 	{
 		llm_engine_free(e);

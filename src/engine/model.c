@@ -816,10 +816,13 @@ group_weight(const LlmGguf *file, LlmWeight *w, LlmError *err)
 /*
  * Group every matrix of m that the matmul reads (group_weight): the layers'
  * and the output; the embedding only when it is the output too, since
- * otherwise its rows are only looked up.
+ * otherwise its rows are only looked up.  For an engine whose matmuls run
+ * on this CPU (llm_engine_new): a model only a GPU runs, or one written back
+ * to a file (llm-cli quantize), keeps its file's layout.  Grouping twice
+ * changes nothing.
  */
-static LlmStatus
-group_weights(LlmModel *m, LlmError *err)
+LlmStatus
+llm_model_group_weights(LlmModel *m, LlmError *err)
 {
 	LlmWeights *w = &m->weights;
 	LlmStatus	st;
@@ -846,8 +849,7 @@ group_weights(LlmModel *m, LlmError *err)
 
 /*
  * Quantize every float weight matrix of m with the scheme (own INT8 / INT4),
- * offering each layer to layer_fn first (see model.h), then group what the
- * kernels read grouped.
+ * offering each layer to layer_fn first (see model.h).
  */
 LlmStatus
 llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, LlmLayerQuantizer layer_fn, void *ctx, LlmError *err)
@@ -857,7 +859,7 @@ llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, LlmLayerQuantizer layer_f
 	LlmStatus	st;
 
 	if (scheme == LLM_QUANT_NONE)
-		return group_weights(m, err);
+		return LLM_OK;
 	if ((st = quantize_weight(&w->tok_embd, scheme, err)))
 		return st;
 	if (tied)
@@ -875,8 +877,6 @@ llm_model_quantize(LlmModel *m, LlmQuantScheme scheme, LlmLayerQuantizer layer_f
 			if ((st = quantize_weight(llm_layer_matrix(lw, i), scheme, err)))
 				return st;
 	}
-	if ((st = group_weights(m, err)))
-		return st;
 	describe_weight_types(m, m->info.weight_types, sizeof(m->info.weight_types));
 	return LLM_OK;
 }

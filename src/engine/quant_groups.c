@@ -336,7 +336,7 @@ llm_dequant_grouped(LlmType type, const void *src, float *dst, int64_t n)
 	const size_t bsz = (size_t) llm_type_traits(base)->type_size;
 	const int64_t nb = n / LLM_QK;
 	const uint8_t *s = src;
-	uint8_t		buf[GROUP_MAX * sizeof(LlmBlockQ8_0)];	/* the largest base block */
+	_Alignas(16) uint8_t buf[GROUP_MAX * sizeof(LlmBlockQ8_0)];	/* the largest base block */
 
 	for (int64_t b = 0, np; b < nb; b += np)
 	{
