@@ -1434,7 +1434,7 @@ gemm_q5_1(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 }
 
 /*
- * ---- the grouped types: Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 rows grouped at load ----
+ * ---- the grouped types: Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 rows grouped when a CPU engine starts ----
  *
  * quant_groups.c keeps each group of 16 (or 8) blocks as QGroupPack's
  * vectors (Q4, Q5: two vectors a byte, as nibbles; Q5's fifth bits as one
