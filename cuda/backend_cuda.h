@@ -41,6 +41,7 @@ typedef struct CudaEntry
 	const void *host;			/* key: the host address (NULL: empty slot) */
 	size_t		host_bytes;		/* float vectors: their size; matrices: rows * row_bytes */
 	bool		is_mat;
+	bool		device_made;	/* contents made on the device (llm_cuda_weight_random): host is only a key */
 	CudaMat		mat;			/* matrices: the device layout */
 	void	   *dev;			/* the allocation (data, then split scales) */
 	size_t		dev_bytes;

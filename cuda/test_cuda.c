@@ -1397,6 +1397,40 @@ test_forward(void)
 }
 
 /*
+ * A prepare replaces the copies read from the host: a norm vector changed
+ * in place, as a freed model's memory is when the next model is loaded at
+ * its addresses, is read again rather than served from the earlier copy.
+ */
+static void
+check_prepare_forgets(const LlmModel *m)
+{
+	int			n = 3;
+	int			dim = 64;
+	float	   *x = rand_floats((size_t) n * dim, 3.0f);
+	float	   *w = rand_floats((size_t) dim, 1.0f);
+	float	   *want = malloc((size_t) n * dim * sizeof(float));
+	float	   *xd = dev_from(x, (size_t) n * dim);
+	float	   *yd = dev_new((size_t) n * dim);
+	float	   *got;
+	LlmError	err;
+
+	gpu->ops->rmsnorm(gpu, xd, w, yd, n, dim, 1e-6f, false);	/* the backend copies w */
+	free(dev_read(yd, (size_t) n * dim));
+	for (int j = 0; j < dim; j++)
+		w[j] = 0.5f - 2.0f * w[j];
+	TEST_CHECK(gpu->ops->prepare(gpu, m, &err) == LLM_OK, "prepare: %s", err.msg);
+	llm_cpu_ref_ops.rmsnorm(cpu, x, w, want, n, dim, 1e-6f, false);
+	gpu->ops->rmsnorm(gpu, xd, w, yd, n, dim, 1e-6f, false);
+	got = dev_read(yd, (size_t) n * dim);
+	check_close("rmsnorm", "after a prepare, of a vector changed in place", got, want, (size_t) n * dim, TOL_FLOAT);
+	dev_free(xd, yd, NULL);
+	free(x);
+	free(w);
+	free(want);
+	free(got);
+}
+
+/*
  * The architectures beyond llama and gemma3 (random models written by
  * bin/llm-random-model, when it is there): Llama 3.1's RoPE frequency
  * factors run, and agree with the CPU; qwen2, qwen3, gemma2 and phi3 are
@@ -1423,6 +1457,7 @@ test_archs(void)
 	if (system(cmd) == 0 && llm_model_load(path, &m, &err) == LLM_OK)
 	{
 		forward_case("forward random llama31 (RoPE freq factors) F32", m, 1e-4);
+		check_prepare_forgets(m);
 		llm_model_free(m);
 	}
 	else

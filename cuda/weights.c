@@ -1,7 +1,10 @@
 /*
  * weights.c
  *		The CUDA backend's copies of the model: every weight matrix and norm
- *		vector uploaded once, found again by its host address.
+ *		vector uploaded once, found again by its host address.  The host
+ *		contents must not change while the copy lives; a prepare replaces
+ *		every copy read from the host, since a freed model's addresses come
+ *		back in the next model loaded.
  *
  * Layouts on the device: F32, F16 and BF16 rows as they are; Q8_0 and
  * Q4_0 (and so the engine's own INT8 / INT4, which use their block
@@ -95,6 +98,30 @@ map_remove(CudaBackend *cb, CudaEntry *e)
 
 		memset(&cb->map[j], 0, sizeof(CudaEntry));
 		*map_slot(cb, moved.host) = moved;
+	}
+}
+
+/*
+ * Free every copy read from the host, keeping those made on the device.
+ * Copies are found by host address alone, and the addresses of a freed
+ * model come back in the next one loaded, so a copy from before a
+ * prepare could stand for different contents now.
+ */
+static void
+forget_host_copies(CudaBackend *cb)
+{
+	bool		removed = true;
+
+	/* map_remove moves entries of the run after a slot, maybe behind the scan: scan until a pass removes none */
+	while (removed)
+	{
+		removed = false;
+		for (size_t i = 0; i < cb->map_cap; i++)
+			while (cb->map[i].host != NULL && !cb->map[i].device_made)
+			{
+				map_remove(cb, &cb->map[i]);
+				removed = true;
+			}
 	}
 }
 
@@ -412,6 +439,7 @@ cuda_prepare(LlmBackend *be, const LlmModel *m, LlmError *err)
 		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
 							 "the CUDA backend's attention does not take heads of %d with %d query heads per KV head",
 							 c->head_dim, c->n_heads / c->n_kv_heads);
+	forget_host_copies(cb);	/* this model replaces what the backend held */
 	ok = cuda_mat(cb, &w->tok_embd) != NULL && cuda_mat(cb, &w->output) != NULL &&
 		prepare_vec(cb, w->output_norm, c->dim) &&
 		prepare_vec(cb, m->rope_inv_freq, c->rope_dim / 2) && prepare_vec(cb, m->rope_inv_freq_local, c->rope_dim / 2);
@@ -459,6 +487,7 @@ llm_cuda_weight_random(LlmBackend *be, const LlmWeight *w, uint64_t seed, float 
 			e->host = w->data;
 			e->host_bytes = (size_t) w->rows * w->row_bytes;
 			e->is_mat = true;
+			e->device_made = true;
 			cb->map_n++;
 			return LLM_OK;
 		}
