@@ -17,7 +17,10 @@
 # as S_TG counts llama-batched-bench's generation phase; its prefill figure
 # is the prompt tokens over the time until the last one was computed (the
 # sequences admitted first decode meanwhile, so it reads lower than a pure
-# S_PP).  Both engines keep an f16 KV cache by default.
+# S_PP).  Both engines keep an f16 KV cache by default, and both write its
+# pages before they time anything (llm-cli bench prefaults its pool, as a
+# long-running server's is after its first requests; llama.cpp clears its
+# KV buffer when it makes a context), so neither pays first-touch faults.
 #
 # llama.cpp: LLAMA_CPP_BIN names the folder of llama-batched-bench (built
 # once from the llama-cpp-python sdist's vendor/llama.cpp with CMake; never in

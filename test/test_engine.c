@@ -4,7 +4,8 @@
  *		equals the golden file; batched generation equals one-at-a-time
  *		generation exactly (mixed lengths, sequences joining mid-way,
  *		preemption forced by a tiny KV pool); stop strings, max_tokens,
- *		cancel, seeded sampling; no KV block leaks.
+ *		cancel, seeded sampling; no KV block leaks; a prefaulted KV pool
+ *		changes nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,58 @@ test_batched(void)
 		llm_engine_stats(e, &st);
 		TEST_CHECK(st.kv_blocks_used == 0, "%d KV blocks leaked", st.kv_blocks_used);
 		llm_engine_free(e);
+	}
+}
+
+/* All prompts at once in an engine of KV type, pages prefaulted or not; texts (N_PROMPTS) are set. */
+static void
+run_prefault(LlmKvType type, bool prefault, char **texts)
+{
+	LlmEngineConfig c;
+	LlmEngine  *e = NULL;
+	LlmError	err;
+	int64_t		ids[N_PROMPTS];
+
+	llm_engine_config_default(&c);
+	c.kv_type = type;
+	c.kv_prefault = prefault;
+	c.max_seqs = N_PROMPTS;
+	c.n_ctx = 512;
+	if (llm_engine_new(model, &c, &e, &err) != LLM_OK)
+	{
+		TEST_CHECK(false, "engine: %s", err.msg);
+		return;
+	}
+	for (int i = 0; i < N_PROMPTS; i++)
+		ids[i] = add(e, prompts[i], 48);
+	run_to_idle(e);
+	collect(e, ids, texts);
+	llm_engine_free(e);
+}
+
+/* A prefaulted KV pool (f32, and int8 with its scales) gives the texts of one faulted in on first use. */
+static void
+test_kv_prefault(void)
+{
+	LlmKvType	types[] = {LLM_KV_F32, LLM_KV_I8};
+
+	for (int t = 0; t < 2; t++)
+	{
+		char	   *plain[N_PROMPTS] = {0};
+		char	   *touched[N_PROMPTS] = {0};
+
+		run_prefault(types[t], false, plain);
+		run_prefault(types[t], true, touched);
+		for (int i = 0; i < N_PROMPTS; i++)
+		{
+			TEST_CHECK(plain[i] != NULL && touched[i] != NULL && strcmp(plain[i], touched[i]) == 0,
+					   "KV type %d, prefaulted: prompt %d differs", (int) types[t], i);
+			if (types[t] == LLM_KV_F32)
+				TEST_CHECK(touched[i] != NULL && strcmp(touched[i], reference[i]) == 0,
+						   "prefaulted f32 KV: prompt %d differs from alone", i);
+			free(plain[i]);
+			free(touched[i]);
+		}
 	}
 }
 
@@ -563,6 +616,7 @@ main(void)
 	}
 	test_reference();
 	test_batched();
+	test_kv_prefault();
 	test_join_and_preempt();
 	test_too_big();
 	test_stop_cancel();

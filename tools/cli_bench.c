@@ -8,7 +8,10 @@
  * runs until the last step that computed prompt tokens (early sequences
  * decode alongside, as continuous batching does); decode tok/s counts the
  * tokens of the steps that computed no prompt token, over their time, so
- * neither phase's figure carries the other's work.
+ * neither phase's figure carries the other's work.  The KV pool's pages
+ * are written before the clock starts, as a long-running server's pool is
+ * after its first requests (and as llama.cpp clears its KV buffer when it
+ * makes a context).
  * With --shared-prefix N the first N prompt tokens are the same for every
  * sequence (the prefix cache's case; --no-prefix-cache turns it off).  KV
  * utilization is positions stored over the capacity of the blocks held,
@@ -67,6 +70,7 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 	ec.max_seqs = batch;
 	ec.n_ctx = o->n_prompt + o->n_predict;
 	ec.kv_budget = cli_kv_budget(o, ec.n_ctx);
+	ec.kv_prefault = true;		/* steady state: no step pays the pool's first page faults */
 	if (prompt == NULL || llm_engine_new(m, &ec, &e, &err) != LLM_OK)
 	{
 		fprintf(stderr, "llm-cli bench: %s\n", prompt ? err.msg : "out of memory");

@@ -90,6 +90,7 @@ run_latency(LlmModel *m, const CliOptions *o, int n_dec, int long_n, LatencyRow 
 	cli_engine_config(o, &ec);
 	ec.max_seqs = n_dec + 1;
 	ec.n_ctx = (o->n_prompt + o->n_predict > long_n + 1 ? o->n_prompt + o->n_predict : long_n + 1);
+	ec.kv_prefault = true;		/* as llm-cli bench: steady state */
 	if (dt == NULL || llm_engine_new(m, &ec, &e, &err) != LLM_OK)
 	{
 		fprintf(stderr, "llm-cli bench: %s\n", dt ? err.msg : "out of memory");

@@ -218,7 +218,7 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 		.n_layers = mc->n_layers,.n_kv_heads = mc->n_kv_heads,.head_dim = mc->head_dim,
 		.block_size = cfg->kv_block_size,.n_blocks = n_blocks,.type = cfg->kv_type,
 		.prefix_cache = e->config.prefix_cache,.slot_info = rule.budget > 0,
-		.scores = rule.budget > 0 && rule.by_score,
+		.scores = rule.budget > 0 && rule.by_score,.prefault = cfg->kv_prefault,
 	};
 
 	e->max_out = cfg->max_seqs < cfg->max_batch_tokens ? cfg->max_seqs : cfg->max_batch_tokens;

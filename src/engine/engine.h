@@ -108,13 +108,16 @@ typedef struct LlmEngineConfig
 	bool		deterministic;	/* GPU: batch-invariant kernels, slower (the CPU always is; backend.h) */
 	bool		gpu_fusion;		/* CUDA: fused ops, fewer launches (LlmBackendOptions.fuse) */
 	bool		gpu_pdl;		/* CUDA: programmatic dependent launch on sm_90+ (LlmBackendOptions.pdl) */
+	bool		kv_prefault;	/* host KV pool: touch every page when the engine starts (as a
+								 * long-running server's pool is after first use), so no step
+								 * pays the first writes' page faults */
 } LlmEngineConfig;
 
 /*
  * Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks
  * of 16, f16 KV, prefix cache on, no eviction (H2O with 4 sinks when a
  * budget is set), device auto, steps paced to 100 ms, GPU fusion and
- * programmatic dependent launch on.
+ * programmatic dependent launch on, KV pages touched on first use.
  */
 void		llm_engine_config_default(LlmEngineConfig *c);
 

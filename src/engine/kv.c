@@ -35,6 +35,19 @@ llm_kv_block_bytes(int n_layers, int n_kv_heads, int head_dim, int block_size, L
 	return 2 * (size_t) n_layers * (size_t) block_size * per_pos;
 }
 
+/* Write every page of the host pool's keys, values and scales, so that no later step takes their first faults. */
+static void
+prefault_pool(LlmKvCache *kv, size_t rows)
+{
+	memset(kv->k, 0, rows * kv->kv_dim * kv->elem_size);
+	memset(kv->v, 0, rows * kv->kv_dim * kv->elem_size);
+	if (kv->k_scale != NULL)
+	{
+		memset(kv->k_scale, 0, rows * kv->n_kv_heads * sizeof(float));
+		memset(kv->v_scale, 0, rows * kv->n_kv_heads * sizeof(float));
+	}
+}
+
 /* Allocate a pool as p describes. */
 LlmStatus
 llm_kv_init(LlmKvCache *kv, const LlmKvParams *p, LlmError *err)
@@ -78,6 +91,8 @@ llm_kv_init(LlmKvCache *kv, const LlmKvParams *p, LlmError *err)
 			kv->v_scale = malloc(rows * kv->n_kv_heads * sizeof(float));
 			ok = kv->k_scale && kv->v_scale;
 		}
+		if (ok && p->prefault)
+			prefault_pool(kv, rows);
 	}
 	kv->refcount = calloc((size_t) p->n_blocks, sizeof(int32_t));
 	kv->free_list = malloc((size_t) p->n_blocks * sizeof(int32_t));

@@ -67,6 +67,7 @@ typedef struct LlmKvParams
 	bool		slot_info;		/* sequences keep slot_pos (any eviction policy) */
 	bool		scores;			/* sequences keep H2O scores (the H2O policy) */
 	bool		device_storage; /* keys and values live in the backend's memory, not k / v */
+	bool		prefault;		/* write every page of k / v (and their scales) at init */
 } LlmKvParams;
 
 typedef struct LlmKvCache
