@@ -70,6 +70,10 @@ $(BUILD)/test/%: test/%.c $(wildcard test/*.h) $(ENGINE_LIB) | build-dirs
 $(BUILD)/bench_kernels: bench/bench_kernels.c $(ENGINE_LIB) | build-dirs
 	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
 
+# attention in the shape of batched decode (bench/bench_attention.c)
+$(BUILD)/bench_attention: bench/bench_attention.c $(ENGINE_LIB) | build-dirs
+	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
+
 # constrained decoding against plain decoding (bench/bench_constrained.c)
 $(BUILD)/bench_constrained: bench/bench_constrained.c $(ENGINE_LIB) | build-dirs
 	$(CC) $(ECFLAGS) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
@@ -129,7 +133,7 @@ $(CUDA_LIB): $(CUDA_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BIN)/llm-cli $(BIN)/llm-random-model $(TEST_BINS) $(BUILD)/bench_kernels $(BUILD)/bench_constrained: $(CUDA_LIB)
+$(BIN)/llm-cli $(BIN)/llm-random-model $(TEST_BINS) $(BUILD)/bench_kernels $(BUILD)/bench_attention $(BUILD)/bench_constrained: $(CUDA_LIB)
 
 $(BUILD)/cuda/test_cuda: $(BUILD)/cuda/test_cuda.o $(ENGINE_LIB) $(CUDA_LIB)
 	$(CC) $(ECFLAGS) -o $@ $< $(LINK_ENGINE)

@@ -42,6 +42,9 @@ stored(const LlmKvCache *kv, const LlmKvSeq *seq, int slot, bool value, int h, i
 
 static const char *const type_names[] = {"f32", "f16", "int8"};
 
+/* Positions per KV block in check_case's caches (a tile is at most one block). */
+static int block_size = 8;
+
 /*
  * Run one configuration through every kernel set and compare with the
  * double reference.  With scores, the sequence keeps H2O scores: outputs
@@ -56,7 +59,7 @@ check_case(LlmBackend *be, int hd, int n_heads, int n_kv_heads, int n_pos, int w
 {
 	const LlmAttnKernels *sets[] = {&llm_attn_kernels_ref, &llm_attn_kernels_avx2, &llm_attn_kernels_avx512};
 	LlmCpuIsa	isas[] = {LLM_CPU_ISA_SCALAR, LLM_CPU_ISA_AVX2, LLM_CPU_ISA_AVX512};
-	int			bs = 8;
+	int			bs = block_size;
 	int			kv_dim = n_kv_heads * hd;
 	int			n_q = 3;		/* query tokens: the last three slots */
 	int			n_slots = evicted ? n_pos * 2 / 3 : n_pos;	/* evicted: a third of the positions dropped */
@@ -220,6 +223,20 @@ check_case(LlmBackend *be, int hd, int n_heads, int n_kv_heads, int n_pos, int w
 		TEST_CHECK(max_err < 2e-5, "%s: hd %d, heads %d/%d, %d positions, window %d, softcap %g, %s%s%s: max error %g",
 				   sets[k]->name, hd, n_heads, n_kv_heads, n_pos, window, softcap, type_names[type],
 				   scores ? ", scores" : "", evicted ? ", evicted" : "", max_err);
+		if (sets[k]->tile != NULL && !scores)
+		{
+			/* the fused tile against the same level's separate steps: the same bits */
+			LlmAttnKernels steps = *sets[k];
+
+			steps.tile = NULL;
+			a.out = plain;
+			llm_cpu_attention(be, &kv, 0, &a, &steps);
+			a.out = out;
+			TEST_CHECK(memcmp(out, plain, n_out * sizeof(float)) == 0,
+					   "%s: the fused tile differs from the steps (hd %d, heads %d/%d, window %d, softcap %g, %s%s)",
+					   sets[k]->name, hd, n_heads, n_kv_heads, window, softcap, type_names[type],
+					   evicted ? ", evicted" : "");
+		}
 		if (!scores)
 			continue;
 		TEST_CHECK(memcmp(out, plain, n_out * sizeof(float)) == 0,
@@ -341,6 +358,16 @@ main(void)
 			check_case(be, hds[h], 6, 2, 90, 0, 0.0f, type, true, false, seed++);
 			check_case(be, hds[h], 12, 2, 50, 16, 0.0f, type, true, false, seed++);
 		}
+	/* tiles of up to 64 slots (several 16-slot chunks and their tails) */
+	for (size_t h = 0; h < sizeof(hds) / sizeof(hds[0]); h++)
+		for (int type = 0; type < 3; type++)
+			for (block_size = 24; block_size <= 64; block_size += 40)
+			{
+				check_case(be, hds[h], 4, 4, 150, 0, 0.0f, type, false, false, seed++);
+				check_case(be, hds[h], 8, 2, 130, 40, 0.0f, type, false, false, seed++);
+				check_case(be, hds[h], 4, 2, 140, 50, 30.0f, type, false, true, seed++);
+				check_case(be, hds[h], 6, 2, 100, 0, 0.0f, type, true, false, seed++);
+			}
 	check_f16_store(be);
 	llm_backend_free(be);
 	return test_summary("attention");

@@ -3,7 +3,7 @@
  *		Fused attention over the paged KV cache, and its scalar kernels.
  *
  * For each query token and head: one pass over the token's visible slots
- * in tiles (the slots of one KV block, at most ATTN_TILE), keeping the
+ * in tiles (the slots of one KV block, at most LLM_ATTN_TILE), keeping the
  * running maximum m, the running sum l of exp(s - m) and the accumulator acc
  * of exp(s - m) * v (the online softmax of FlashAttention, Dao et al. 2022;
  * Milakov & Gimelshein 2018), so no score row longer than a tile is ever
@@ -26,7 +26,6 @@
 #include <math.h>
 #include <string.h>
 
-#define ATTN_TILE 64			/* keys scored per tile at most */
 #define ATTN_TASKS_PER_THREAD 4	/* tasks per thread at least, when the tokens are few */
 
 /* s_j = q . k_j, scalar. */
@@ -74,7 +73,7 @@ llm_attn_exp_sum_ref(float *s, int nt, float m)
 	return l;
 }
 
-const LlmAttnKernels llm_attn_kernels_ref = {"scalar", ref_scores, ref_scale, ref_accum, llm_attn_exp_sum_ref, NULL, NULL};
+const LlmAttnKernels llm_attn_kernels_ref = {"scalar", ref_scores, ref_scale, ref_accum, llm_attn_exp_sum_ref, NULL, NULL, NULL};
 
 typedef struct AttnTask
 {
@@ -105,13 +104,33 @@ visible_slots(const LlmAttnArgs *a, int i, int *lo, bool *mask)
 	return pos - seq->n_evicted;
 }
 
-/* One query head's online-softmax state: running maximum, running sum, and the weighted values (hd). */
-typedef struct HeadState
+/*
+ * Ask the caches for the keys and values of KV heads [g0, g1) in the nt
+ * slots from p0 of token i's sequence, a tile before they are read: a
+ * tile is one KV block's slots, a short run the hardware prefetchers only
+ * pick up as it ends, so without this a batch's attention reads DRAM at
+ * about half its speed.  No value changes.
+ */
+static void
+prefetch_tile(const AttnTask *t, int i, int p0, int nt, int g0, int g1)
 {
-	float		m;
-	float		l;
-	float	   *acc;
-} HeadState;
+	const LlmKvCache *kv = t->kv;
+	const LlmKvSeq *seq = t->a->seq[i];
+	size_t		row = (size_t) kv->kv_dim * kv->elem_size;
+	size_t		off = (size_t) g0 * t->a->head_dim * kv->elem_size;
+	size_t		len = (size_t) (g1 - g0) * t->a->head_dim * kv->elem_size;
+	const char *k = (const char *) llm_kv_k_at(kv, seq, t->layer, p0) + off;
+	const char *v = (const char *) llm_kv_v_at(kv, seq, t->layer, p0) + off;
+
+	for (int j = 0; j < nt; j++)
+		for (size_t b = 0; b < len + 63; b += 64)
+		{
+			size_t		at = (size_t) j * row + (b < len ? b : len - 1);
+
+			__builtin_prefetch(k + at);
+			__builtin_prefetch(v + at);
+		}
+}
 
 /*
  * The tile of nt slots from p0 for query token i and the nq query heads
@@ -121,7 +140,8 @@ typedef struct HeadState
  * each head's operations are those it would have alone.
  */
 static void
-attend_tile(const AttnTask *t, int i, int h, int nq, int p0, int nt, bool mask, HeadState *hs, float *probs, int lo)
+attend_tile(const AttnTask *t, int i, int h, int nq, int p0, int nt, bool mask, LlmAttnHead *hs, float *probs, int lo,
+			int next_p0, int next_nt)
 {
 	const LlmAttnArgs *a = t->a;
 	const LlmKvCache *kv = t->kv;
@@ -136,10 +156,37 @@ attend_tile(const AttnTask *t, int i, int h, int nq, int p0, int nt, bool mask, 
 	const uint8_t *kp = (const uint8_t *) llm_kv_k_at(kv, seq, t->layer, p0) + head_off;
 	const uint8_t *vp = (const uint8_t *) llm_kv_v_at(kv, seq, t->layer, p0) + head_off;
 	int			win_lo = a->pos[i] - a->window + 1;
-	float		s[LLM_ATTN_MAX_HEADS * ATTN_TILE];	/* (nq, nt) */
+	float		s[LLM_ATTN_MAX_HEADS * LLM_ATTN_TILE];	/* (nq, nt) */
 	bool		live[LLM_ATTN_MAX_HEADS];
 	bool		all_live = true;
 
+	if (k->tile != NULL && probs == NULL)
+	{
+		LlmAttnTile tile = {
+			.q = q,.nq = nq,.hd = hd,.k = kp,.v = vp,.stride = stride,.nt = nt,.type = kv->type,
+			.scale = a->scale,.softcap = a->softcap,
+		};
+
+		if (int8)
+		{
+			tile.k_scale = llm_kv_k_scale_at(kv, seq, t->layer, p0) + g;
+			tile.v_scale = llm_kv_v_scale_at(kv, seq, t->layer, p0) + g;
+			tile.scale_stride = (size_t) kv->n_kv_heads;
+		}
+		for (int j = 0; mask && j < nt; j++)
+			if (seq->slot_pos[llm_kv_info_index(kv, p0 + j, t->layer, g)] < win_lo)
+				tile.masked |= (uint64_t) 1 << j;
+		if (next_nt > 0)
+		{
+			tile.next_k = (const uint8_t *) llm_kv_k_at(kv, seq, t->layer, next_p0) + head_off;
+			tile.next_v = (const uint8_t *) llm_kv_v_at(kv, seq, t->layer, next_p0) + head_off;
+			tile.next_nt = next_nt;
+		}
+		k->tile(&tile, hs);
+		return;
+	}
+	if (next_nt > 0)
+		prefetch_tile(t, i, next_p0, next_nt, g, g + 1);
 	/* scores of this tile */
 	if (nq > 1 && k->scores_heads != NULL)
 		k->scores_heads(q, nq, kp, stride, nt, hd, kv->type, s);
@@ -201,47 +248,19 @@ attend_tile(const AttnTask *t, int i, int h, int nq, int p0, int nt, bool mask, 
 				k->accum(hs[u].acc, s + u * nt, vp, stride, nt, hd, kv->type);
 }
 
-/* The length of the tile from p0: to the end of its KV block, the last visible slot hi, or ATTN_TILE. */
+/* The length of the tile from p0: to the end of its KV block, the last visible slot hi, or LLM_ATTN_TILE. */
 static int
 tile_length(const LlmKvCache *kv, int p0, int hi)
 {
 	int			bs = kv->block_size;
 	int			end = (p0 / bs + 1) * bs - 1 < hi ? (p0 / bs + 1) * bs - 1 : hi;
 
-	return end - p0 + 1 < ATTN_TILE ? end - p0 + 1 : ATTN_TILE;
-}
-
-/*
- * Ask the caches for the keys and values of KV heads [g0, g1) in the nt
- * slots from p0 of token i's sequence, a tile before they are read: a
- * tile is one KV block's slots, a short run the hardware prefetchers only
- * pick up as it ends, so without this a batch's attention reads DRAM at
- * about half its speed.  No value changes.
- */
-static void
-prefetch_tile(const AttnTask *t, int i, int p0, int nt, int g0, int g1)
-{
-	const LlmKvCache *kv = t->kv;
-	const LlmKvSeq *seq = t->a->seq[i];
-	size_t		row = (size_t) kv->kv_dim * kv->elem_size;
-	size_t		off = (size_t) g0 * t->a->head_dim * kv->elem_size;
-	size_t		len = (size_t) (g1 - g0) * t->a->head_dim * kv->elem_size;
-	const char *k = (const char *) llm_kv_k_at(kv, seq, t->layer, p0) + off;
-	const char *v = (const char *) llm_kv_v_at(kv, seq, t->layer, p0) + off;
-
-	for (int j = 0; j < nt; j++)
-		for (size_t b = 0; b < len + 63; b += 64)
-		{
-			size_t		at = (size_t) j * row + (b < len ? b : len - 1);
-
-			__builtin_prefetch(k + at);
-			__builtin_prefetch(v + at);
-		}
+	return end - p0 + 1 < LLM_ATTN_TILE ? end - p0 + 1 : LLM_ATTN_TILE;
 }
 
 /* Write query head h's output row of token i from its final state. */
 static void
-attend_finish(const AttnTask *t, int i, int h, const HeadState *hs)
+attend_finish(const AttnTask *t, int i, int h, const LlmAttnHead *hs)
 {
 	int			hd = t->a->head_dim;
 	float	   *out = t->a->out + ((size_t) i * t->a->n_heads + h) * hd;
@@ -270,17 +289,15 @@ attend_heads(const AttnTask *t, int i, int h0, int h1, float *probs)
 	bool		mask;
 	int			hi = visible_slots(t->a, i, &lo, &mask);
 	float		acc[n_heads * hd];
-	HeadState	hs[n_heads];
+	LlmAttnHead	hs[n_heads];
 
 	memset(acc, 0, sizeof(acc));
 	for (int h = 0; h < n_heads; h++)
-		hs[h] = (HeadState) {-INFINITY, 0.0f, acc + (size_t) h * hd};
+		hs[h] = (LlmAttnHead) {-INFINITY, 0.0f, acc + (size_t) h * hd};
 	prefetch_tile(t, i, lo, tile_length(t->kv, lo, hi), g0, g1);
 	for (int p0 = lo, nt; p0 <= hi; p0 += nt)
 	{
 		nt = tile_length(t->kv, p0, hi);
-		if (p0 + nt <= hi)
-			prefetch_tile(t, i, p0 + nt, tile_length(t->kv, p0 + nt, hi), g0, g1);
 		/* runs of up to LLM_ATTN_MAX_HEADS heads of one KV head */
 		for (int h = 0, nq; h < n_heads; h += nq)
 		{
@@ -289,7 +306,9 @@ attend_heads(const AttnTask *t, int i, int h0, int h1, float *probs)
 			nq = n_heads - h < left ? n_heads - h : left;
 			if (nq > LLM_ATTN_MAX_HEADS)
 				nq = LLM_ATTN_MAX_HEADS;
-			attend_tile(t, i, h0 + h, nq, p0, nt, mask, &hs[h], probs, lo);
+			/* the first run of a KV head fetches its next tile */
+			attend_tile(t, i, h0 + h, nq, p0, nt, mask, &hs[h], probs, lo, p0 + nt,
+						p0 + nt <= hi && (h == 0 || (h0 + h) % group == 0) ? tile_length(t->kv, p0 + nt, hi) : 0);
 		}
 	}
 	for (int h = 0; h < n_heads; h++)

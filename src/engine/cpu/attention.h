@@ -28,6 +28,43 @@ llm_kv_value(const void *p, int i, LlmKvType type)
  * weights before accumulating values).
  */
 #define LLM_ATTN_MAX_HEADS 4		/* query heads scores_heads and accum_heads take at once */
+#define LLM_ATTN_TILE 64			/* slots of one KV block taken at once, at most */
+
+/* One query head's online-softmax state over the slots seen so far. */
+typedef struct LlmAttnHead
+{
+	float		m;				/* the largest scaled score (-infinity: none yet) */
+	float		l;				/* sum of exp(s - m) */
+	float	   *acc;			/* (hd) sum of exp(s - m) * v */
+} LlmAttnHead;
+
+/*
+ * A tile for the fused kernel: nt slots of one KV block against the nq
+ * query heads of one KV head.  INT8 keys and values carry their scales
+ * (key j's at k_scale[j * scale_stride]); masked slots (bit j) lie outside
+ * a sliding window and take no weight.
+ */
+typedef struct LlmAttnTile
+{
+	const float *q;				/* (nq, hd) the heads' queries */
+	int			nq;				/* 1 .. LLM_ATTN_MAX_HEADS */
+	int			hd;
+	const uint8_t *k;			/* key j: hd values of type at k + j * stride */
+	const uint8_t *v;			/* value j: at v + j * stride */
+	size_t		stride;
+	int			nt;				/* 1 .. LLM_ATTN_TILE */
+	LlmKvType	type;
+	const float *k_scale;		/* LLM_KV_I8 only */
+	const float *v_scale;
+	size_t		scale_stride;
+	float		scale;			/* multiplies q . k */
+	float		softcap;		/* 0: off */
+	uint64_t	masked;			/* bit j: slot j takes no weight */
+	/* the same heads' keys and values in the next tile, to prefetch as this one is read (next_nt 0: none) */
+	const uint8_t *next_k;
+	const uint8_t *next_v;
+	int			next_nt;
+} LlmAttnTile;
 
 typedef struct LlmAttnKernels
 {
@@ -55,6 +92,14 @@ typedef struct LlmAttnKernels
 	/* acc (nq, hd): row h += sum_j w[h * nt + j] * v_j */
 	void		(*accum_heads) (float *acc, int nq, const float *w, const uint8_t *v, size_t stride, int nt, int hd,
 								LlmKvType type);
+
+	/*
+	 * Optional: a whole tile fused (scores, online-softmax update of the
+	 * heads' states hs (nq), weighted values), giving exactly the bits the
+	 * kernels above give through attention.c's steps, with the scores kept
+	 * in registers.  NULL: those steps.
+	 */
+	void		(*tile) (const LlmAttnTile *t, LlmAttnHead *hs);
 } LlmAttnKernels;
 
 /* The scalar exp_sum (expf, summed in order), also the AVX2 level's. */

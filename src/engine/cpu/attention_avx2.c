@@ -87,10 +87,10 @@ avx2_accum(float *acc, const float *w, const uint8_t *v, size_t stride, int nt, 
 #pragma GCC pop_options
 #endif
 
-const LlmAttnKernels llm_attn_kernels_avx2 = {"avx2", avx2_scores, avx2_scale, avx2_accum, llm_attn_exp_sum_ref, NULL, NULL};
+const LlmAttnKernels llm_attn_kernels_avx2 = {"avx2", avx2_scores, avx2_scale, avx2_accum, llm_attn_exp_sum_ref, NULL, NULL, NULL};
 
 #else
 
-const LlmAttnKernels llm_attn_kernels_avx2 = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+const LlmAttnKernels llm_attn_kernels_avx2 = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 #endif
