@@ -73,7 +73,8 @@ ref_get_rows(LlmBackend *be, const LlmWeight *w, const int32_t *ids, int n, floa
 
 typedef struct NormTask
 {
-	const float *x;				/* (n, dim) */
+	float	   *x;				/* (n, dim) */
+	const float *r;				/* (n, dim) added into x first, or NULL */
 	const float *w;				/* (dim) */
 	float	   *y;				/* (n, dim) */
 	int			n;
@@ -120,9 +121,17 @@ rmsnorm_rows(const NormTask *t, int r0, int r1)
 
 	for (int i = r0; i < r1; i += NORM_ROWS)
 	{
-		const float *xi = t->x + (size_t) i * dim;
+		float	   *xi = t->x + (size_t) i * dim;
 		int			m = r1 - i < NORM_ROWS ? r1 - i : NORM_ROWS;
 		float		ss[NORM_ROWS] = {0};
+
+		if (t->r != NULL)
+		{
+			const float *ri = t->r + (size_t) i * dim;
+
+			for (size_t j = 0; j < (size_t) m * dim; j++)
+				xi[j] += ri[j];
+		}
 
 		if (m == NORM_ROWS)
 			sum_squares(xi, dim, NORM_ROWS, ss);
@@ -144,16 +153,95 @@ rmsnorm_task(void *arg, int chunk)
 	rmsnorm_rows(t, r0, r0 + NORM_ROWS_PER_TASK < t->n ? r0 + NORM_ROWS_PER_TASK : t->n);
 }
 
+/* Run t's rows: on the pool when there are many, else on the caller. */
+static void
+rmsnorm_run(LlmBackend *be, const NormTask *t)
+{
+	if (t->n > NORM_ROWS_PER_TASK)
+		llm_pool_run(be->pool, (t->n + NORM_ROWS_PER_TASK - 1) / NORM_ROWS_PER_TASK, rmsnorm_task, (void *) t);
+	else
+		rmsnorm_rows(t, 0, t->n);
+}
+
 /* y (n, dim) = x / rms(x) * w (or * (1 + w)); many rows on the pool. */
 static void
 ref_rmsnorm(LlmBackend *be, const float *x, const float *w, float *y, int n, int dim, float eps, bool add_one)
 {
-	NormTask	t = {x, w, y, n, dim, eps, add_one};
+	NormTask	t = {(float *) x, NULL, w, y, n, dim, eps, add_one};
 
-	if (n > NORM_ROWS_PER_TASK)
-		llm_pool_run(be->pool, (n + NORM_ROWS_PER_TASK - 1) / NORM_ROWS_PER_TASK, rmsnorm_task, &t);
+	rmsnorm_run(be, &t);
+}
+
+/* x (n, dim) += r; y = rmsnorm(x): each row's add, then its norm, in one pass (the same bits as add, then rmsnorm). */
+static void
+ref_add_rmsnorm(LlmBackend *be, float *x, const float *r, const float *w, float *y, int n, int dim, float eps,
+				bool add_one)
+{
+	NormTask	t = {x, r, w, y, n, dim, eps, add_one};
+
+	rmsnorm_run(be, &t);
+}
+
+#define ROPE_TOKENS_PER_TASK 8
+
+typedef struct RopeTask
+{
+	float	   *x[2];			/* (n, heads[u] * head_dim): q, and k or NULL */
+	int			heads[2];
+	const int32_t *pos;			/* (n) */
+	int			n;
+	int			head_dim;
+	int			rope_dim;
+	const float *inv_freq;		/* (rope_dim / 2) */
+	LlmRopeMode mode;
+} RopeTask;
+
+/* Rotate tokens [i0, i1) of each of t's tensors: each angle's cosine and sine once, for all of their heads. */
+static void
+rope_tokens(const RopeTask *t, int i0, int i1)
+{
+	int			half = t->rope_dim / 2;
+
+	for (int i = i0; i < i1; i++)
+		for (int k = 0; k < half; k++)
+		{
+			float		angle = (float) t->pos[i] * t->inv_freq[k];
+			float		c = cosf(angle);
+			float		s = sinf(angle);
+			int			a = t->mode == LLM_ROPE_ADJACENT ? 2 * k : k;
+			int			b = t->mode == LLM_ROPE_ADJACENT ? 2 * k + 1 : k + half;
+
+			for (int u = 0; u < 2 && t->x[u] != NULL; u++)
+				for (int h = 0; h < t->heads[u]; h++)
+				{
+					float	   *v = t->x[u] + ((size_t) i * t->heads[u] + h) * t->head_dim;
+					float		x0 = v[a];
+					float		x1 = v[b];
+
+					v[a] = x0 * c - x1 * s;
+					v[b] = x0 * s + x1 * c;
+				}
+		}
+}
+
+/* One task of the rope: ROPE_TOKENS_PER_TASK tokens. */
+static void
+rope_task(void *arg, int chunk)
+{
+	const RopeTask *t = arg;
+	int			i0 = chunk * ROPE_TOKENS_PER_TASK;
+
+	rope_tokens(t, i0, i0 + ROPE_TOKENS_PER_TASK < t->n ? i0 + ROPE_TOKENS_PER_TASK : t->n);
+}
+
+/* Run t: many tokens on the pool, a few on the caller. */
+static void
+rope_run(LlmBackend *be, const RopeTask *t)
+{
+	if (t->n > ROPE_TOKENS_PER_TASK)
+		llm_pool_run(be->pool, (t->n + ROPE_TOKENS_PER_TASK - 1) / ROPE_TOKENS_PER_TASK, rope_task, (void *) t);
 	else
-		rmsnorm_rows(&t, 0, n);
+		rope_tokens(t, 0, t->n);
 }
 
 /* Rotate the first rope_dim values of each head of x (n, n_heads * head_dim) by pos. */
@@ -161,27 +249,19 @@ static void
 ref_rope(LlmBackend *be, float *x, const int32_t *pos, int n, int n_heads, int head_dim,
 		 int rope_dim, const float *inv_freq, LlmRopeMode mode)
 {
-	int			half = rope_dim / 2;
+	RopeTask	t = {{x, NULL}, {n_heads, 0}, pos, n, head_dim, rope_dim, inv_freq, mode};
 
-	for (int i = 0; i < n; i++)
-		for (int k = 0; k < half; k++)
-		{
-			float		angle = (float) pos[i] * inv_freq[k];
-			float		c = cosf(angle);
-			float		s = sinf(angle);
+	rope_run(be, &t);
+}
 
-			for (int h = 0; h < n_heads; h++)
-			{
-				float	   *v = x + ((size_t) i * n_heads + h) * head_dim;
-				int			a = mode == LLM_ROPE_ADJACENT ? 2 * k : k;
-				int			b = mode == LLM_ROPE_ADJACENT ? 2 * k + 1 : k + half;
-				float		x0 = v[a];
-				float		x1 = v[b];
+/* ref_rope of q and of k at the same positions in one pass. */
+static void
+ref_rope_qk(LlmBackend *be, float *q, int n_heads, float *k, int n_kv_heads, const int32_t *pos, int n,
+			int head_dim, int rope_dim, const float *inv_freq, LlmRopeMode mode)
+{
+	RopeTask	t = {{q, k}, {n_heads, n_kv_heads}, pos, n, head_dim, rope_dim, inv_freq, mode};
 
-				v[a] = x0 * c - x1 * s;
-				v[b] = x0 * s + x1 * c;
-			}
-		}
+	rope_run(be, &t);
 }
 
 /* Fused attention over the paged cache of layer, with the scalar kernels. */
@@ -284,6 +364,8 @@ const LlmBackendOps llm_cpu_ref_ops = {
 	.get_rows = ref_get_rows,
 	.rmsnorm = ref_rmsnorm,
 	.rope = ref_rope,
+	.rope_qk = ref_rope_qk,
+	.add_rmsnorm = ref_add_rmsnorm,
 	.kv_store = llm_cpu_kv_store,
 	.kv_move = llm_cpu_kv_move,
 	.attention = ref_attention,
