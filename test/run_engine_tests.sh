@@ -15,11 +15,11 @@ run() {
     if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $name" >&2; fi
 }
 
-# models for test_invariance_engine: small random ones of every type llm-random-model writes (and the
+# models for test_invariance_engine: a small random one of every weight type the kernels take (and the
 # engine's own INT8/INT4 schemes on the F32 one), then the two real models (plain build only)
 mkdir -p build/test-models
 random_models=""
-for t in F32 F16 BF16 Q8_0 Q4_0; do
+for t in F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K; do
     m=build/test-models/random-$t.gguf
     [ -f "$m" ] || bin/llm-random-model -o "$m" --dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 768 \
         --vocab 2048 --ctx 1024 --type $t --seed 7 >/dev/null

@@ -13,7 +13,10 @@
  * weights are normal(0, 0.08), so that attention is far from uniform (and
  * RoPE, a window or a soft-cap decides the output), their norms are
  * 1 + normal(0, 0.1) and their biases normal(0, 0.5), so that a norm or a
- * bias applied wrongly shows.
+ * bias applied wrongly shows.  F32, F16, BF16, Q8_0 and Q4_0 are those
+ * weights quantized; the types the engine cannot quantize to (Q4_1, Q5_0,
+ * Q5_1, Q2_K .. Q6_K) are random blocks of about the same spread
+ * (random_block), so every weight type has a model to test.
  *
  * --arch: llama; llama31 (Llama 3.1: RoPE base 500000 and the
  * rope_freqs.weight factors llama.cpp's converter computes for rope_type
@@ -34,6 +37,7 @@
 #include "cli_common.h"
 #include "gguf.h"
 #include "quant.h"
+#include "quant_blocks.h"
 #include "sampler.h"
 
 typedef struct Shape
@@ -63,6 +67,73 @@ rand_normal(LlmRng *rng)
 	return sqrt(-2.0 * log(u1 + 1e-300)) * cos(2.0 * M_PI * u2);
 }
 
+/* fp16 bits of x times the weights' spread over the quants' own (scale of a block whose weights spread about stddev). */
+static uint16_t
+fp16_scale(double stddev, double quant_spread)
+{
+	return llm_fp32_to_fp16((float) (stddev / quant_spread));
+}
+
+/*
+ * Fill a block of type t (one this tool cannot quantize to: Q4_1, Q5_0,
+ * Q5_1 and the K-quants) with random bits, then set its fp16 scales so its
+ * weights spread about stddev: the scale is stddev over the typical
+ * |quant x sub-block scale| of uniformly random bits, and a minimum (m,
+ * dmin) is set near the middle of the range it is taken from, so weights
+ * lie about zero.  Not a quantization of anything: random bit patterns the
+ * kernels must still multiply exactly like the reference.
+ */
+static void
+random_block(LlmRng *rng, int t, uint8_t *b, size_t bytes, double stddev)
+{
+	for (size_t i = 0; i < bytes; i++)
+		b[i] = (uint8_t) llm_rng_next(rng);
+	switch (t)
+	{
+		case LLM_TYPE_Q4_1:
+			((LlmBlockQ4_1 *) b)->d = fp16_scale(stddev, 4.6);
+			((LlmBlockQ4_1 *) b)->m = fp16_scale(-stddev * 7.5, 4.6);
+			break;
+		case LLM_TYPE_Q5_0:
+			((LlmBlockQ5_0 *) b)->d = fp16_scale(stddev, 9.2);
+			break;
+		case LLM_TYPE_Q5_1:
+			((LlmBlockQ5_1 *) b)->d = fp16_scale(stddev, 9.2);
+			((LlmBlockQ5_1 *) b)->m = fp16_scale(-stddev * 15.5, 9.2);
+			break;
+		case LLM_TYPE_Q2_K:
+			/* d * scale (0..15) * q (0..3) - dmin * min (0..15) */
+			((LlmBlockQ2_K *) b)->d = fp16_scale(stddev, 7.5 * 1.1);
+			((LlmBlockQ2_K *) b)->dmin = fp16_scale(stddev * 1.5, 1.1);
+			break;
+		case LLM_TYPE_Q3_K:
+			/* d * (scale - 32) * (q - 4) */
+			((LlmBlockQ3_K *) b)->d = fp16_scale(stddev, 18.0 * 2.3);
+			break;
+		case LLM_TYPE_Q4_K:
+			/* d * scale (0..63) * q (0..15) - dmin * min (0..63) */
+			((LlmBlockQ4_K *) b)->d = fp16_scale(stddev, 31.5 * 4.6);
+			((LlmBlockQ4_K *) b)->dmin = fp16_scale(stddev * 7.5, 4.6);
+			break;
+		case LLM_TYPE_Q5_K:
+			((LlmBlockQ5_K *) b)->d = fp16_scale(stddev, 31.5 * 9.2);
+			((LlmBlockQ5_K *) b)->dmin = fp16_scale(stddev * 15.5, 9.2);
+			break;
+		case LLM_TYPE_Q6_K:
+			/* d * scale (-128..127) * (q - 32) */
+			((LlmBlockQ6_K *) b)->d = fp16_scale(stddev, 64.0 * 18.5);
+			break;
+	}
+}
+
+/* Whether this tool writes type t: quantized from normal weights, or as random blocks. */
+static bool
+type_writable(int t)
+{
+	return llm_type_can_quantize(t) || t == LLM_TYPE_Q4_1 || t == LLM_TYPE_Q5_0 || t == LLM_TYPE_Q5_1 ||
+		t == LLM_TYPE_Q2_K || t == LLM_TYPE_Q3_K || t == LLM_TYPE_Q4_K || t == LLM_TYPE_Q5_K || t == LLM_TYPE_Q6_K;
+}
+
 /* Add a (rows, cols) matrix in type t: its first n_first rows normal(0, std_first), the rest normal(0, stddev). */
 static bool
 add_matrix_split(LlmGgufWriter *w, LlmRng *rng, const char *name, int cols, int rows, int t, int n_first,
@@ -81,6 +152,15 @@ add_matrix_split(LlmGgufWriter *w, LlmRng *rng, const char *name, int cols, int 
 	}
 	for (int r = 0; r < rows; r++)
 	{
+		const LlmTypeTraits *tr = llm_type_traits(t);
+
+		if (!llm_type_can_quantize(t))
+		{
+			for (int c = 0; c < cols; c += tr->block_size)
+				random_block(rng, t, data + (size_t) r * row_bytes + (size_t) (c / tr->block_size) * tr->type_size,
+							 tr->type_size, r < n_first ? std_first : stddev);
+			continue;
+		}
 		for (int c = 0; c < cols; c++)
 			row[c] = (float) (rand_normal(rng) * (r < n_first ? std_first : stddev));
 		llm_quantize_row(t, row, data + (size_t) r * row_bytes, cols);
@@ -425,7 +505,7 @@ usage(void)
 {
 	fprintf(stderr,
 			"usage: llm-random-model -o OUT.gguf [--dim 768] [--layers 12] [--heads 12] [--kv-heads HEADS]\n"
-			"                        [--ffn 2048] [--vocab 32000] [--ctx 2048] [--type F32|F16|BF16|Q8_0|Q4_0]\n"
+			"                        [--ffn 2048] [--vocab 32000] [--ctx 2048] [--type F32|F16|BF16|Q8_0|Q4_0|Q4_1|Q5_0|Q5_1|Q2_K..Q6_K]\n"
 			"                        [--seed 1] [--tied] [--head-dim N]\n"
 			"                        [--arch llama|llama31|mistral|qwen2|qwen3|gemma2|phi3] [--rope-scaling llama3]\n");
 }
@@ -484,7 +564,7 @@ main(int argc, char **argv)
 		{
 			s.type = -1;
 			for (int t = 0; t < LLM_TYPE_COUNT; t++)
-				if (llm_type_traits(t) && strcasecmp(llm_type_traits(t)->name, val) == 0 && llm_type_can_quantize(t))
+				if (llm_type_traits(t) && strcasecmp(llm_type_traits(t)->name, val) == 0 && type_writable(t))
 					s.type = t;
 			if (s.type < 0)
 			{
