@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "pace.h"
 #include "test.h"
 
 #define N_PROMPTS 6
@@ -377,6 +378,114 @@ test_stop_cancel(void)
 	llm_engine_free(e);
 }
 
+/*
+ * Pacing's chunk sizes against its own cost model: with a measured rate, a
+ * prompt chunk costs at most the step's budget (rate x target), except the
+ * minimum first chunk; without a rate or a target it takes everything.
+ */
+static void
+test_pace_chunks(void)
+{
+	LlmPace		p;
+	int			n;
+
+	llm_pace_init(&p, model, 0);
+	TEST_CHECK(llm_pace_chunk(&p, 0, 400, true) == 400, "no target: the whole prompt");
+	llm_pace_init(&p, model, 10);
+	TEST_CHECK(llm_pace_chunk(&p, 0, 400, true) == 400, "no rate yet: the whole prompt");
+	/* a rate at which ten tokens at positions 0..9 fill the budget exactly */
+	llm_pace_begin(&p);
+	llm_pace_add(&p, 0, 10, true);
+	p.rate = p.prompt_cost / 0.010;
+	llm_pace_begin(&p);
+	n = llm_pace_chunk(&p, 0, 400, false);
+	TEST_CHECK(n == 10, "budget of ten tokens: took %d", n);
+	TEST_CHECK(llm_pace_chunk(&p, 0, 400, true) == LLM_PACE_MIN_CHUNK, "first chunk: at least the minimum");
+	TEST_CHECK(llm_pace_chunk(&p, 0, 5, true) == 5, "first chunk: not more than wanted");
+	/* later positions cost more (they attend to more keys): fewer fit */
+	n = llm_pace_chunk(&p, 300, 400, false);
+	TEST_CHECK(n >= 1 && n < 10, "budget at position 300: took %d", n);
+	/* a step whose decoding tokens already cost the budget takes no more prompt */
+	llm_pace_add(&p, 0, 10, true);
+	TEST_CHECK(llm_pace_chunk(&p, 0, 400, false) == 0, "budget spent: took a prompt chunk");
+}
+
+/*
+ * A long prompt beside a decoding sequence, steps paced to 1 ms: the
+ * prompt is prefilled over several steps, the decoding sequence gets one
+ * token in every one of them (a long prompt never stalls decode), and a
+ * cancel of the long prompt between two of its chunks ends it at once,
+ * every block back in the pool.
+ */
+static void
+test_paced_prefill(void)
+{
+	LlmEngineConfig c;
+	LlmEngine  *e = NULL;
+	LlmError	err;
+	LlmEngineStats st,
+				prev;
+	LlmResult	res;
+	char		long_prompt[4096] = "";
+	int64_t		dec,
+				lng;
+	int			prefill_steps = 0;
+	bool		stalled = false;
+	char	   *t;
+
+	llm_engine_config_default(&c);
+	c.kv_type = LLM_KV_F32;
+	c.max_seqs = 4;
+	c.n_ctx = 512;
+	c.step_time_ms = 1;
+	TEST_CHECK(llm_engine_new(model, &c, &e, &err) == LLM_OK, "engine: %s", err.msg);
+	if (e == NULL)
+		return;
+	dec = add(e, prompts[0], 300);
+	for (int i = 0; i < 8; i++)		/* its prompt, then decoding: the rate is measured */
+		TEST_CHECK(llm_engine_step(e, &err) == LLM_OK, "step: %s", err.msg);
+	while (strlen(long_prompt) < 1400)
+		strcat(long_prompt, "Once upon a time there was a little girl who liked to play in the park. ");
+	lng = add(e, long_prompt, 1);
+	llm_engine_stats(e, &prev);
+	for (int i = 0; i < 400; i++)
+	{
+		TEST_CHECK(llm_engine_step(e, &err) == LLM_OK, "step: %s", err.msg);
+		llm_engine_stats(e, &st);
+		if (st.tokens_prefilled == prev.tokens_prefilled)
+			break;
+		prefill_steps++;
+		stalled |= st.tokens_generated != prev.tokens_generated + 1;
+		prev = st;
+		if (prefill_steps == 2)
+			break;
+	}
+	TEST_CHECK(prefill_steps == 2, "the long prompt was prefilled in %d step(s), not chunked", prefill_steps);
+	TEST_CHECK(!stalled, "a decoding sequence got no token in a step that prefilled the long prompt");
+	/* cancelled between chunks: the next step runs without it */
+	llm_engine_cancel(e, lng);
+	TEST_CHECK(llm_engine_step(e, &err) == LLM_OK, "step: %s", err.msg);
+	llm_engine_stats(e, &st);
+	TEST_CHECK(st.tokens_prefilled == prev.tokens_prefilled && st.tokens_generated == prev.tokens_generated + 1,
+			   "after the cancel: %lld prompt tokens and %lld new tokens in a step",
+			   (long long) (st.tokens_prefilled - prev.tokens_prefilled),
+			   (long long) (st.tokens_generated - prev.tokens_generated));
+	t = result_text(e, lng, &res);
+	TEST_CHECK(t != NULL && res.reason == LLM_FINISH_CANCELLED, "cancelled prompt: %s",
+			   t ? llm_finish_reason_name(res.reason) : "no result");
+	free(t);
+	llm_engine_release(e, lng);
+	llm_engine_cancel(e, dec);
+	run_to_idle(e);
+	while (llm_engine_poll(e, &res))
+		;
+	llm_engine_release(e, dec);
+	llm_engine_stats(e, &st);
+	TEST_CHECK(st.kv_blocks_used == 0 && st.n_running == 0, "blocks %d, running %d after the cancels",
+			   st.kv_blocks_used, st.n_running);
+	llm_engine_free(e);
+}
+
 /* A huge max_tokens stops at the context length, without overflow. */
 static void
 test_huge_max_tokens(void)
@@ -620,6 +729,8 @@ main(void)
 	test_join_and_preempt();
 	test_too_big();
 	test_stop_cancel();
+	test_pace_chunks();
+	test_paced_prefill();
 	test_seeded();
 	test_huge_max_tokens();
 	test_prefix_cache();
