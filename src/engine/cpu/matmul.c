@@ -27,6 +27,7 @@
 #include "cpu/activation.h"
 #include "cpu/attention.h"
 #include "cpu/matmul.h"
+#include "cpu/norm.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -308,6 +309,25 @@ glu_avx512(LlmBackend *be, const float *gate, const float *up, float *out, int64
 	llm_cpu_glu(be, gate, up, out, n, act, llm_glu_range_avx512);
 }
 
+/* The rmsnorm op of the AVX-512 level. */
+static void
+rmsnorm_avx512(LlmBackend *be, const float *x, const float *w, float *y, int n, int dim, float eps, bool add_one)
+{
+	LlmNormArgs a = {(float *) x, NULL, w, y, n, dim, eps, add_one};
+
+	llm_cpu_rmsnorm(be, &a, llm_norm_rows_avx512);
+}
+
+/* The add_rmsnorm op of the AVX-512 level. */
+static void
+add_rmsnorm_avx512(LlmBackend *be, float *x, const float *r, const float *w, float *y, int n, int dim, float eps,
+				   bool add_one)
+{
+	LlmNormArgs a = {x, r, w, y, n, dim, eps, add_one};
+
+	llm_cpu_rmsnorm(be, &a, llm_norm_rows_avx512);
+}
+
 /* gate and up as one matmul_multi on the kernels of level isa, then that level's glu op. */
 static void
 matmul_glu_run(LlmBackend *be, LlmCpuIsa isa, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x,
@@ -336,7 +356,7 @@ matmul_glu_avx512(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up
 	matmul_glu_run(be, LLM_CPU_ISA_AVX512, w_gate, w_up, x, gate, up, n, act);
 }
 
-/* Build the op tables: the reference's, with the matmul, attention and GLU of each level. */
+/* Build the op tables: the reference's, with the matmul, attention, GLU and (AVX-512) RMSNorm of each level. */
 static void
 build_isa_ops(void)
 {
@@ -357,6 +377,11 @@ build_isa_ops(void)
 		isa_ops[LLM_CPU_ISA_AVX512].attention = attention_avx512;
 	if (llm_glu_range_avx512 != NULL)
 		isa_ops[LLM_CPU_ISA_AVX512].glu = glu_avx512;
+	if (llm_norm_rows_avx512 != NULL)
+	{
+		isa_ops[LLM_CPU_ISA_AVX512].rmsnorm = rmsnorm_avx512;
+		isa_ops[LLM_CPU_ISA_AVX512].add_rmsnorm = add_rmsnorm_avx512;
+	}
 #if defined(__x86_64__) && defined(__GNUC__)
 	isa_ops[LLM_CPU_ISA_AVX2].kv_store = llm_cpu_kv_store_f16c;
 	isa_ops[LLM_CPU_ISA_AVX512].kv_store = llm_cpu_kv_store_f16c;

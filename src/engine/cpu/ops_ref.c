@@ -10,6 +10,7 @@
 #include "cpu/activation.h"
 #include "cpu/attention.h"
 #include "cpu/matmul.h"
+#include "cpu/norm.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -71,21 +72,9 @@ ref_get_rows(LlmBackend *be, const LlmWeight *w, const int32_t *ids, int n, floa
 #define NORM_ROWS 8				/* rows whose sums of squares run side by side */
 #define NORM_ROWS_PER_TASK 32
 
-typedef struct NormTask
-{
-	float	   *x;				/* (n, dim) */
-	const float *r;				/* (n, dim) added into x first, or NULL */
-	const float *w;				/* (dim) */
-	float	   *y;				/* (n, dim) */
-	int			n;
-	int			dim;
-	float		eps;
-	bool		add_one;
-} NormTask;
-
 /* Row i's output from its sum of squares ss. */
 static void
-rmsnorm_scale_row(const NormTask *t, int i, float ss)
+rmsnorm_scale_row(const LlmNormArgs *t, int i, float ss)
 {
 	const float *xi = t->x + (size_t) i * t->dim;
 	float	   *yi = t->y + (size_t) i * t->dim;
@@ -109,13 +98,13 @@ sum_squares(const float *x, int dim, const int rows, float *ss)
 }
 
 /*
- * Rows [r0, r1) of the rmsnorm.  Each row's sum of squares adds its
- * squares in order of j, whatever the rows around it; NORM_ROWS rows' sums
- * run side by side, independent chains where one alone would wait on
- * every add's latency.
+ * Rows [r0, r1) of the rmsnorm, the reference.  Each row's sum of squares
+ * adds its squares in order of j, whatever the rows around it; NORM_ROWS
+ * rows' sums run side by side, independent chains where one alone would
+ * wait on every add's latency.
  */
-static void
-rmsnorm_rows(const NormTask *t, int r0, int r1)
+void
+llm_norm_rows_ref(const LlmNormArgs *t, int r0, int r1)
 {
 	int			dim = t->dim;
 
@@ -132,7 +121,6 @@ rmsnorm_rows(const NormTask *t, int r0, int r1)
 			for (size_t j = 0; j < (size_t) m * dim; j++)
 				xi[j] += ri[j];
 		}
-
 		if (m == NORM_ROWS)
 			sum_squares(xi, dim, NORM_ROWS, ss);
 		else
@@ -143,6 +131,12 @@ rmsnorm_rows(const NormTask *t, int r0, int r1)
 	}
 }
 
+typedef struct NormTask
+{
+	const LlmNormArgs *a;
+	LlmNormRows rows;
+} NormTask;
+
 /* One task of the rmsnorm: NORM_ROWS_PER_TASK rows. */
 static void
 rmsnorm_task(void *arg, int chunk)
@@ -150,26 +144,28 @@ rmsnorm_task(void *arg, int chunk)
 	const NormTask *t = arg;
 	int			r0 = chunk * NORM_ROWS_PER_TASK;
 
-	rmsnorm_rows(t, r0, r0 + NORM_ROWS_PER_TASK < t->n ? r0 + NORM_ROWS_PER_TASK : t->n);
+	t->rows(t->a, r0, r0 + NORM_ROWS_PER_TASK < t->a->n ? r0 + NORM_ROWS_PER_TASK : t->a->n);
 }
 
-/* Run t's rows: on the pool when there are many, else on the caller. */
-static void
-rmsnorm_run(LlmBackend *be, const NormTask *t)
+/* The rows of a by kernel rows: on the pool when there are many, else on the caller. */
+void
+llm_cpu_rmsnorm(LlmBackend *be, const LlmNormArgs *a, LlmNormRows rows)
 {
-	if (t->n > NORM_ROWS_PER_TASK)
-		llm_pool_run(be->pool, (t->n + NORM_ROWS_PER_TASK - 1) / NORM_ROWS_PER_TASK, rmsnorm_task, (void *) t);
+	NormTask	t = {a, rows};
+
+	if (a->n > NORM_ROWS_PER_TASK)
+		llm_pool_run(be->pool, (a->n + NORM_ROWS_PER_TASK - 1) / NORM_ROWS_PER_TASK, rmsnorm_task, &t);
 	else
-		rmsnorm_rows(t, 0, t->n);
+		rows(a, 0, a->n);
 }
 
 /* y (n, dim) = x / rms(x) * w (or * (1 + w)); many rows on the pool. */
 static void
 ref_rmsnorm(LlmBackend *be, const float *x, const float *w, float *y, int n, int dim, float eps, bool add_one)
 {
-	NormTask	t = {(float *) x, NULL, w, y, n, dim, eps, add_one};
+	LlmNormArgs a = {(float *) x, NULL, w, y, n, dim, eps, add_one};
 
-	rmsnorm_run(be, &t);
+	llm_cpu_rmsnorm(be, &a, llm_norm_rows_ref);
 }
 
 /* x (n, dim) += r; y = rmsnorm(x): each row's add, then its norm, in one pass (the same bits as add, then rmsnorm). */
@@ -177,9 +173,9 @@ static void
 ref_add_rmsnorm(LlmBackend *be, float *x, const float *r, const float *w, float *y, int n, int dim, float eps,
 				bool add_one)
 {
-	NormTask	t = {x, r, w, y, n, dim, eps, add_one};
+	LlmNormArgs a = {x, r, w, y, n, dim, eps, add_one};
 
-	rmsnorm_run(be, &t);
+	llm_cpu_rmsnorm(be, &a, llm_norm_rows_ref);
 }
 
 #define ROPE_TOKENS_PER_TASK 8
