@@ -93,6 +93,24 @@ def oracle(template, system, user, bos, eos, with_date):
         raise Raised(str(e))
 
 
+def oracle_end_of_turn(template, bos, eos):
+    """What Jinja2 writes right after an assistant's reply, or None when the template takes no such turn."""
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=["jinja2.ext.loopcontrols", GenerationTag])
+    env.filters["tojson"] = lambda x, **kw: json.dumps(x, ensure_ascii=False)
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda fmt: ENGINE_DATE.strftime(fmt)
+    reply = "The reply."
+    try:
+        text = env.from_string(template).render(messages=[{"role": "user", "content": "Hello"},
+                                                          {"role": "assistant", "content": reply}],
+                                                add_generation_prompt=False, bos_token=bos, eos_token=eos)
+    except (Raised, jinja2.TemplateError):
+        return None
+    at = text.rfind(reply)
+    return text[at + len(reply):] if at >= 0 else None
+
+
 def engine(args, system, user, with_date):
     """llm-cli template's bytes, or None when it refuses; and its stderr."""
     cmd = [CLI, "template"] + args + ["--user", user]
@@ -138,8 +156,18 @@ def check(name, template, args, bos, eos, unsupported):
         if renders > 0:
             return False, f"FAIL {name}: listed as unsupported ({why}) but renders; update the list"
         return True, f"unsupported {name}: {why}"
-    family = engine(args, CONVERSATIONS[0][0], CONVERSATIONS[0][1], False)[1].replace("chat format: ", "")
-    return True, f"ok {name} ({family}): {renders} identical, {refusals} refused as by Jinja2"
+    info = {}
+    for system in (None, CONVERSATIONS[0][0]):		# a template may refuse either
+        info = info or dict(line.split(": ", 1) for line in engine(args, system, CONVERSATIONS[0][1], False)[1]
+                            .splitlines() if ": " in line and not line.startswith("llm-cli"))
+    family, end = info.get("chat format", "?"), info.get("end of turn", "").replace("\\n", "\n")
+    # the scoring functions append the end of the turn to an answer: it must be what the template writes there
+    after = oracle_end_of_turn(template, bos, eos)
+    if renders > 0 and not end:
+        return False, f"FAIL {name}: the engine renders it but gives no end of turn"
+    if after is not None and not after.startswith(end):
+        return False, f"FAIL {name}: the engine ends a reply with {end!r}, Jinja2 with {after!r}"
+    return True, f"ok {name} ({family}): {renders} identical, {refusals} refused as by Jinja2, end of turn {end!r}"
 
 
 def gguf_strings(path, keys):

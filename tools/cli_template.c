@@ -11,6 +11,8 @@
  * ("" when not given).  --date is what strftime_now("%d %b %Y") gives in
  * templates that call it (Llama 3.2); without it strftime_now is not
  * defined, as in the engine, so that a prompt does not change with the day.
+ * On stderr: the format's family, and the text that ends an assistant's turn
+ * in it (llm_chat_end_of_turn; a newline written as \n).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,7 +125,13 @@ cli_template(int argc, char **argv)
 	{
 		for (int i = 0; i < r.n_parts; i++)
 			fwrite(r.parts[i].text, 1, r.parts[i].len, stdout);
-		fprintf(stderr, "chat format: %s\n", llm_chat_family_name(f.family));
+		char		end[64];
+
+		llm_chat_end_of_turn(&f, in.eos, end, sizeof(end));
+		fprintf(stderr, "chat format: %s\nend of turn: ", llm_chat_family_name(f.family));
+		for (const char *c = end; *c; c++)
+			fprintf(stderr, *c == '\n' ? "\\n" : "%c", *c);
+		fputc('\n', stderr);
 		rc = fflush(stdout) == 0 ? 0 : 1;
 	}
 	llm_chat_format_free(&f);

@@ -408,6 +408,60 @@ llm_chat_token_text(const LlmTokenizer *t, int32_t id)
 	return s != NULL ? s : "";
 }
 
+/*
+ * The text a format's templates write right after an assistant's reply,
+ * up to the end of its turn (what the model was trained to say after an
+ * answer, and what ends its generation), into out (outsz bytes): "<|im_end|>",
+ * "<end_of_turn>", "<|eot_id|>", ..., or the vocabulary's EOS text eos
+ * where the template writes eos_token (Llama 2: a space, then EOS).
+ * test/chat_template_test.py checks it against Jinja2 for every template.
+ */
+void
+llm_chat_end_of_turn(const LlmChatFormat *f, const char *eos, char *out, size_t outsz)
+{
+	const char *lit = NULL;
+
+	switch (f->family)
+	{
+		case LLM_CHAT_CHATML:
+		case LLM_CHAT_PHI4:
+			lit = "<|im_end|>";
+			break;
+		case LLM_CHAT_LLAMA3:
+			lit = "<|eot_id|>";
+			break;
+		case LLM_CHAT_GEMMA:
+			lit = "<end_of_turn>";
+			break;
+		case LLM_CHAT_PHI3:
+			lit = "<|end|>";
+			break;
+		case LLM_CHAT_COMMAND_R:
+			lit = "<|END_OF_TURN_TOKEN|>";
+			break;
+		case LLM_CHAT_GRANITE:
+			lit = "<|end_of_text|>";
+			break;
+		case LLM_CHAT_DEEPSEEK:
+			lit = "<｜end▁of▁sentence｜>";
+			break;
+		case LLM_CHAT_ALPACA:
+			lit = "\n<|EOT|>";
+			break;
+		case LLM_CHAT_RWKV:
+			lit = "\n\n";
+			break;
+		case LLM_CHAT_LLAMA2:
+			snprintf(out, outsz, " %s", eos);
+			return;
+		default:
+			/* Mistral, DeepSeek V2, Zephyr, Vicuna: eos_token */
+			lit = eos;
+			break;
+	}
+	snprintf(out, outsz, "%s", lit);
+}
+
 /* Tokenize a continuation to score after a prompt (see engine.h). */
 LlmStatus
 llm_continuation_tokenize(const LlmModel *m, const char *text, size_t len, bool end_of_turn,
@@ -416,19 +470,38 @@ llm_continuation_tokenize(const LlmModel *m, const char *text, size_t len, bool 
 	const LlmTokenizer *t = m->tokenizer;
 	int32_t		eos = llm_tokenizer_eos(t);
 	LlmStatus	st = llm_tokenize(t, text, len, false, false, ids, n_ids, err);
+	LlmChatFormat f = {0};
+	LlmError	ignored;
+	char		end[64];
+	int32_t    *end_ids = NULL;
+	int			n_end = 0;
 	int32_t    *grown;
 
-	if (st != LLM_OK || !end_of_turn || eos < 0)
+	if (st != LLM_OK || !end_of_turn)
 		return st;
-	grown = realloc(*ids, (size_t) (*n_ids + 1) * sizeof(int32_t));
+	/* the end of the model's turn as its template writes it, else EOS alone */
+	if (llm_chat_format_load(m->gguf, m->info.name, &f, &ignored) == LLM_OK)
+	{
+		llm_chat_end_of_turn(&f, llm_chat_token_text(t, eos), end, sizeof(end));
+		llm_chat_format_free(&f);
+		st = llm_tokenize(t, end, strlen(end), false, true, &end_ids, &n_end, err);
+	}
+	else if (eos >= 0 && (end_ids = malloc(sizeof(int32_t))) != NULL)
+		end_ids[n_end++] = eos;
+	else if (eos >= 0)
+		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory tokenizing a continuation");
+	grown = st == LLM_OK ? realloc(*ids, (size_t) (*n_ids + n_end + 1) * sizeof(int32_t)) : NULL;
 	if (grown == NULL)
 	{
 		free(*ids);
+		free(end_ids);
 		*ids = NULL;
-		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory tokenizing a continuation");
+		return st != LLM_OK ? st : llm_error_set(err, LLM_ERR_NOMEM, "out of memory tokenizing a continuation");
 	}
-	grown[(*n_ids)++] = eos;
+	memcpy(grown + *n_ids, end_ids, (size_t) n_end * sizeof(int32_t));
+	*n_ids += n_end;
 	*ids = grown;
+	free(end_ids);
 	return LLM_OK;
 }
 

@@ -164,6 +164,13 @@ const char *llm_chat_token_text(const LlmTokenizer *t, int32_t id);
 bool		llm_chat_set_literal(const char *tmpl, size_t len, const char *name, size_t name_len,
 								 const char **lit, size_t *lit_len);
 
+/*
+ * The text format f's templates write right after an assistant's reply, to
+ * the end of its turn ("<|im_end|>", "<end_of_turn>", ..., or eos where they
+ * write eos_token), into out (outsz bytes).
+ */
+void		llm_chat_end_of_turn(const LlmChatFormat *f, const char *eos, char *out, size_t outsz);
+
 /* The family's name: "chatml", "llama3", "gemma", ..., or "none". */
 const char *llm_chat_family_name(LlmChatFamily family);
 

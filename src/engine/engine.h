@@ -76,8 +76,10 @@ LlmStatus	llm_model_load_with(const char *path, const LlmModelLoadOptions *o, Ll
  */
 /*
  * Tokenize a continuation to score after a prompt (LlmRequest.forced): no
- * BOS, control tokens stay text, then the model's end-of-turn token (EOS)
- * when end_of_turn is set and the vocabulary has one.  *ids is a new
+ * BOS, control tokens stay text; with end_of_turn, then the end of the
+ * model's turn as its chat template writes it after a reply (its control
+ * tokens recognised: llm_chat_end_of_turn), or EOS where it has no template
+ * (nothing where it has no EOS either).  *ids is a new
  * malloc'd array of *n_ids tokens.
  */
 LlmStatus	llm_continuation_tokenize(const LlmModel *m, const char *text, size_t len, bool end_of_turn,
