@@ -43,6 +43,7 @@ SCHEMAS = [
     {"type": "string", "minLength": 2, "maxLength": 2},
     {"type": "string", "enum": ["positive", "negative", "neutral"]},
     {"enum": [1, "two", None, True, {"k": [3]}]},
+    {"type": ["integer", "null"], "enum": [1, 2.5, "two", None]},	# the values of another type are never written
     {"const": {"fixed": [1, 2, {"x": None}]}},
     {"type": "integer"},
     {"type": "number"},

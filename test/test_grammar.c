@@ -185,6 +185,16 @@ test_schema_texts(void)
 				 "\"required\":[\"a/b~c\"]}",
 				 (const char *[]) {"{\"a/b~c\":\"q\\\"\"}", NULL},
 				 (const char *[]) {"{\"a/b~c\":\"q\"}", NULL});
+	/* enum and const beside "type": only the values of that type (a validator refuses the others) */
+	check_schema("{\"type\":\"string\",\"enum\":[\"a\",1,null,\"b\"]}",
+				 (const char *[]) {"\"a\"", "\"b\"", NULL},
+				 (const char *[]) {"1", "null", NULL});
+	check_schema("{\"type\":[\"integer\",\"null\"],\"enum\":[1,2.5,3.0,null,\"1\"]}",
+				 (const char *[]) {"1", "3.0", "null", NULL},
+				 (const char *[]) {"2.5", "\"1\"", NULL});
+	check_schema("{\"type\":\"number\",\"const\":2.5,\"description\":\"x\"}",
+				 (const char *[]) {"2.5", NULL},
+				 (const char *[]) {"2", NULL});
 }
 
 /* Schemas that must not compile, with the keyword or place named. */
@@ -205,6 +215,12 @@ test_schema_errors(void)
 	check_schema_error("{\"type\":\"string\",\"maxLength\":-1}", LLM_ERR_INVALID, "maxLength");
 	check_schema_error("{\"type\":\"string\",\"maxLength\":1e9}", LLM_ERR_LIMIT, "maxLength above");
 	check_schema_error("{\"enum\":[]}", LLM_ERR_INVALID, "\"enum\" must be a non-empty array");
+	check_schema_error("{\"type\":\"string\",\"enum\":[1,null]}", LLM_ERR_INVALID, "no value of \"enum\" has");
+	check_schema_error("{\"type\":\"integer\",\"const\":\"7\"}", LLM_ERR_INVALID, "\"const\" does not have");
+	check_schema_error("{\"type\":\"string\",\"enum\":[\"abc\"],\"maxLength\":2}", LLM_ERR_UNSUPPORTED,
+					   "\"enum\" beside assertions other than \"type\"");
+	check_schema_error("{\"const\":1,\"enum\":[1,2]}", LLM_ERR_UNSUPPORTED, "\"const\" beside");
+	check_schema_error("{\"type\":7,\"enum\":[1]}", LLM_ERR_INVALID, "\"type\" must be");
 	check_schema_error("{\"anyOf\":[{\"type\":\"null\"}],\"type\":\"string\"}", LLM_ERR_UNSUPPORTED, "anyOf");
 	check_schema_error("{\"type\":\"array\",\"items\":[{\"type\":\"null\"}]}", LLM_ERR_UNSUPPORTED, "tuple");
 	check_schema_error("false", LLM_ERR_INVALID, "allows no value");

@@ -667,11 +667,70 @@ implied_type(const LlmJson *s)
 	return NULL;
 }
 
-/* A rule with one alternative per element of list, each compiled by compile_schema or as a literal. */
+/* Whether JSON value v is of the JSON Schema type named name (an integer: a number with no fraction). */
+static bool
+value_has_type(const LlmJson *v, const char *name)
+{
+	switch (v->type)
+	{
+		case LLM_JSON_NULL:
+			return strcmp(name, "null") == 0;
+		case LLM_JSON_BOOL:
+			return strcmp(name, "boolean") == 0;
+		case LLM_JSON_NUMBER:
+			return strcmp(name, "number") == 0 ||
+				(strcmp(name, "integer") == 0 && isfinite(v->number) && v->number == floor(v->number));
+		case LLM_JSON_STRING:
+			return strcmp(name, "string") == 0;
+		case LLM_JSON_ARRAY:
+			return strcmp(name, "array") == 0;
+		case LLM_JSON_OBJECT:
+			return strcmp(name, "object") == 0;
+	}
+	return false;
+}
+
+/*
+ * Whether v is of schema type "type" (a name or a list of names; NULL: any
+ * type), so that a literal of enum or const beside a type validates; a
+ * type that is not such a name or list fails sc.
+ */
+static bool
+value_in_type(SchemaCompiler *sc, const LlmJson *v, const LlmJson *type)
+{
+	if (type == NULL)
+		return true;
+	if (type->type == LLM_JSON_STRING)
+		return value_has_type(v, type->str);
+	if (type->type != LLM_JSON_ARRAY || type->n == 0)
+	{
+		schema_fail(sc, LLM_ERR_INVALID, "%s", "\"type\" must be a type name or a non-empty array of them");
+		return false;
+	}
+	for (int i = 0; i < type->n; i++)
+	{
+		if (type->items[i].type != LLM_JSON_STRING)
+		{
+			schema_fail(sc, LLM_ERR_INVALID, "%s", "\"type\" must list type names");
+			return false;
+		}
+		if (value_has_type(v, type->items[i].str))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A rule with one alternative per element of list, each compiled by
+ * compile_schema or (literals) as a literal; a literal not of type (enum
+ * beside "type") is left out, and a list that leaves none fails.
+ */
 static int
-alternatives_rule(SchemaCompiler *sc, const LlmJson *list, const char *keyword, bool literals, int depth)
+alternatives_rule(SchemaCompiler *sc, const LlmJson *list, const char *keyword, bool literals, const LlmJson *type,
+				  int depth)
 {
 	int			r;
+	int			n_alts = 0;
 
 	if (list->type != LLM_JSON_ARRAY || list->n == 0)
 		return schema_fail(sc, LLM_ERR_INVALID, "\"%s\" must be a non-empty array", keyword);
@@ -680,15 +739,23 @@ alternatives_rule(SchemaCompiler *sc, const LlmJson *list, const char *keyword, 
 	{
 		char		index[16];
 		size_t		old = path_push(sc, keyword);
-		int			alt;
+		int			alt = -1;
 
 		snprintf(index, sizeof(index), "%d", i);
 		path_push(sc, index);
-		alt = literals ? literal_value_rule(sc, &list->items[i]) : compile_schema(sc, &list->items[i], depth + 1);
+		if (!literals)
+			alt = compile_schema(sc, &list->items[i], depth + 1);
+		else if (value_in_type(sc, &list->items[i], type))
+			alt = literal_value_rule(sc, &list->items[i]);
 		sc->path[old] = '\0';
 		if (alt >= 0)
+		{
 			llm_grammar_add_rule(sc->b, llm_grammar_alt(sc->b, r), alt);
+			n_alts++;
+		}
 	}
+	if (sc->st == LLM_OK && n_alts == 0)
+		return schema_fail(sc, LLM_ERR_INVALID, "no value of \"%s\" has the schema's \"type\"", keyword);
 	return sc->st == LLM_OK ? r : -1;
 }
 
@@ -719,14 +786,25 @@ compile_schema(SchemaCompiler *sc, const LlmJson *s, int depth)
 	{
 		if (n_assertions > 1)
 			return schema_fail(sc, LLM_ERR_UNSUPPORTED, "%s", "\"anyOf\" beside other assertions is not supported");
-		return alternatives_rule(sc, v, "anyOf", false, depth);
+		return alternatives_rule(sc, v, "anyOf", false, NULL, depth);
 	}
-	if ((v = llm_json_member(s, "const")) != NULL)
-		return literal_value_rule(sc, v);
-	if ((v = llm_json_member(s, "enum")) != NULL)
-		return alternatives_rule(sc, v, "enum", true, depth);
-
 	type = llm_json_member(s, "type");
+	if ((v = llm_json_member(s, "const")) != NULL || (v = llm_json_member(s, "enum")) != NULL)
+	{
+		/* the values themselves; of the other assertions only "type", which each value must have */
+		const char *keyword = llm_json_member(s, "const") != NULL ? "const" : "enum";
+
+		if (n_assertions > (type != NULL ? 2 : 1))
+			return schema_fail(sc, LLM_ERR_UNSUPPORTED, "\"%s\" beside assertions other than \"type\" is not supported",
+							   keyword);
+		if (strcmp(keyword, "enum") == 0)
+			return alternatives_rule(sc, v, "enum", true, type, depth);
+		if (!value_in_type(sc, v, type))
+			return sc->st != LLM_OK ? -1 :
+				schema_fail(sc, LLM_ERR_INVALID, "%s", "the value of \"const\" does not have the schema's \"type\"");
+		return literal_value_rule(sc, v);
+	}
+
 	if (type == NULL)
 	{
 		const char *t = implied_type(s);
