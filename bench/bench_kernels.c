@@ -8,12 +8,16 @@
  * engine library):
  *   gcc -std=c11 -D_GNU_SOURCE -O2 -march=native -pthread -Isrc/engine \
  *       -o build/bench_kernels bench/bench_kernels.c build/libllmengine.a -lpcre2-8 -lm -lpthread
- *   build/bench_kernels [threads] [rows] [cols] [tokens] [GEMV set MB]
+ *   build/bench_kernels [threads] [rows] [cols] [tokens] [GEMV set MB] [types] [level]
  *
  * Defaults: 2 threads, a 2048 x 768 weight (an FFN matrix of the 134M test
  * model), 128 tokens for GEMM.  For GEMV the weight set is many matrices
  * (64 MB by default) walked in turn, as decode walks a model's layers,
  * so the figure is the one of weights streamed from memory or L3, not L2.
+ * Weights of the types the engine cannot quantize to (Q4_1, Q5_0, Q5_1 and
+ * the K-quants) are random bytes: the timing does not depend on the values.
+ * types: a comma-separated list of type names (default: all); level: avx2
+ * or avx512 (default: every level this processor has).
  */
 #include "backend.h"
 #include "cpu/cpu_features.h"
@@ -45,7 +49,7 @@ fill_weight(LlmType type, uint8_t *data, int64_t rows, int64_t cols)
 
 	for (int64_t r = 0; r < rows; r++)
 	{
-		if (type == LLM_TYPE_Q4_K || type == LLM_TYPE_Q6_K)
+		if (!llm_type_can_quantize(type))
 		{
 			for (size_t i = 0; i < rb; i++)
 			{
@@ -98,8 +102,8 @@ bench_level(LlmBackend *be, LlmCpuIsa isa, int64_t rows, int64_t cols, int n_tok
 			const char *only)
 {
 	static const LlmType types[] = {
-		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_1, LLM_TYPE_Q4_K,
-		LLM_TYPE_Q6_K
+		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_1, LLM_TYPE_Q5_0,
+		LLM_TYPE_Q5_1, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K, LLM_TYPE_Q4_K, LLM_TYPE_Q5_K, LLM_TYPE_Q6_K
 	};
 	const LlmBackendOps *ops = llm_cpu_ops_for_isa(isa);
 	float	   *x = malloc((size_t) n_tok * cols * sizeof(float));
