@@ -106,16 +106,40 @@ EXPLAIN (COSTS OFF) SELECT id, llm_generate(body, 8) FROM articles WHERE id % 2 
 SELECT (SELECT array_agg(q ORDER BY id) FROM (SELECT id, llm_generate(body, 8) FROM articles WHERE id % 2 = 0) q)::text
      = (SELECT array_agg(q ORDER BY id) FROM (SELECT id, llm_generate(body, 8) FROM articles WHERE id % 2 = 0 ORDER BY id) q)::text
     AS parallel_same;
+SELECT array_agg(q ORDER BY id)::text AS parallel_answers
+FROM (SELECT id, llm_generate(body, 8) FROM articles WHERE id % 2 = 0) q \gset
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
+-- ... and its answers are those of a serial plan, row by row
+SET llm.batch_rows = 0;
+SELECT array_agg(q ORDER BY id)::text = :'parallel_answers' AS parallel_same_as_serial_row_by_row
+FROM (SELECT id, llm_generate(body, 8) FROM articles WHERE id % 2 = 0) q;
+RESET llm.batch_rows;
 
 -- EXPLAIN ANALYZE counts requests and tokens: the two NULL rows make none, and
 -- rows 21 to 24 ask what rows 1 to 4 ask, so they take those answers.
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT id, llm_generate(body, 4) FROM articles;
 -- With a LIMIT right above, the node reads no more rows than it needs.
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT id, llm_generate(body, 4) FROM articles ORDER BY id LIMIT 3;
+-- Rows that share an instruction (more than two KV blocks) take it from the
+-- prefix cache, and the node counts the cached tokens and the worker's time.
+CREATE FUNCTION batch_analyze(query text, OUT requests int, OUT cached_share boolean, OUT worker_time boolean) AS $$
+DECLARE
+    plan jsonb;
+    node jsonb;
+BEGIN
+    EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || query INTO plan;
+    node := jsonb_path_query_first(plan, 'strict $.**? (@."Custom Plan Provider" == "LLM Batch")');
+    requests := (node->>'Requests')::int;
+    -- all but the first row's instruction came from the cache
+    cached_share := (node->>'Cached Prompt Tokens')::int >= (requests - 1) * 32;
+    worker_time := (node->>'Worker Time')::float8 > 0;
+END $$ LANGUAGE plpgsql;
+SELECT * FROM batch_analyze($q$SELECT id, llm_generate('Once upon a time there was a little girl named Lily. '
+    || 'She loved to play outside in the sun with her big red ball and her little dog. One day she saw '
+    || body, 4) FROM articles$q$);
 
 -- One bad row fails the statement, unless on_error => 'null' asks for NULL.
 SELECT id, length(llm_generate(CASE WHEN id = 2 THEN repeat(body, 400) ELSE body END, 4))
