@@ -5,8 +5,8 @@
  *		llm_filter(), llm_probability() and llm_rank().
  *
  * Each is one or more scoring jobs (LlmParams.score): the worker prefills
- * the prompt and takes the continuation's tokens as the generation,
- * summing their log-probabilities (LlmRequest.forced), so a label's
+ * the prompt, then feeds the whole continuation in one pass, summing the
+ * log-probabilities of its tokens (LlmRequest.forced), so a label's
  * probability needs no decoding and no parsing.  A label is scored as the
  * model's whole answer: in the model's chat format when it has a template
  * (the label, then the end-of-turn token), else after "Answer:" in a plain

@@ -3,7 +3,9 @@
  *		Scoring a continuation (LlmRequest.forced), the engine's part of
  *		llm_score, llm_classify and llm_filter, on stories260K: the forced
  *		tokens' log-probabilities are bit for bit those of the same tokens
- *		generated greedily, whatever else shares the steps; labels sharing a
+ *		generated greedily, whatever else shares the steps; a continuation
+ *		is scored in one pass after its prompt (or in as many as the step's
+ *		logits rows need), and a cancelled one reports nothing; labels sharing a
  *		prompt compute it once and score as they do alone; nothing ends a
  *		forced continuation early; bad requests are refused.
  */
@@ -149,6 +151,38 @@ main(void)
 		TEST_CHECK(memcmp(got, greedy, sizeof(int32_t) * 12) == 0, "forced tokens are the ones given");
 		TEST_CHECK(memcmp(lp_got, lp_greedy, sizeof(float) * 12) == 0,
 				   "forced log-probabilities equal the greedy ones bit for bit (%d others)", crowd);
+	}
+
+	/*
+	 * One pass: on a fresh engine the prompt takes a step, and the
+	 * continuation as many more as its 12 logits rows need at max_seqs rows
+	 * a step (2 at 8 sequences, 6 at 2, where they were 12 steps); the same
+	 * bits either way.
+	 */
+	for (int max_seqs = 8; max_seqs >= 2; max_seqs -= 6)
+	{
+		LlmEngine  *f = make_engine(max_seqs);
+		LlmEngineStats stats;
+
+		id = add(f, prompt, 12, greedy, &err, &st);
+		test_run_to_idle(f);
+		llm_engine_stats(f, &stats);
+		n = result(f, id, got, lp_got, &reason);
+		TEST_CHECK(n == 12 && memcmp(lp_got, lp_greedy, sizeof(float) * 12) == 0,
+				   "%d sequences: the one-pass score equals the greedy log-probabilities bit for bit", max_seqs);
+		TEST_CHECK(stats.steps == 1 + (12 + max_seqs - 1) / max_seqs, "%d sequences: scored in %lld steps, want %d",
+				   max_seqs, (long long) stats.steps, 1 + (12 + max_seqs - 1) / max_seqs);
+		TEST_CHECK(stats.tokens_generated == 12, "12 scored tokens counted as generated, got %lld",
+				   (long long) stats.tokens_generated);
+
+		/* cancelled after its prompt's step: no tokens, no log-probabilities */
+		id = add(f, prompt, 12, greedy, &err, &st);
+		TEST_CHECK(llm_engine_step(f, &err) == LLM_OK, "a step");
+		llm_engine_cancel(f, id);
+		n = result(f, id, got, lp_got, &reason);
+		TEST_CHECK(n == 0 && reason == LLM_FINISH_CANCELLED, "a cancelled score reports %d tokens", n);
+		forget_results();
+		llm_engine_free(f);
 	}
 
 	/*

@@ -13,6 +13,17 @@
  * its blocks (n_past = 0) and waits; later it recomputes its tokens
  * (Kwon et al., SOSP 2023, recomputation).
  *
+ * A scored continuation (LlmRequest.forced) is known in advance, so it is
+ * fed with its prompt, as one more chunk of it: every position from the
+ * prompt's last one yields logits, the forced token's log-probability is
+ * read from them, and the whole continuation is scored in one pass after
+ * the prompt's (as many as the step's logits rows need; its last token is
+ * never fed: nothing reads its keys).  The prompt but its last token goes
+ * in steps of its own, so that the other labels of one llm_classify() can
+ * copy it from the first (seq_copy_prompt_tail) before it is done.  A row's
+ * logits do not depend on the chunking, so these are the bits that
+ * sampling the same tokens one step at a time would give.
+ *
  * With a KV budget (kv_budget > 0), a sequence that holds more keys than
  * the budget after a step drops the excess in every layer and KV head
  * (evict.c: H2O, StreamingLLM or a plain window) and gives the freed blocks
@@ -55,7 +66,8 @@ typedef struct Seq
 	int			n_passed;		/* admissions that went to sequences queued after this one */
 	int			max_tokens;
 	bool		ignore_eos;
-	int32_t    *forced;			/* (max_tokens) the generation to score instead of sampling, or NULL */
+	int32_t    *forced;			/* (max_tokens) the generation to score instead of sampling, or NULL;
+								 * all but its last token follow the prompt in tokens from the start */
 	LlmConstraint *constraint;	/* the grammar the output follows, or NULL */
 	LlmConstraintCursor cursor; /* where the output is in it */
 	LlmSampler	sampler;
@@ -354,6 +366,8 @@ seq_finish(LlmEngine *e, Seq *s, LlmFinishReason reason, LlmStatus status, const
 	s->state = SEQ_FINISHED;
 	s->reason = reason;
 	s->status = status;
+	if (s->forced != NULL && reason != LLM_FINISH_LENGTH)
+		s->n_tokens = s->n_prompt;	/* a score is reported whole or not at all */
 	if (error != NULL && s->error == NULL)
 		s->error = strdup(error);
 	llm_kv_seq_release(&e->kv, &s->kv);
@@ -507,6 +521,12 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 	}
 	memcpy(s->tokens, r->prompt, (size_t) r->n_prompt * sizeof(int32_t));
 	s->n_tokens = s->n_prompt = r->n_prompt;
+	if (s->forced != NULL)
+	{
+		/* fed with the prompt, in its pass: all but the last forced token */
+		memcpy(s->tokens + s->n_prompt, s->forced, (size_t) (r->n_forced - 1) * sizeof(int32_t));
+		s->n_tokens += r->n_forced - 1;
+	}
 	s->max_tokens = r->max_tokens;
 	s->ignore_eos = r->ignore_eos;
 	s->id = e->next_id++;
@@ -590,14 +610,35 @@ reserve_or_preempt(LlmEngine *e, Seq *s, int n_tokens, int batch_start)
 	return true;
 }
 
-/* Add up to budget of s's unfed tokens to the batch; returns how many were added. */
+/*
+ * The first position of s whose logits are needed: its last token's, or
+ * for a scored continuation the prompt's last one (each position from
+ * there predicts a forced token).
+ */
 static int
-batch_add_seq(LlmEngine *e, Seq *s, int n_batch, int budget)
+seq_first_wanted(const Seq *s)
+{
+	return s->forced != NULL ? s->n_prompt - 1 : s->n_tokens - 1;
+}
+
+/*
+ * Add up to budget of s's unfed tokens to the batch, with at most out_room
+ * of them wanting logits; returns how many were added.
+ */
+static int
+batch_add_seq(LlmEngine *e, Seq *s, int n_batch, int budget, int out_room)
 {
 	int			take = s->n_tokens - s->n_past;
+	int			first_want = seq_first_wanted(s);
+
+	int			skip = first_want > s->n_past ? first_want - s->n_past : 0;	/* unfed tokens that want no logits */
 
 	if (take > budget)
 		take = budget;
+	if (take > skip + out_room)
+		take = skip + out_room;
+	if (s->forced != NULL && skip > 0 && take > skip)
+		take = skip;			/* the prompt first, so that other labels of it can copy it (seq_copy_prompt_tail) */
 	if (take <= 0 || !reserve_or_preempt(e, s, s->n_past - s->kv.n_evicted + take, n_batch))
 		return 0;
 	if (s->n_past == s->n_attached && s->n_attached > 0)
@@ -610,7 +651,7 @@ batch_add_seq(LlmEngine *e, Seq *s, int n_batch, int budget)
 		e->b_pos[b] = s->n_past + j;
 		e->b_seq[b] = &s->kv;
 		e->b_owner[b] = s;
-		e->b_want[b] = (s->n_past + j == s->n_tokens - 1);
+		e->b_want[b] = (s->n_past + j >= first_want);
 	}
 	return take;
 }
@@ -696,11 +737,29 @@ seq_sample_constrained(Seq *s, const uint64_t *mask, float *logits, int n_vocab)
 }
 
 /*
- * Sample s's next token from logits (or take its forced one) and decide
- * whether s is finished.
+ * Take the logits of position pos of a scored continuation s: the
+ * log-probability of the forced token they predict; at the last one the
+ * continuation is whole.  Nothing ends it early (EOS, stop strings).
  */
 static void
-seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
+seq_accept_forced(LlmEngine *e, Seq *s, int pos, const float *logits)
+{
+	int			i = pos - (s->n_prompt - 1);	/* the forced token these logits predict */
+
+	s->logprobs[s->n_prompt + i] = llm_logprob(logits, e->model->config.n_vocab, s->forced[i]);
+	if (i < s->max_tokens - 1)
+		return;
+	s->tokens[s->n_tokens++] = s->forced[i];
+	e->stats.tokens_generated += s->max_tokens;
+	seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
+}
+
+/*
+ * Sample s's next token from logits (or, scoring, take the forced token at
+ * position pos) and decide whether s is finished.
+ */
+static void
+seq_accept_logits(LlmEngine *e, Seq *s, int pos, float *logits)
 {
 	const LlmTokenizer *tok = e->model->tokenizer;
 	int32_t		t;
@@ -709,13 +768,7 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 
 	if (s->forced != NULL)
 	{
-		/* scoring: the given continuation, its log-probabilities, nothing ends it early */
-		t = s->forced[s->n_tokens - s->n_prompt];
-		s->logprobs[s->n_tokens] = llm_logprob(logits, e->model->config.n_vocab, t);
-		s->tokens[s->n_tokens++] = t;
-		e->stats.tokens_generated++;
-		if (s->n_tokens - s->n_prompt >= s->max_tokens || s->n_tokens >= e->config.n_ctx)
-			seq_finish(e, s, LLM_FINISH_LENGTH, LLM_OK, NULL);
+		seq_accept_forced(e, s, pos, logits);
 		return;
 	}
 	if (s->constraint != NULL)
@@ -764,8 +817,8 @@ seq_accept_logits(LlmEngine *e, Seq *s, float *logits)
 
 /*
  * Whether waiting s shares full prompt blocks with a running sequence that
- * has not computed (and registered) them yet, or its whole prompt but the
- * last token, not computed yet either.  Admitting s now would compute the
+ * has not computed (and registered) them yet, or all its tokens before the
+ * first whose logits it needs (seq_first_wanted), not computed yet either.  Admitting s now would compute the
  * same keys twice; a step or two later it finds them cached, or copies
  * them (seq_copy_prompt_tail).
  */
@@ -773,6 +826,7 @@ static bool
 shares_pending_prefix(const LlmEngine *e, const Seq *s)
 {
 	int			bs = e->kv.block_size;
+	int			reuse = seq_first_wanted(s);	/* s's tokens that another sequence's keys could serve */
 
 	if (!e->kv.prefix_cache || s->n_past != 0)
 		return false;
@@ -784,15 +838,15 @@ shares_pending_prefix(const LlmEngine *e, const Seq *s)
 
 		if (r->state != SEQ_RUNNING || r->n_past >= r->n_prompt)
 			continue;
-		limit = (s->n_tokens - 1 < r->n_prompt ? s->n_tokens - 1 : r->n_prompt) / bs;
+		limit = (reuse < r->n_prompt ? reuse : r->n_prompt) / bs;
 		while (n < limit && memcmp(s->tokens + (size_t) n * bs, r->tokens + (size_t) n * bs,
 								   (size_t) bs * sizeof(int32_t)) == 0)
 			n++;
 		if (n > r->kv.n_registered)
 			return true;
-		if (n == limit && s->n_tokens - 1 <= r->n_prompt && r->n_past < s->n_tokens - 1 &&
+		if (n == limit && reuse <= r->n_prompt && r->n_past < reuse &&
 			memcmp(s->tokens + (size_t) n * bs, r->tokens + (size_t) n * bs,
-				   (size_t) (s->n_tokens - 1 - n * bs) * sizeof(int32_t)) == 0)
+				   (size_t) (reuse - n * bs) * sizeof(int32_t)) == 0)
 			return true;
 	}
 	return false;
@@ -815,7 +869,8 @@ computed_prefix_donor(const LlmEngine *e, const Seq *s, int n)
 
 /*
  * Copy into s, just admitted with its cached blocks, the keys and values of
- * the rest of its prompt but the last token from a running sequence that
+ * the rest of its tokens before the first whose logits it needs (its
+ * prompt but the last token, seq_first_wanted) from a running sequence that
  * has computed the same tokens: the partial last block, which the prefix
  * cache does not keep, so that the labels of one llm_classify() call (the
  * same prompt, each with its own continuation) compute their prompt once.
@@ -828,7 +883,7 @@ seq_copy_prompt_tail(LlmEngine *e, Seq *s)
 {
 	LlmKvCache *kv = &e->kv;
 	int			bs = kv->block_size;
-	int			to = s->n_tokens - 1;
+	int			to = seq_first_wanted(s);
 	const Seq  *donor;
 
 	if (!kv->prefix_cache || s->n_past >= to || s->n_past % bs != 0 ||
@@ -854,8 +909,8 @@ seq_copy_prompt_tail(LlmEngine *e, Seq *s)
 /*
  * Start running s: reuse the cached blocks of the longest cached prefix of
  * its tokens, and copy the rest of its prompt from a sequence that computed
- * it, always leaving at least the last token to compute (its logits give
- * the next token).
+ * it, always leaving the tokens whose logits it needs to compute
+ * (seq_first_wanted).
  */
 static void
 seq_admit(LlmEngine *e, Seq *s)
@@ -863,7 +918,7 @@ seq_admit(LlmEngine *e, Seq *s)
 	s->state = SEQ_RUNNING;
 	if (s->n_past == 0)
 	{
-		s->n_past = s->n_attached = llm_kv_prefix_attach(&e->kv, &s->kv, s->tokens, s->n_tokens - 1);
+		s->n_past = s->n_attached = llm_kv_prefix_attach(&e->kv, &s->kv, s->tokens, seq_first_wanted(s));
 		seq_copy_prompt_tail(e, s);
 	}
 }
@@ -915,7 +970,7 @@ admit_waiting(LlmEngine *e, int n_running)
 			continue;
 		cand[n].index = i;
 		cand[n].key = s->n_passed >= LLM_ADMIT_MAX_PASSED ? INT_MAX
-			: s->n_past == 0 ? llm_kv_prefix_cached(&e->kv, s->tokens, s->n_tokens - 1) : 0;
+			: s->n_past == 0 ? llm_kv_prefix_cached(&e->kv, s->tokens, seq_first_wanted(s)) : 0;
 		n++;
 	}
 	qsort(cand, n, sizeof(cand[0]), admit_order);
@@ -989,12 +1044,12 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 					break;
 				any_prompt = true;
 			}
-			added = batch_add_seq(e, s, n_batch, limit);
+			added = batch_add_seq(e, s, n_batch, limit, e->max_out - n_out);
 			llm_pace_add(&e->pace, s->n_past, added, !decoding);
-			if (added > 0 && e->b_want[n_batch + added - 1])
-				n_out++;
+			for (int j = 0; j < added; j++)
+				n_out += e->b_want[n_batch + j];
 			if (s->n_past < s->n_prompt)
-				e->stats.tokens_prefilled += added;
+				e->stats.tokens_prefilled += added < s->n_prompt - s->n_past ? added : s->n_prompt - s->n_past;
 			n_batch += added;
 		}
 	if (n_batch == 0)
@@ -1030,7 +1085,7 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 	n_out = 0;
 	for (int b = 0; b < n_batch; b++)
 		if (e->b_want[b] && e->b_owner[b]->state == SEQ_RUNNING)
-			seq_accept_logits(e, e->b_owner[b], e->logits + (size_t) n_out++ * e->model->config.n_vocab);
+			seq_accept_logits(e, e->b_owner[b], e->b_pos[b], e->logits + (size_t) n_out++ * e->model->config.n_vocab);
 		else if (e->b_want[b])
 			n_out++;
 	return LLM_OK;

@@ -168,7 +168,8 @@ typedef struct LlmRequest
 	/*
 	 * (n_forced) tokens to take as the generation instead of sampling, for
 	 * scoring a continuation: then max_tokens must equal n_forced, EOS and
-	 * stop strings do not end it, and logprobs are recorded; copied by add
+	 * stop strings do not end it, and logprobs are recorded; fed in one
+	 * pass after the prompt, not a step a token; copied by add
 	 */
 	const int32_t *forced;
 	int			n_forced;
