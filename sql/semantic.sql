@@ -103,6 +103,7 @@ SELECT llm_agg(body, 'Tell the story.' ORDER BY id) = llm_agg(body, 'Tell the st
 SELECT completed_requests - :before >= 3 AS map_and_reduce FROM llm_stats;
 SELECT llm_agg(body, 'Tell the story.' ORDER BY id) IS NULL AS no_rows FROM tales WHERE id > 200;
 SELECT llm_agg(body, 'Tell the story.') IS NULL AS only_nulls FROM tales WHERE id = 101;
-SELECT llm_agg(body, NULL) FROM tales;
+SELECT llm_agg(body, NULL) IS NULL AS null_instruction FROM tales;
+SELECT llm_agg(body, CASE WHEN id < 50 THEN 'Tell the story.' ELSE 'Tell the end.' END ORDER BY id) FROM tales;
 SELECT llm_agg(body, '') FROM tales;
 DROP TABLE tales;

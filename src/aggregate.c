@@ -12,7 +12,9 @@
  * chunk holds them all: its answer is the result.  A text too long for a
  * chunk alone is cut at a character boundary.  Greedy, so the result
  * depends only on (model, texts in order, instruction).  In the model's
- * chat format when it has a template.  No rows, or only NULL texts: NULL.
+ * chat format when it has a template.  No rows, only NULL texts, or a NULL
+ * instruction: NULL, without a request.  The instruction must be the same
+ * in every row of a group.
  */
 #include "postgres.h"
 
@@ -35,13 +37,14 @@ PG_FUNCTION_INFO_V1(llm_agg_finalfn);
 typedef struct LlmAggState
 {
 	List	   *texts;			/* (char *) UTF-8, in order */
-	char	   *instruction;	/* UTF-8 */
+	char	   *instruction;	/* UTF-8, the first row's that is not NULL */
+	bool		null_instruction;	/* a row's was NULL: the result is NULL */
 } LlmAggState;
 
 /*
  * llm_agg_transfn(state, text, instruction)
  *		Collect one row's text (NULL ones are skipped); the instruction must
- *		not be NULL or empty.
+ *		not be empty, and the same as the group's first row's.
  */
 Datum
 llm_agg_transfn(PG_FUNCTION_ARGS)
@@ -54,18 +57,30 @@ llm_agg_transfn(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("llm_agg_transfn called in non-aggregate context")));
-	if (PG_ARGISNULL(2) || VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(2)) == 0)
+	if (!PG_ARGISNULL(2) && VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(2)) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("instruction must not be null or empty")));
+				 errmsg("instruction must not be empty")));
 	old = MemoryContextSwitchTo(aggcxt);
 	st = PG_ARGISNULL(0) ? NULL : (LlmAggState *) PG_GETARG_POINTER(0);
 	if (st == NULL)
-	{
 		st = palloc0(sizeof(*st));
-		st->instruction = LlmTextUtf8(PG_GETARG_DATUM(2), NULL);
+	if (PG_ARGISNULL(2))
+		st->null_instruction = true;
+	else
+	{
+		char	   *instruction = LlmTextUtf8(PG_GETARG_DATUM(2), NULL);
+
+		if (st->instruction == NULL)
+			st->instruction = instruction;
+		else if (strcmp(instruction, st->instruction) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("llm_agg needs the same instruction in every row of a group")));
+		else
+			pfree(instruction);
 	}
-	if (!PG_ARGISNULL(1))
+	if (!PG_ARGISNULL(1) && !st->null_instruction)
 		st->texts = lappend(st->texts, LlmTextUtf8(PG_GETARG_DATUM(1), NULL));
 	MemoryContextSwitchTo(old);
 	PG_RETURN_POINTER(st);
@@ -116,7 +131,7 @@ llm_agg_finalfn(PG_FUNCTION_ARGS)
 	int			budget;
 	int			level = 0;
 
-	if (st == NULL || st->texts == NIL)
+	if (st == NULL || st->texts == NIL || st->null_instruction)
 		PG_RETURN_NULL();
 
 	LWLockAcquire(LlmState->lock, LW_SHARED);
