@@ -10,7 +10,9 @@
 # shared-prefix tokens after the first row.  Row by row runs only up to
 # ROW_BY_ROW_MAX rows (default 64): at 256 rows it takes many minutes.
 # MAX_TOKENS (default 24) and STOP (newline, the default: one sentence;
-# none: every row generates MAX_TOKENS) shape the answers.
+# none: every row generates MAX_TOKENS) shape the answers.  Each mode runs
+# REPEAT times (default 3), the modes taking turns, and the median time is
+# reported, since one run on a shared machine moves by 20% or more.
 # Prints a table and writes bench/results/$NAME.{csv,json} (NAME default
 # table_bench).
 #
@@ -23,6 +25,7 @@ ROW_BY_ROW_MAX=${ROW_BY_ROW_MAX:-64}
 MAX_TOKENS=${MAX_TOKENS:-24}
 STOP=${STOP:-newline}
 NAME=${NAME:-table_bench}
+REPEAT=${REPEAT:-3}
 THREADS=${THREADS:-2}
 OUT=bench/results
 mkdir -p "$OUT"
@@ -68,32 +71,47 @@ case $STOP in
     none) stop_sql=NULL ;;
     *) echo "table_bench: STOP is newline or none" >&2; exit 1 ;;
 esac
+# the median of the numbers given
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
 csv=$OUT/$NAME.csv
-echo "rows,mode,seconds,rows_per_s,completion_tokens,tokens_per_s,prompt_tokens,cached_tokens,shared_prefix_tokens,hit_ratio" > "$csv"
+echo "rows,mode,seconds,rows_per_s,completion_tokens,tokens_per_s,prompt_tokens,cached_tokens,shared_prefix_tokens,hit_ratio,runs" > "$csv"
 printf '%-5s %-6s %9s %8s %9s %8s %8s %8s %9s\n' rows mode seconds rows/s tokens tok/s cached shared hit
+declare -A times result
 for n in $ROWS; do
+    for rep in $(seq "$REPEAT"); do
+        for mode in rows node batch; do
+            [ "$mode" = rows ] && [ "$n" -gt "$ROW_BY_ROW_MAX" ] && continue
+            # each run's instruction starts with its own number, so no run finds
+            # another's in the prefix cache: the first row computes it
+            run_no=$((${run_no:-0} + 1))
+            instr="Task $run_no. $instruction"
+            prefix_tokens=$("${PSQL[@]}" -At -c "SELECT prompt_tokens FROM llm_generate_batch(ARRAY['$instr' || E'\n\nArticle: '], 0)")
+            prompt_sql="'$instr' || E'\n\nArticle: ' || body || E'\nSummary:'"
+            call="llm_generate($prompt_sql, $MAX_TOKENS, stop => $stop_sql)"
+            case $mode in
+                rows)  sql="SET llm.batch_rows = 0; SELECT id, $call FROM docs WHERE id <= $n" ;;
+                node)  sql="SELECT id, $call FROM docs WHERE id <= $n" ;;
+                batch) sql="SELECT b.* FROM (SELECT array_agg($prompt_sql ORDER BY id) AS p FROM docs WHERE id <= $n) d,
+                            llm_generate_batch(d.p, $MAX_TOKENS, stop => $stop_sql) b" ;;
+            esac
+            read -r secs ctok ptok hit <<< "$(run "$sql")"
+            shared=$(( prefix_tokens * (n - 1) ))
+            times[$n,$mode]="${times[$n,$mode]:-} $secs"
+            result[$n,$mode]="$ctok $ptok $hit $shared"
+        done
+    done
     for mode in rows node batch; do
-        [ "$mode" = rows ] && [ "$n" -gt "$ROW_BY_ROW_MAX" ] && continue
-        # each run's instruction starts with its own number, so no run finds
-        # another's in the prefix cache: the first row computes it
-        run_no=$((${run_no:-0} + 1))
-        instr="Task $run_no. $instruction"
-        prefix_tokens=$("${PSQL[@]}" -At -c "SELECT prompt_tokens FROM llm_generate_batch(ARRAY['$instr' || E'\n\nArticle: '], 0)")
-        prompt_sql="'$instr' || E'\n\nArticle: ' || body || E'\nSummary:'"
-        call="llm_generate($prompt_sql, $MAX_TOKENS, stop => $stop_sql)"
-        case $mode in
-            rows)  sql="SET llm.batch_rows = 0; SELECT id, $call FROM docs WHERE id <= $n" ;;
-            node)  sql="SELECT id, $call FROM docs WHERE id <= $n" ;;
-            batch) sql="SELECT b.* FROM (SELECT array_agg($prompt_sql ORDER BY id) AS p FROM docs WHERE id <= $n) d,
-                        llm_generate_batch(d.p, $MAX_TOKENS, stop => $stop_sql) b" ;;
-        esac
-        read -r secs ctok ptok hit <<< "$(run "$sql")"
-        shared=$(( prefix_tokens * (n - 1) ))
+        [ -n "${times[$n,$mode]:-}" ] || continue
+        # shellcheck disable=SC2086
+        secs=$(median ${times[$n,$mode]})
+        echo "($n $mode runs:${times[$n,$mode]})" >&2
+        read -r ctok ptok hit shared <<< "${result[$n,$mode]}"
         printf '%-5s %-6s %9.2f %8.2f %9d %8.1f %8d %8d %9.2f\n' "$n" "$mode" "$secs" \
             "$(echo "$n / $secs" | bc -l)" "$ctok" "$(echo "$ctok / $secs" | bc -l)" "$hit" "$shared" \
             "$(echo "$hit / $shared" | bc -l)"
-        printf '%d,%s,%.3f,%.3f,%d,%.1f,%d,%d,%d,%.3f\n' "$n" "$mode" "$secs" "$(echo "$n / $secs" | bc -l)" "$ctok" \
-            "$(echo "$ctok / $secs" | bc -l)" "$ptok" "$hit" "$shared" "$(echo "$hit / $shared" | bc -l)" >> "$csv"
+        printf '%d,%s,%.3f,%.3f,%d,%.1f,%d,%d,%d,%.3f,%d\n' "$n" "$mode" "$secs" "$(echo "$n / $secs" | bc -l)" "$ctok" \
+            "$(echo "$ctok / $secs" | bc -l)" "$ptok" "$hit" "$shared" "$(echo "$hit / $shared" | bc -l)" "$REPEAT" >> "$csv"
     done
 done
 
