@@ -134,6 +134,47 @@ scores_typed(const float *q, const uint8_t *k, size_t stride, int nt, int hd, co
 	} while (0)
 
 /*
+ * The dot products of NQ heads (q: NQ rows of HD floats) with the four keys
+ * kp[0..3] (HD values of type each), as 16-lane partial sums: sum[h][u]
+ * for head h and key u, each key's slice widened once for all the heads.
+ */
+KERN void
+dot4_heads(const float *q, const uint8_t *const *kp, const int HD, const LlmKvType type, const int NQ,
+		   __m512 (*sum)[4])
+{
+	__m512		acc[4][4];		/* in registers: sum may be the caller's memory */
+
+#pragma GCC unroll 4
+	for (int h = 0; h < NQ; h++)
+#pragma GCC unroll 4
+		for (int u = 0; u < 4; u++)
+			acc[h][u] = _mm512_setzero_ps();
+#pragma GCC unroll 16
+	for (int d = 0; d < HD; d += 16)
+	{
+		__m512		kv[4];
+
+#pragma GCC unroll 4
+		for (int u = 0; u < 4; u++)
+			kv[u] = load16(kp[u], d, HD - d, type);
+#pragma GCC unroll 4
+		for (int h = 0; h < NQ; h++)
+		{
+			__m512		qv = load16(q + (size_t) h * HD, d, HD - d, LLM_KV_F32);
+
+#pragma GCC unroll 4
+			for (int u = 0; u < 4; u++)
+				acc[h][u] = _mm512_fmadd_ps(qv, kv[u], acc[h][u]);
+		}
+	}
+#pragma GCC unroll 4
+	for (int h = 0; h < NQ; h++)
+#pragma GCC unroll 4
+		for (int u = 0; u < 4; u++)
+			sum[h][u] = acc[h][u];
+}
+
+/*
  * scores_typed for NQ heads (q: NQ rows of hd) against the same keys, into
  * s (NQ, nt): each key's slice widened once for the NQ heads, and each
  * head's FMAs and sums those scores_typed gives it.
@@ -146,31 +187,11 @@ scores_heads_typed(const float *q, const uint8_t *k, size_t stride, int nt, int 
 
 	for (; j + 4 <= nt; j += 4)
 	{
+		const uint8_t *kp[4] = {k + (size_t) j * stride, k + (size_t) (j + 1) * stride,
+		k + (size_t) (j + 2) * stride, k + (size_t) (j + 3) * stride};
 		__m512		sum[4][4];
 
-#pragma GCC unroll 4
-		for (int h = 0; h < NQ; h++)
-#pragma GCC unroll 4
-			for (int u = 0; u < 4; u++)
-				sum[h][u] = _mm512_setzero_ps();
-#pragma GCC unroll 16
-		for (int d = 0; d < hd; d += 16)
-		{
-			__m512		kv[4];
-
-#pragma GCC unroll 4
-			for (int u = 0; u < 4; u++)
-				kv[u] = load16(k + (size_t) (j + u) * stride, d, hd - d, type);
-#pragma GCC unroll 4
-			for (int h = 0; h < NQ; h++)
-			{
-				__m512		qv = load16(q + (size_t) h * hd, d, hd - d, LLM_KV_F32);
-
-#pragma GCC unroll 4
-				for (int u = 0; u < 4; u++)
-					sum[h][u] = _mm512_fmadd_ps(qv, kv[u], sum[h][u]);
-			}
-		}
+		dot4_heads(q, kp, hd, type, NQ, sum);
 #pragma GCC unroll 4
 		for (int h = 0; h < NQ; h++)
 			sum16x4(sum[h], s + (size_t) h * nt + j);
@@ -481,29 +502,7 @@ tile_scores16(const LlmAttnTile *t, int j0, const int HD, const LlmKvType type, 
 			if (j < t->next_nt)
 				prefetch_bytes(t->next_k + (size_t) j * t->stride, (size_t) HD * (type == LLM_KV_F32 ? 4 : type == LLM_KV_F16 ? 2 : 1));
 		}
-#pragma GCC unroll 4
-		for (int h = 0; h < NQ; h++)
-#pragma GCC unroll 4
-			for (int u = 0; u < 4; u++)
-				sum[h][u] = _mm512_setzero_ps();
-#pragma GCC unroll 16
-		for (int d = 0; d < HD; d += 16)
-		{
-			__m512		kv[4];
-
-#pragma GCC unroll 4
-			for (int u = 0; u < 4; u++)
-				kv[u] = load16(kp[u], d, HD - d, type);
-#pragma GCC unroll 4
-			for (int h = 0; h < NQ; h++)
-			{
-				__m512		qv = load16(t->q + (size_t) h * HD, d, HD - d, LLM_KV_F32);
-
-#pragma GCC unroll 4
-				for (int u = 0; u < 4; u++)
-					sum[h][u] = _mm512_fmadd_ps(qv, kv[u], sum[h][u]);
-			}
-		}
+		dot4_heads(t->q, kp, HD, type, NQ, sum);
 #pragma GCC unroll 4
 		for (int h = 0; h < NQ; h++)
 			sv[h] = _mm512_mask_broadcast_f32x4(sv[h], (__mmask16) (0xfu << (4 * g)), sum16x4_lanes(sum[h]));
