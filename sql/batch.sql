@@ -24,6 +24,12 @@ FROM llm_generate_batch(ARRAY['Once upon a time', 'Once upon a time', 'The cat s
 SELECT ord, prompt_tokens, completion_tokens, prompt_tokens + completion_tokens AS total, finish_reason
 FROM llm_generate_batch(ARRAY['Once upon a time', repeat('Once upon a time there was a cat. ', 200)], 100);
 
+-- Many more requests than the worker takes at once, each answered without a
+-- step (max_tokens 0 only counts the prompt's tokens): the worker claims the
+-- rest as the first ones are answered.
+SELECT count(*), sum(prompt_tokens), sum(completion_tokens)
+FROM llm_generate_batch(array_fill('Once upon a time'::text, ARRAY[300]), 0);
+
 -- Empty and NULL arrays give no rows.
 SELECT count(*) FROM llm_generate_batch(ARRAY[]::text[]);
 SELECT count(*) FROM llm_generate_batch(NULL);

@@ -377,9 +377,10 @@ LlmWorkerAdmitTokenized(void)
  * Step 1 of the loop: free the slots whose backends gave up (dropping their
  * sequences) and claim the queued ones the engine has room for, in the
  * order of fair.c's weighted fair queue (none while a reload is waiting
- * for the engine to drain).
+ * for the engine to drain).  Returns whether queued requests were left
+ * for want of room.
  */
-static void
+static bool
 LlmWorkerScanSlots(void)
 {
 	int			n_slots = LlmState->n_slots;
@@ -390,6 +391,7 @@ LlmWorkerScanSlots(void)
 	int			n_claims = 0;
 	int			n_dropped = 0;
 	int			n_chunks = 0;
+	int			n_queued = 0;
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < n_slots; i++)
@@ -403,6 +405,8 @@ LlmWorkerScanSlots(void)
 			LlmCountOutcome(slot, LLM_SLOT_CANCELLED);
 			LlmSlotFree(slot);
 		}
+		else if (slot->state == LLM_SLOT_QUEUED)
+			n_queued++;
 	}
 	if (!WorkerReloadPending)
 		n_claims = LlmFairPick(picked, LlmWorkerEngine ? LlmWorkerEngineSeqs() : n_slots);
@@ -432,6 +436,7 @@ LlmWorkerScanSlots(void)
 	LlmFreeChunks(chunks, n_chunks);
 	for (int i = 0; i < n_claims; i++)
 		LlmWorkerStart(&claims[i]);
+	return n_claims < n_queued && !WorkerReloadPending;
 }
 
 /* The slot whose sequence has this engine id, or -1. */
@@ -479,11 +484,13 @@ LlmWorkerStep(void)
 /*
  * Answer every finished sequence.  Runs after each step and after adding
  * requests (a sequence can finish without a step, e.g. max_tokens = 0).
+ * Returns how many were answered.
  */
-static void
+static int
 LlmWorkerCollect(void)
 {
 	LlmResult	result;
+	int			n = 0;
 
 	while (llm_engine_poll(LlmWorkerEngine, &result))
 	{
@@ -501,7 +508,9 @@ LlmWorkerCollect(void)
 		else
 			LlmWorkerAnswer(slotno, &result, 0, NULL, NULL, NULL);
 		LlmWorkerRelease(slotno);	/* after answering: result.text lives until here */
+		n++;
 	}
+	return n;
 }
 
 /* Publish the engine's gauges and report what the worker is doing. */
@@ -679,6 +688,8 @@ LlmWorkerMain(Datum main_arg)
 	{
 		bool		busy;
 		bool		tokenizing;
+		bool		left_queued;
+		int			answered = 0;
 
 		MemoryContextReset(iteration_cxt);
 		CHECK_FOR_INTERRUPTS();
@@ -695,17 +706,25 @@ LlmWorkerMain(Datum main_arg)
 				memset(&WorkerLast, 0, sizeof(WorkerLast));	/* a new engine counts from 0 */
 		}
 
-		LlmWorkerScanSlots();
+		left_queued = LlmWorkerScanSlots();
 		LlmWorkerAdmitTokenized();
 
 		busy = LlmWorkerEngine != NULL && llm_engine_busy(LlmWorkerEngine);
 		if (busy)
 			LlmWorkerStep();
 		if (LlmWorkerEngine != NULL)
-			LlmWorkerCollect();
+			answered = LlmWorkerCollect();
 		LlmWorkerPublish();
 		tokenizing = !LlmTokenizerIdle();
 		LlmWorkerTrimDsa(busy || tokenizing);
+
+		/*
+		 * Requests left queued for want of room, which answers given without
+		 * a step (max_tokens 0) have just made: claim them now, since no
+		 * backend sets the latch for them again.
+		 */
+		if (left_queued && answered > 0 && !busy)
+			continue;
 
 		/*
 		 * Sleep only when idle; when busy just look at the latch and the
