@@ -5,9 +5,9 @@
  *
  * The transition function only collects the texts (in the aggregate's
  * ORDER BY); the final function does the work.  A level packs the texts,
- * in order, into chunks that fit the model's context (by bytes, at most
- * LLM_AGG_BYTES_PER_TOKEN a token, leaving room for the instruction and
- * the answer), asks the instruction of every chunk as one batch
+ * in order, into chunks that fit the model's context (by the tokens the
+ * worker's tokenizer counts, leaving room for the instruction and the
+ * answer), asks the instruction of every chunk as one batch
  * (LlmQueueRun), and the answers become the next level's texts, until one
  * chunk holds them all: its answer is the result.  A text too long for a
  * chunk alone is cut at a character boundary.  Greedy, so the result
@@ -30,7 +30,9 @@
 PG_FUNCTION_INFO_V1(llm_agg_transfn);
 PG_FUNCTION_INFO_V1(llm_agg_finalfn);
 
-#define LLM_AGG_BYTES_PER_TOKEN 2	/* a conservative bound: English text runs 3 to 5 */
+#define LLM_AGG_SEP_TOKENS 4		/* the list's "\n- " before a text, at most */
+#define LLM_AGG_MARGIN_TOKENS 16	/* a chunk's tokens may differ from the sum of its parts' counts */
+#define LLM_AGG_PIECE_MARGIN 16		/* a text of n bytes may count n + BOS and a leading space */
 #define LLM_AGG_MAX_TOKENS 256		/* each chunk's answer, at most (and llm.max_tokens) */
 
 /* The aggregate's state: the texts so far and the instruction. */
@@ -97,28 +99,79 @@ LlmAggCut(const char *s, int len, int max)
 	return max;
 }
 
-/* One chunk's request: the instruction, then its texts as a list. */
+/* A greedy request for prompt p (len bytes); with max_tokens 0 it only counts the prompt's tokens. */
 static void
-LlmAggJob(LlmJob *job, const char *instruction, StringInfo chunk, bool chat, int max_tokens)
+LlmAggJobInit(LlmJob *job, const char *p, int len, bool chat, int max_tokens)
 {
-	StringInfoData p;
-
-	initStringInfo(&p);
-	appendStringInfo(&p, "%s\n\n%s", instruction, chunk->data);
-	if (!chat)
-		appendStringInfoString(&p, "\n\nAnswer:");
 	memset(job, 0, sizeof(*job));
 	job->slot = -1;
-	job->prompt = p.data;
-	job->prompt_len = p.len;
+	job->prompt = p;
+	job->prompt_len = len;
 	job->params.max_tokens = max_tokens;
 	job->params.top_p = 1;
 	job->params.chat = chat;
 }
 
 /*
+ * The tokens of the texts which[0 .. n) (texts[i], lens[i] bytes) into
+ * tokens[i], as the model's tokenizer counts them, by one batch of
+ * requests that only tokenize.  A text longer than piece bytes is counted
+ * in pieces of at most piece bytes (each fits the context: a byte is at
+ * most one token), and its count is their sum; an empty one counts 0.
+ */
+static void
+LlmAggCount(char **texts, const int *lens, const int *which, int n, int piece, int *tokens)
+{
+	int			n_jobs = 0;
+	int			j = 0;
+	LlmJob	   *jobs;
+
+	for (int w = 0; w < n; w++)
+		n_jobs += (lens[which[w]] + piece - 1) / piece;
+	jobs = palloc(sizeof(LlmJob) * Max(n_jobs, 1));
+	for (int w = 0; w < n; w++)
+	{
+		int			i = which[w];
+
+		for (int off = 0, len; off < lens[i]; off += len)
+		{
+			len = LlmAggCut(texts[i] + off, lens[i] - off, piece);
+			LlmAggJobInit(&jobs[j++], texts[i] + off, len, false, 0);
+		}
+	}
+	if (j > 0)
+		LlmQueueRun(jobs, j);
+	j = 0;
+	for (int w = 0; w < n; w++)
+	{
+		int			i = which[w];
+
+		tokens[i] = 0;
+		for (int off = 0; off < lens[i]; off += jobs[j++].prompt_len)
+			tokens[i] += jobs[j].prompt_tokens;
+	}
+	pfree(jobs);
+}
+
+/* The prompt of a chunk: the instruction, then the chunk's texts as a list. */
+static void
+LlmAggPrompt(StringInfo p, const char *instruction, const char *chunk, bool chat)
+{
+	initStringInfo(p);
+	appendStringInfo(p, "%s\n\n%s", instruction, chunk);
+	if (!chat)
+		appendStringInfoString(p, "\n\nAnswer:");
+}
+
+/*
  * llm_agg_finalfn(state, text, instruction)
  *		Summarize the collected texts by levels of batched chunks.
+ *
+ * Chunks are packed by tokens, as the worker's tokenizer counts them: the
+ * instruction and the rest of a chunk's prompt (the chat format's frame)
+ * cost a fixed number, each text its own count and LLM_AGG_SEP_TOKENS for
+ * the list's separator, and all must leave room for the answer.  A text over
+ * that room alone is cut, in proportion to its count, and counted again.
  */
 Datum
 llm_agg_finalfn(PG_FUNCTION_ARGS)
@@ -142,55 +195,115 @@ llm_agg_finalfn(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no model is loaded")));
-	/* bytes of texts per chunk: the context less the answer and a margin for the template */
 	max_tokens = Min(max_tokens, n_ctx / 8);	/* answers short enough that chunks hold several */
-	budget = (n_ctx - max_tokens - 64) * LLM_AGG_BYTES_PER_TOKEN - (int) strlen(st->instruction);
-	if (budget < 64)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("the instruction leaves no room for text in the model's context of %d tokens", n_ctx)));
+
+	/*
+	 * tokens of texts per chunk: the context less the answer, the
+	 * instruction, the rest of an empty chunk's prompt (in the chat format)
+	 * and a margin
+	 */
+	{
+		StringInfoData frame;
+		char	   *instruction = st->instruction;
+		int			instruction_len = strlen(instruction);
+		int			zero = 0;
+		int			instruction_tokens;
+		LlmJob		job;
+
+		LlmAggPrompt(&frame, "", "", chat);
+		LlmAggJobInit(&job, frame.data, frame.len, chat, 0);
+		LlmQueueRun(&job, 1);
+		LlmAggCount(&instruction, &instruction_len, &zero, 1, n_ctx - LLM_AGG_PIECE_MARGIN, &instruction_tokens);
+		budget = n_ctx - max_tokens - job.prompt_tokens - instruction_tokens - LLM_AGG_MARGIN_TOKENS;
+		if (budget < 64)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("the instruction leaves no room for text in the model's context of %d tokens", n_ctx)));
+	}
 
 	texts = st->texts;
 	for (;;)
 	{
+		int			n = list_length(texts);
+		char	  **t = palloc(sizeof(char *) * n);
+		int		   *lens = palloc(sizeof(int) * n);
+		int		   *tokens = palloc(sizeof(int) * n);
+		int		   *which = palloc(sizeof(int) * n);	/* the texts to count */
+		int			n_which = n;
+		int			i = 0;
 		List	   *chunks = NIL;
 		StringInfo	cur = NULL;
+		int			cur_tokens = 0;
 		ListCell   *lc;
 		LlmJob	   *jobs;
-		int			n = 0;
+		int			n_chunks = 0;
 		List	   *next = NIL;
 
-		/* pack the texts into chunks, in order */
 		foreach(lc, texts)
 		{
-			const char *t = lfirst(lc);
-			int			len = LlmAggCut(t, strlen(t), budget - 3);
+			t[i] = lfirst(lc);
+			lens[i] = strlen(t[i]);
+			which[i] = i;
+			i++;
+		}
+		/* count, then cut what is too long for a chunk alone and count it again, until all fit */
+		while (n_which > 0)
+		{
+			int			n_cut = 0;
 
-			if (cur != NULL && cur->len + len + 3 > budget)
+			LlmAggCount(t, lens, which, n_which, n_ctx - LLM_AGG_PIECE_MARGIN, tokens);
+			for (int w = 0; w < n_which; w++)
+			{
+				int			k = which[w];
+
+				if (tokens[k] + LLM_AGG_SEP_TOKENS > budget)
+				{
+					/* a tenth under its share of the budget, so one cut is almost always enough */
+					int64		want = (int64) lens[k] * (budget - LLM_AGG_SEP_TOKENS) / tokens[k] * 9 / 10;
+
+					lens[k] = LlmAggCut(t[k], lens[k], (int) Max(want, 1));
+					which[n_cut++] = k;
+				}
+			}
+			n_which = n_cut;
+		}
+
+		/* pack the texts into chunks, in order */
+		for (i = 0; i < n; i++)
+		{
+			if (cur != NULL && cur_tokens + tokens[i] + LLM_AGG_SEP_TOKENS > budget)
 				cur = NULL;
 			if (cur == NULL)
 			{
 				cur = makeStringInfo();
 				chunks = lappend(chunks, cur);
+				cur_tokens = 0;
 			}
 			appendStringInfoString(cur, cur->len > 0 ? "\n- " : "- ");
-			appendBinaryStringInfo(cur, t, len);
+			appendBinaryStringInfo(cur, t[i], lens[i]);
+			cur_tokens += tokens[i] + LLM_AGG_SEP_TOKENS;
 		}
 		level++;
 		jobs = palloc(sizeof(LlmJob) * list_length(chunks));
 		foreach(lc, chunks)
-			LlmAggJob(&jobs[n++], st->instruction, lfirst(lc), chat, max_tokens);
-		LlmQueueRun(jobs, n);
-		if (n == 1)
+		{
+			StringInfoData p;
+			LlmJob	   *job = &jobs[n_chunks++];
+
+			LlmAggPrompt(&p, st->instruction, ((StringInfo) lfirst(lc))->data, chat);
+			LlmAggJobInit(job, p.data, p.len, chat, max_tokens);
+		}
+		LlmQueueRun(jobs, n_chunks);
+		if (n_chunks == 1)
 			PG_RETURN_TEXT_P(cstring_to_text(jobs[0].completion));
 		/* the answers, back in UTF-8, are the next level's texts */
-		for (int i = 0; i < n; i++)
+		for (i = 0; i < n_chunks; i++)
 			next = lappend(next, pstrdup(pg_server_to_any(jobs[i].completion, strlen(jobs[i].completion), PG_UTF8)));
-		if (list_length(next) >= list_length(texts))
+		if (list_length(next) >= n)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("llm_agg does not converge: level %d has %d answers for %d texts",
-							level, list_length(next), list_length(texts)),
+							level, list_length(next), n),
 					 errhint("Use a model with a longer context, or shorter texts.")));
 		texts = next;
 	}
