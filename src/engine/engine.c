@@ -1023,11 +1023,12 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 
 	/*
 	 * decoding sequences first (one token each), then prompt chunks, while
-	 * logits rows and the step's time (pace.h) last
+	 * the step's time (pace.h) lasts; tokens that want logits only while
+	 * the logits rows last (batch_add_seq)
 	 */
 	llm_pace_begin(&e->pace);
 	for (int pass = 0; pass < 2; pass++)
-		for (int i = 0; i < e->n_seqs && n_batch < budget && n_out < e->max_out; i++)
+		for (int i = 0; i < e->n_seqs && n_batch < budget; i++)
 		{
 			Seq		   *s = e->seqs[i];
 			bool		decoding = s->n_tokens - s->n_past == 1;
