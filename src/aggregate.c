@@ -126,8 +126,10 @@ LlmAggCount(char **texts, const int *lens, const int *which, int n, int piece, i
 	int			j = 0;
 	LlmJob	   *jobs;
 
+	/* the pieces, cut as below (at character boundaries, so some are shorter than piece) */
 	for (int w = 0; w < n; w++)
-		n_jobs += (lens[which[w]] + piece - 1) / piece;
+		for (int off = 0, i = which[w]; off < lens[i]; n_jobs++)
+			off += LlmAggCut(texts[i] + off, lens[i] - off, piece);
 	jobs = palloc(sizeof(LlmJob) * Max(n_jobs, 1));
 	for (int w = 0; w < n; w++)
 	{
@@ -196,6 +198,10 @@ llm_agg_finalfn(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no model is loaded")));
 	max_tokens = Min(max_tokens, n_ctx / 8);	/* answers short enough that chunks hold several */
+	if (n_ctx - max_tokens - LLM_AGG_MARGIN_TOKENS < 64)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the model's context of %d tokens is too short for llm_agg", n_ctx)));
 
 	/*
 	 * tokens of texts per chunk: the context less the answer, the
