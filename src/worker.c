@@ -63,6 +63,7 @@ typedef struct LlmWorkerSeq
 
 static LlmWorkerSeq *WorkerSeqs = NULL;	/* (n_slots) */
 static bool WorkerReloadPending = false;
+static uint64 WorkerAnswers = 0;	/* slots answered so far: whether a pass of the loop made room */
 static LlmEngineStats WorkerLast;	/* the engine's counters at the last publish */
 
 /* Register the worker; called by _PG_init in the postmaster. */
@@ -97,6 +98,8 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 	dsa_pointer chunks[3];
 	int			n_chunks = 0;
 	bool		answered = false;
+
+	WorkerAnswers++;
 
 	if (result && result->text_len > 0)
 	{
@@ -484,13 +487,11 @@ LlmWorkerStep(void)
 /*
  * Answer every finished sequence.  Runs after each step and after adding
  * requests (a sequence can finish without a step, e.g. max_tokens = 0).
- * Returns how many were answered.
  */
-static int
+static void
 LlmWorkerCollect(void)
 {
 	LlmResult	result;
-	int			n = 0;
 
 	while (llm_engine_poll(LlmWorkerEngine, &result))
 	{
@@ -508,9 +509,7 @@ LlmWorkerCollect(void)
 		else
 			LlmWorkerAnswer(slotno, &result, 0, NULL, NULL, NULL);
 		LlmWorkerRelease(slotno);	/* after answering: result.text lives until here */
-		n++;
 	}
-	return n;
 }
 
 /* Publish the engine's gauges and report what the worker is doing. */
@@ -689,7 +688,7 @@ LlmWorkerMain(Datum main_arg)
 		bool		busy;
 		bool		tokenizing;
 		bool		left_queued;
-		int			answered = 0;
+		uint64		answers_before = WorkerAnswers;
 
 		MemoryContextReset(iteration_cxt);
 		CHECK_FOR_INTERRUPTS();
@@ -713,17 +712,17 @@ LlmWorkerMain(Datum main_arg)
 		if (busy)
 			LlmWorkerStep();
 		if (LlmWorkerEngine != NULL)
-			answered = LlmWorkerCollect();
+			LlmWorkerCollect();
 		LlmWorkerPublish();
 		tokenizing = !LlmTokenizerIdle();
 		LlmWorkerTrimDsa(busy || tokenizing);
 
 		/*
 		 * Requests left queued for want of room, which answers given without
-		 * a step (max_tokens 0) have just made: claim them now, since no
-		 * backend sets the latch for them again.
+		 * a step (max_tokens 0, or an error at admission) have just made:
+		 * claim them now, since no backend sets the latch for them again.
 		 */
-		if (left_queued && answered > 0 && !busy)
+		if (left_queued && WorkerAnswers != answers_before && !busy)
 			continue;
 
 		/*
