@@ -122,37 +122,37 @@ LlmAggJobInit(LlmJob *job, const char *p, int len, bool chat, int max_tokens)
 static void
 LlmAggCount(char **texts, const int *lens, const int *which, int n, int piece, int *tokens)
 {
-	int			n_jobs = 0;
+	int		   *first = palloc(sizeof(int) * (n + 1));	/* text which[w]'s pieces: jobs[first[w] .. first[w + 1]) */
+	int			max_jobs = 0;
 	int			j = 0;
 	LlmJob	   *jobs;
 
-	/* the pieces, cut as below (at character boundaries, so some are shorter than piece) */
+	/* a cut at a character boundary falls at most 3 bytes short of piece */
 	for (int w = 0; w < n; w++)
-		for (int off = 0, i = which[w]; off < lens[i]; n_jobs++)
-			off += LlmAggCut(texts[i] + off, lens[i] - off, piece);
-	jobs = palloc(sizeof(LlmJob) * Max(n_jobs, 1));
+		max_jobs += lens[which[w]] / (piece - 3) + 1;
+	jobs = palloc(sizeof(LlmJob) * max_jobs);
 	for (int w = 0; w < n; w++)
 	{
 		int			i = which[w];
 
+		first[w] = j;
 		for (int off = 0, len; off < lens[i]; off += len)
 		{
 			len = LlmAggCut(texts[i] + off, lens[i] - off, piece);
 			LlmAggJobInit(&jobs[j++], texts[i] + off, len, false, 0);
 		}
 	}
+	first[n] = j;
 	if (j > 0)
 		LlmQueueRun(jobs, j);
-	j = 0;
 	for (int w = 0; w < n; w++)
 	{
-		int			i = which[w];
-
-		tokens[i] = 0;
-		for (int off = 0; off < lens[i]; off += jobs[j++].prompt_len)
-			tokens[i] += jobs[j].prompt_tokens;
+		tokens[which[w]] = 0;
+		for (int k = first[w]; k < first[w + 1]; k++)
+			tokens[which[w]] += jobs[k].prompt_tokens;
 	}
 	pfree(jobs);
+	pfree(first);
 }
 
 /* The prompt of a chunk: the instruction, then the chunk's texts as a list. */

@@ -630,7 +630,6 @@ batch_add_seq(LlmEngine *e, Seq *s, int n_batch, int budget, int out_room)
 {
 	int			take = s->n_tokens - s->n_past;
 	int			first_want = seq_first_wanted(s);
-
 	int			skip = first_want > s->n_past ? first_want - s->n_past : 0;	/* unfed tokens that want no logits */
 
 	if (take > budget)
@@ -818,9 +817,9 @@ seq_accept_logits(LlmEngine *e, Seq *s, int pos, float *logits)
 /*
  * Whether waiting s shares full prompt blocks with a running sequence that
  * has not computed (and registered) them yet, or all its tokens before the
- * first whose logits it needs (seq_first_wanted), not computed yet either.  Admitting s now would compute the
- * same keys twice; a step or two later it finds them cached, or copies
- * them (seq_copy_prompt_tail).
+ * first whose logits it needs (seq_first_wanted), not computed yet either.
+ * Admitting s now would compute the same keys twice; a step or two later
+ * it finds them cached, or copies them (seq_copy_prompt_tail).
  */
 static bool
 shares_pending_prefix(const LlmEngine *e, const Seq *s)
