@@ -94,6 +94,25 @@ LANGUAGE C VOLATILE PARALLEL SAFE COST 10000 ROWS 10;
 COMMENT ON FUNCTION llm_rank(text, text[], text) IS
 'the candidates, best first, scored by the probability that the model answers Yes (against No) to whether each is relevant to query; all candidates are scored in one batch';
 
+-- What the LLM Batch node calls in place of llm_classify_scores() and
+-- llm_rank() over a table, once it has run their scoring jobs for a window
+-- of rows: their rows from the jobs' log-probabilities (NULL: no rows).
+CREATE FUNCTION llm_classify_scores_from(labels text[], logprobs float8[])
+RETURNS TABLE(label text, probability float8)
+AS 'MODULE_PATHNAME', 'llm_classify_scores_from'
+LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 4;
+
+COMMENT ON FUNCTION llm_classify_scores_from(text[], float8[]) IS
+'llm_classify_scores'' rows from its label jobs'' log-probabilities (one per label), for the LLM Batch node';
+
+CREATE FUNCTION llm_rank_from(candidates text[], logprobs float8[])
+RETURNS TABLE(rank int, candidate text, score float8)
+AS 'MODULE_PATHNAME', 'llm_rank_from'
+LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 10;
+
+COMMENT ON FUNCTION llm_rank_from(text[], float8[]) IS
+'llm_rank''s rows from its jobs'' log-probabilities (Yes, then No, per candidate), for the LLM Batch node';
+
 -- Constrained generation: llm_generate with json_schema, as an SQL function
 -- the planner inlines, so that over a table the calls run in an LLM Batch
 -- node like any llm_generate.  NULL input or schema gives NULL.

@@ -65,6 +65,39 @@ SELECT * FROM batch_requests($$SELECT id FROM notes WHERE llm_filter(body, 'Is t
 -- a bad row's arguments fail the query with the error row by row gives
 SELECT id, llm_classify(body, CASE WHEN id = 4 THEN ARRAY['happy', 'happy'] ELSE labels END) FROM notes;
 SELECT id FROM notes WHERE llm_filter(body, 'Is there a dog?', CASE WHEN id = 2 THEN 1.5 ELSE 0.5 END);
+-- the set-returning ones too: in the target list (a ProjectSet) and as a
+-- function scan rescanned per outer row (LATERAL), each row's jobs run in
+-- an LLM Batch node below, and the _from function makes the same rows
+EXPLAIN (COSTS OFF) SELECT id, llm_classify_scores(body, labels), llm_probability(body, 'Is someone sad?') FROM notes;
+EXPLAIN (COSTS OFF) SELECT n.id, r.* FROM notes n, LATERAL llm_rank(n.body, ARRAY['a dog', 'a toy']) r;
+CREATE VIEW ranked AS
+SELECT n.id, s.label, s.probability, r.rank, r.candidate, r.score
+FROM notes n LEFT JOIN LATERAL llm_classify_scores(n.body, n.labels, 'How does someone feel?') WITH ORDINALITY s ON true
+     LEFT JOIN LATERAL llm_rank(n.body, ARRAY['a dog', 'a toy', 'a smile']) r ON r.rank = s.ordinality;
+CREATE TEMP TABLE ranked_batched AS SELECT * FROM ranked;
+CREATE TEMP TABLE listed_batched AS SELECT id, (llm_classify_scores(body, labels)).*, (llm_rank(body, labels)).candidate FROM notes;
+SET llm.batch_rows = 1;
+CREATE TEMP TABLE ranked_alone AS SELECT * FROM ranked;
+CREATE TEMP TABLE listed_alone AS SELECT id, (llm_classify_scores(body, labels)).*, (llm_rank(body, labels)).candidate FROM notes;
+RESET llm.batch_rows;
+SELECT id, label, rank, candidate FROM ranked_batched ORDER BY id, label, rank;
+SELECT (SELECT count(*) FROM ranked_batched) AS ranked_rows, (SELECT count(*) FROM listed_batched) AS listed_rows,
+       NOT EXISTS (SELECT * FROM ranked_batched EXCEPT ALL SELECT * FROM ranked_alone)
+       AND NOT EXISTS (SELECT * FROM ranked_alone EXCEPT ALL SELECT * FROM ranked_batched) AS ranked_as_alone,
+       NOT EXISTS (SELECT * FROM listed_batched EXCEPT ALL SELECT * FROM listed_alone)
+       AND NOT EXISTS (SELECT * FROM listed_alone EXCEPT ALL SELECT * FROM listed_batched) AS listed_as_alone;
+-- a job per label of notes 1 and 2 (3 and 5 have a NULL), notes 4 asking what 1 asks; Yes and No per candidate of 1, 2, 5
+SELECT * FROM batch_requests($$SELECT id, llm_classify_scores(body, labels) FROM notes$$);
+SELECT * FROM batch_requests($$SELECT * FROM notes, LATERAL llm_rank(body, ARRAY['a dog', 'a toy', 'a smile'])$$);
+-- a bad row's arguments: the error row by row gives
+SELECT n.id, s.* FROM notes n, LATERAL llm_classify_scores(n.body, CASE WHEN n.id = 4 THEN ARRAY['x', 'x'] ELSE n.labels END) s;
+SELECT id, llm_rank(body, ARRAY['a', NULL]) FROM notes;
+-- the _from functions alone: the rows from given log-probabilities, checked
+SELECT label, round(probability::numeric, 6) FROM llm_classify_scores_from(ARRAY['a', 'b'], ARRAY[ln(0.25), ln(0.75)]);
+SELECT rank, candidate, round(score::numeric, 6) FROM llm_rank_from(ARRAY['a', 'b'], ARRAY[ln(0.2), ln(0.8), ln(0.9), ln(0.1)]);
+SELECT count(*) FROM llm_classify_scores_from(ARRAY['a', 'b'], NULL);
+SELECT * FROM llm_classify_scores_from(ARRAY['a', 'b'], ARRAY[0.0]);
+DROP VIEW ranked;
 DROP FUNCTION batch_requests;
 DROP VIEW scored;
 DROP TABLE notes;

@@ -16,7 +16,10 @@
 #include "access/htup_details.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "parser/parse_func.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 #include "llm.h"
@@ -35,6 +38,20 @@ static const LlmBatchFuncInfo LlmBatchFuncs[] = {
 	[LLM_BATCH_CLASSIFY] = {llm_classify, 3},
 	[LLM_BATCH_FILTER] = {llm_filter, 3},
 	[LLM_BATCH_PROBABILITY] = {llm_probability, 2},
+	[LLM_BATCH_CLASSIFY_SCORES] = {llm_classify_scores, 3},
+	[LLM_BATCH_RANK] = {llm_rank, 3},
+};
+
+/* The function that makes a set-returning one's rows from its result in the node: its name and entry point. */
+typedef struct LlmBatchFromInfo
+{
+	const char *name;
+	PGFunction	entry;
+} LlmBatchFromInfo;
+
+static const LlmBatchFromInfo LlmBatchFroms[] = {
+	[LLM_BATCH_CLASSIFY_SCORES] = {"llm_classify_scores_from", llm_classify_scores_from},
+	[LLM_BATCH_RANK] = {"llm_rank_from", llm_rank_from},
 };
 
 /* Which batched function funcid is, or LLM_BATCH_NONE. */
@@ -48,8 +65,7 @@ LlmBatchFuncOf(Oid funcid)
 
 	if (!HeapTupleIsValid(tuple))
 		return LLM_BATCH_NONE;
-	is_c = ((Form_pg_proc) GETSTRUCT(tuple))->prolang == ClanguageId &&
-		!((Form_pg_proc) GETSTRUCT(tuple))->proretset;
+	is_c = ((Form_pg_proc) GETSTRUCT(tuple))->prolang == ClanguageId;
 	nargs = ((Form_pg_proc) GETSTRUCT(tuple))->pronargs;
 	ReleaseSysCache(tuple);
 	if (!is_c)
@@ -67,6 +83,32 @@ LlmBatchFuncNargs(LlmBatchFunc f)
 {
 	Assert(f > LLM_BATCH_NONE && f < lengthof(LlmBatchFuncs));
 	return LlmBatchFuncs[f].nargs;
+}
+
+/*
+ * The function that makes the rows of set-returning batched function f
+ * (funcid, in its extension's schema) from its result in the node:
+ * llm_classify_scores_from(labels, logprobs) or llm_rank_from(candidates,
+ * logprobs), in the same schema; InvalidOid for any other f or when it is
+ * missing.
+ */
+Oid
+LlmBatchFromFunc(LlmBatchFunc f, Oid funcid)
+{
+	Oid			argtypes[2] = {TEXTARRAYOID, FLOAT8ARRAYOID};
+	List	   *name;
+	Oid			from;
+	FmgrInfo	finfo;
+
+	if (f != LLM_BATCH_CLASSIFY_SCORES && f != LLM_BATCH_RANK)
+		return InvalidOid;
+	name = list_make2(makeString(get_namespace_name(get_func_namespace(funcid))),
+					  makeString(pstrdup(LlmBatchFroms[f].name)));
+	from = LookupFuncName(name, 2, argtypes, true);
+	if (!OidIsValid(from))
+		return InvalidOid;
+	fmgr_info(from, &finfo);
+	return finfo.fn_addr == LlmBatchFroms[f].entry ? from : InvalidOid;
 }
 
 /* The jobs of a call of f with args (palloc'd); *n_jobs = 0: NULL, no request. */

@@ -22,13 +22,24 @@
  * node, so calls there get a node between the Agg and its input instead,
  * which adds their results to the input's columns (push_below_agg).
  *
+ * The set-returning llm_classify_scores() and llm_rank() run per row in two
+ * places: a ProjectSet's target list (SELECT llm_rank(q, docs) FROM t) and
+ * a function scan that a nested loop rescans for each outer row with the
+ * row's columns as parameters (FROM t, LATERAL llm_rank(t.q, t.docs)).
+ * Either gets a node below it, between the ProjectSet and its input or
+ * over the loop's outer side, whose extra column is the call's jobs'
+ * log-probabilities (a float8[]); the call becomes llm_classify_scores_from()
+ * or llm_rank_from() of that column, which makes the rows the function
+ * makes from the same numbers (push_below_project_set,
+ * batch_lateral_functions).
+ *
  * A call is batched only where it would be evaluated for every row: not
  * inside CASE, COALESCE, AND/OR, a subplan, an aggregate or any other node
  * that may skip it, and not when its arguments make a batched call
  * themselves.  Such an expression goes to P' whole and runs row by row as
  * before.  Nodes without a row source (a Result with no child, so
- * SELECT llm_generate('x')) and nodes that return sets are left alone, as
- * are scrollable cursors (C does not scan backward).
+ * SELECT llm_generate('x')) and other nodes that return sets are left
+ * alone, as are scrollable cursors (C does not scan backward).
  *
  * The plan is rewritten after set_plan_references(), so C's Vars are in
  * executor form already: INDEX_VAR for its scan tuple, and OUTER_VAR in
@@ -37,9 +48,11 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/planner.h"
 
 #include "llm.h"
@@ -52,6 +65,13 @@ typedef struct BatchRewrite
 	List	   *call_vars;		/* INDEX_VAR Vars of the calls' results (numbered at the end) */
 	List	   *call_args;		/* per call: its twelve arguments, over the child's columns */
 } BatchRewrite;
+
+/* What the rewrite of a plan tree needs beyond the node at hand. */
+typedef struct BatchContext
+{
+	PlannedStmt *stmt;			/* its paramExecTypes get the params of the nodes added */
+	int			last_node_id;	/* the largest plan_node_id in the tree; new nodes follow it */
+} BatchContext;
 
 static planner_hook_type prev_planner_hook = NULL;
 
@@ -66,13 +86,16 @@ calls_batched(Node *node, void *context)
 	return expression_tree_walker(node, calls_batched, context);
 }
 
-/* Whether node is a call the node can run for a window of rows: a batched function whose arguments make no call. */
+/*
+ * Whether node is a call the node can run for a window of rows in place: a
+ * batched function, not set-returning, whose arguments make no call.
+ */
 static bool
 is_batchable_call(Node *node)
 {
 	LlmBatchFunc f;
 
-	if (!IsA(node, FuncExpr))
+	if (!IsA(node, FuncExpr) || ((FuncExpr *) node)->funcretset)
 		return false;
 	f = LlmBatchFuncOf(((FuncExpr *) node)->funcid);
 	return f != LLM_BATCH_NONE && list_length(((FuncExpr *) node)->args) == LlmBatchFuncNargs(f) &&
@@ -200,11 +223,10 @@ rewrite_expr(Node *node, BatchRewrite *rw)
 /*
  * Put an LLM Batch node over plan if it makes batched calls per row;
  * returns the node to use in its place.  bound: at most this many rows are
- * wanted (a LIMIT right above), or 0.  The new node's plan_node_id follows
- * *last_node_id.
+ * wanted (a LIMIT right above), or 0.
  */
 static Plan *
-batch_node(Plan *plan, int64 bound, int *last_node_id)
+batch_node(Plan *plan, int64 bound, BatchContext *ctx)
 {
 	BatchRewrite rw = {0};
 	List	   *tlist = NIL;
@@ -250,7 +272,7 @@ batch_node(Plan *plan, int64 bound, int *last_node_id)
 	plan->qual = child_qual;
 	/* a filter above the calls takes rows away after them: then LIMIT bounds nothing here */
 	return LlmBatchScanCreate(plan, scan_tlist, tlist, qual, rw.call_args, qual != NIL ? 0 : bound,
-							  ++(*last_node_id));
+							  ++ctx->last_node_id);
 }
 
 /* The calls an aggregate's arguments make for every input row, moved into an LLM Batch node below it. */
@@ -310,6 +332,27 @@ push_down_aggref_args(Node *node, BatchPushDown *pd)
 }
 
 /*
+ * An LLM Batch node over input that computes pd's calls as columns after
+ * input's own, which it passes on unchanged.
+ */
+static Plan *
+batch_node_below(Plan *input, BatchPushDown *pd, BatchContext *ctx)
+{
+	List	   *scan_tlist = scan_tlist_for(input->targetlist, pd->calls);
+	List	   *node_tlist = NIL;
+	ListCell   *lc;
+
+	foreach(lc, scan_tlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		node_tlist = lappend(node_tlist, makeTargetEntry((Expr *) column_var(INDEX_VAR, tle->resno, tle->expr),
+														 tle->resno, NULL, false));
+	}
+	return LlmBatchScanCreate(input, scan_tlist, node_tlist, NIL, pd->call_args, 0, ++ctx->last_node_id);
+}
+
+/*
  * An aggregate over batched calls, as in string_agg(llm_generate(...),
  * ...), evaluates them per input row inside the Agg node: put an LLM Batch
  * node between the Agg and its input that computes them as extra columns,
@@ -319,15 +362,12 @@ push_down_aggref_args(Node *node, BatchPushDown *pd)
  * may skip rows).
  */
 static void
-push_below_agg(Agg *agg, int *last_node_id)
+push_below_agg(Agg *agg, BatchContext *ctx)
 {
 	Plan	   *input = agg->plan.lefttree;
 	BatchPushDown pd = {0};
 	List	   *tlist;
 	List	   *qual;
-	List	   *scan_tlist = NIL;
-	List	   *node_tlist = NIL;
-	ListCell   *lc;
 
 	if (input == NULL)
 		return;
@@ -336,18 +376,193 @@ push_below_agg(Agg *agg, int *last_node_id)
 	qual = (List *) push_down_aggref_args((Node *) agg->plan.qual, &pd);
 	if (pd.calls == NIL)
 		return;
-
-	scan_tlist = scan_tlist_for(input->targetlist, pd.calls);
-	foreach(lc, scan_tlist)
-	{
-		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-
-		node_tlist = lappend(node_tlist, makeTargetEntry((Expr *) column_var(INDEX_VAR, tle->resno, tle->expr),
-														 tle->resno, NULL, false));
-	}
 	agg->plan.targetlist = tlist;
 	agg->plan.qual = qual;
-	agg->plan.lefttree = LlmBatchScanCreate(input, scan_tlist, node_tlist, NIL, pd.call_args, 0, ++(*last_node_id));
+	agg->plan.lefttree = batch_node_below(input, &pd, ctx);
+}
+
+/*
+ * If call is a set-returning batched function (llm_classify_scores(),
+ * llm_rank()) whose arguments make no batched call, the function that
+ * makes its rows from its result in the LLM Batch node (LlmBatchFromFunc),
+ * else InvalidOid.
+ */
+static Oid
+set_call_from_func(Node *call)
+{
+	FuncExpr   *fe = (FuncExpr *) call;
+	LlmBatchFunc f;
+
+	if (!IsA(call, FuncExpr) || !fe->funcretset)
+		return InvalidOid;
+	f = LlmBatchFuncOf(fe->funcid);
+	if (f == LLM_BATCH_NONE || list_length(fe->args) != LlmBatchFuncNargs(f) || calls_batched((Node *) fe->args, NULL))
+		return InvalidOid;
+	return LlmBatchFromFunc(f, fe->funcid);
+}
+
+/*
+ * Add set-returning call, its arguments args (over the node's child), to
+ * pd's calls, and return the call that makes its rows in its place from the
+ * result: from_func(call's second argument, the labels or candidates, as
+ * its caller has it, and result, the float8[] of log-probabilities).
+ */
+static Node *
+push_down_set_call(FuncExpr *call, List *args, Oid from_func, Expr *result, BatchPushDown *pd)
+{
+	FuncExpr   *node_call = copyObject(call);
+	FuncExpr   *from;
+
+	/* in the node the call's result is the float8[] that from_func reads */
+	node_call->args = args;
+	node_call->funcresulttype = FLOAT8ARRAYOID;
+	node_call->funcretset = false;
+	pd->calls = lappend(pd->calls, node_call);
+	pd->call_args = lappend(pd->call_args, copyObject(args));
+
+	from = makeFuncExpr(from_func, call->funcresulttype, list_make2(copyObject(lsecond(call->args)), result),
+						InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	from->funcretset = true;
+	from->location = call->location;
+	return (Node *) from;
+}
+
+/*
+ * SELECT llm_classify_scores(body, labels) FROM t: the set-returning calls
+ * of a ProjectSet's target list, each a whole entry, run per input row.
+ * Put an LLM Batch node between the ProjectSet and its input that runs
+ * their jobs as extra columns, and let each entry make its rows from those
+ * with the _from function.  The other batched calls of the target list
+ * (llm_generate() beside them) are computed there too, once per input row.
+ */
+static void
+push_below_project_set(ProjectSet *ps, BatchContext *ctx)
+{
+	Plan	   *input = ps->plan.lefttree;
+	BatchPushDown pd = {0};
+	ListCell   *lc;
+
+	if (input == NULL)
+		return;
+	pd.n_input = list_length(input->targetlist);
+	foreach(lc, ps->plan.targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		Oid			from_func = set_call_from_func((Node *) tle->expr);
+		Var		   *result;
+
+		tle = flatCopyTargetEntry(tle);
+		if (OidIsValid(from_func))
+		{
+			result = makeVar(OUTER_VAR, pd.n_input + list_length(pd.calls) + 1, FLOAT8ARRAYOID, -1, InvalidOid, 0);
+			tle->expr = (Expr *) push_down_set_call((FuncExpr *) tle->expr, ((FuncExpr *) tle->expr)->args,
+													from_func, (Expr *) result, &pd);
+		}
+		else
+			tle->expr = (Expr *) push_down_calls((Node *) tle->expr, &pd);
+		lfirst(lc) = tle;
+	}
+	if (pd.calls != NIL)
+		ps->plan.lefttree = batch_node_below(input, &pd, ctx);
+}
+
+/* The outer-row parameters of a nested loop, and whether an expression used one. */
+typedef struct NestParamMap
+{
+	List	   *nest_params;	/* the NestLoop's NestLoopParams */
+	bool		used;			/* a parameter was replaced */
+	bool		failed;			/* the expression has a parameter not among them */
+} NestParamMap;
+
+/* expr with each of the loop's parameters replaced by the outer column it is set from. */
+static Node *
+outer_columns_for_params(Node *node, NestParamMap *map)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Param))
+	{
+		Param	   *p = (Param *) node;
+		ListCell   *lc;
+
+		if (p->paramkind == PARAM_EXEC)
+			foreach(lc, map->nest_params)
+			{
+				NestLoopParam *nlp = lfirst_node(NestLoopParam, lc);
+
+				if (nlp->paramno == p->paramid && IsA(nlp->paramval, Var))
+				{
+					map->used = true;
+					return (Node *) copyObject(nlp->paramval);
+				}
+			}
+		map->failed = true;
+		return node;
+	}
+	if (IsA(node, SubPlan) || IsA(node, AlternativeSubPlan))
+		map->failed = true;
+	return expression_tree_mutator(node, outer_columns_for_params, map);
+}
+
+/*
+ * SELECT * FROM t, LATERAL llm_classify_scores(t.body, labels): a nested
+ * loop that rescans a function scan of a set-returning batched function
+ * for each outer row, with the outer row's columns as parameters.  Put an
+ * LLM Batch node over the outer side that runs the call's jobs for a
+ * window of outer rows, with its arguments over the outer columns the
+ * parameters come from; pass its result to the inner side as a new
+ * parameter of the loop, and have the function scan make its rows from
+ * that with the _from function.  Only calls whose arguments use the loop's
+ * parameters and nothing volatile are rewritten (others are computed once
+ * or may differ between two evaluations).
+ */
+static void
+batch_lateral_functions(NestLoop *nl, BatchContext *ctx)
+{
+	Plan	   *outer = nl->join.plan.lefttree;
+	Plan	   *inner = nl->join.plan.righttree;
+	BatchPushDown pd = {0};
+	ListCell   *lc;
+
+	if (outer == NULL || inner == NULL || !IsA(inner, FunctionScan))
+		return;
+	pd.n_input = list_length(outer->targetlist);
+	foreach(lc, ((FunctionScan *) inner)->functions)
+	{
+		RangeTblFunction *rtfunc = lfirst_node(RangeTblFunction, lc);
+		Oid			from_func = set_call_from_func(rtfunc->funcexpr);
+		NestParamMap map = {nl->nestParams, false, false};
+		List	   *args;
+		NestLoopParam *nlp;
+		Param	   *param;
+
+		if (!OidIsValid(from_func))
+			continue;
+		args = (List *) outer_columns_for_params((Node *) ((FuncExpr *) rtfunc->funcexpr)->args, &map);
+		if (map.failed || !map.used || contain_volatile_functions((Node *) args))
+			continue;
+
+		/* a new parameter, set from the node's result column for each outer row */
+		nlp = makeNode(NestLoopParam);
+		nlp->paramno = list_length(ctx->stmt->paramExecTypes);
+		nlp->paramval = makeVar(OUTER_VAR, pd.n_input + list_length(pd.calls) + 1, FLOAT8ARRAYOID, -1, InvalidOid, 0);
+		ctx->stmt->paramExecTypes = lappend_oid(ctx->stmt->paramExecTypes, FLOAT8ARRAYOID);
+		nl->nestParams = lappend(nl->nestParams, nlp);
+		param = makeNode(Param);
+		param->paramkind = PARAM_EXEC;
+		param->paramid = nlp->paramno;
+		param->paramtype = FLOAT8ARRAYOID;
+		param->paramtypmod = -1;
+		param->paramcollid = InvalidOid;
+		param->location = -1;
+
+		rtfunc->funcexpr = push_down_set_call((FuncExpr *) rtfunc->funcexpr, args, from_func, (Expr *) param, &pd);
+		rtfunc->funcparams = bms_add_member(rtfunc->funcparams, nlp->paramno);
+		inner->extParam = bms_add_member(inner->extParam, nlp->paramno);
+		inner->allParam = bms_add_member(inner->allParam, nlp->paramno);
+	}
+	if (pd.calls != NIL)
+		nl->join.plan.lefttree = batch_node_below(outer, &pd, ctx);
 }
 
 /* The row bound a Limit node puts on its child: offset + count when both are constants, else 0. */
@@ -376,13 +591,13 @@ limit_bound(Limit *limit)
  * the like too; those of SubPlan expressions are in PlannedStmt.subplans).
  */
 static void
-for_each_child(Plan *p, void (*fn) (Plan **plan, int64 bound, int *last_node_id), int *last_node_id)
+for_each_child(Plan *p, void (*fn) (Plan **plan, int64 bound, BatchContext *ctx), BatchContext *ctx)
 {
 	List	   *children = NIL;
 	ListCell   *lc;
 
-	fn(&p->lefttree, IsA(p, Limit) ? limit_bound((Limit *) p) : 0, last_node_id);
-	fn(&p->righttree, 0, last_node_id);
+	fn(&p->lefttree, IsA(p, Limit) ? limit_bound((Limit *) p) : 0, ctx);
+	fn(&p->righttree, 0, ctx);
 	switch (nodeTag(p))
 	{
 		case T_Append:
@@ -398,7 +613,7 @@ for_each_child(Plan *p, void (*fn) (Plan **plan, int64 bound, int *last_node_id)
 			children = ((BitmapOr *) p)->bitmapplans;
 			break;
 		case T_SubqueryScan:
-			fn(&((SubqueryScan *) p)->subplan, 0, last_node_id);
+			fn(&((SubqueryScan *) p)->subplan, 0, ctx);
 			break;
 		case T_CustomScan:
 			children = ((CustomScan *) p)->custom_plans;
@@ -410,33 +625,37 @@ for_each_child(Plan *p, void (*fn) (Plan **plan, int64 bound, int *last_node_id)
 	{
 		Plan	   *child = (Plan *) lfirst(lc);
 
-		fn(&child, 0, last_node_id);
+		fn(&child, 0, ctx);
 		lfirst(lc) = child;
 	}
 }
 
-/* Raise *last_node_id to the largest plan_node_id in the tree below *plan. */
+/* Raise ctx->last_node_id to the largest plan_node_id in the tree below *plan. */
 static void
-max_node_id(Plan **plan, int64 bound, int *last_node_id)
+max_node_id(Plan **plan, int64 bound, BatchContext *ctx)
 {
 	if (*plan == NULL)
 		return;
 	check_stack_depth();
-	*last_node_id = Max(*last_node_id, (*plan)->plan_node_id);
-	for_each_child(*plan, max_node_id, last_node_id);
+	ctx->last_node_id = Max(ctx->last_node_id, (*plan)->plan_node_id);
+	for_each_child(*plan, max_node_id, ctx);
 }
 
 /* Put LLM Batch nodes everywhere they apply in the tree below *plan (children first). */
 static void
-batch_tree(Plan **plan, int64 bound, int *last_node_id)
+batch_tree(Plan **plan, int64 bound, BatchContext *ctx)
 {
 	if (*plan == NULL)
 		return;
 	check_stack_depth();
-	for_each_child(*plan, batch_tree, last_node_id);
+	for_each_child(*plan, batch_tree, ctx);
 	if (IsA(*plan, Agg))
-		push_below_agg((Agg *) *plan, last_node_id);
-	*plan = batch_node(*plan, bound, last_node_id);
+		push_below_agg((Agg *) *plan, ctx);
+	else if (IsA(*plan, ProjectSet))
+		push_below_project_set((ProjectSet *) *plan, ctx);
+	else if (IsA(*plan, NestLoop))
+		batch_lateral_functions((NestLoop *) *plan, ctx);
+	*plan = batch_node(*plan, bound, ctx);
 }
 
 /* planner_hook: the standard planner, then LLM Batch nodes where they apply. */
@@ -445,7 +664,7 @@ llm_planner(Query *parse, const char *query_string, int cursorOptions, ParamList
 {
 	PlannedStmt *stmt;
 	ListCell   *lc;
-	int			last_node_id = 0;
+	BatchContext ctx = {0};
 
 	if (prev_planner_hook)
 		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
@@ -456,12 +675,13 @@ llm_planner(Query *parse, const char *query_string, int cursorOptions, ParamList
 		stmt->commandType == CMD_UTILITY)
 		return stmt;
 
-	max_node_id(&stmt->planTree, 0, &last_node_id);
+	ctx.stmt = stmt;
+	max_node_id(&stmt->planTree, 0, &ctx);
 	foreach(lc, stmt->subplans)
-		max_node_id((Plan **) &lfirst(lc), 0, &last_node_id);
-	batch_tree(&stmt->planTree, 0, &last_node_id);
+		max_node_id((Plan **) &lfirst(lc), 0, &ctx);
+	batch_tree(&stmt->planTree, 0, &ctx);
 	foreach(lc, stmt->subplans)
-		batch_tree((Plan **) &lfirst(lc), 0, &last_node_id);
+		batch_tree((Plan **) &lfirst(lc), 0, &ctx);
 	return stmt;
 }
 

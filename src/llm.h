@@ -318,12 +318,15 @@ typedef enum LlmBatchFunc
 	LLM_BATCH_SCORE,			/* llm_score() */
 	LLM_BATCH_CLASSIFY,			/* llm_classify() */
 	LLM_BATCH_FILTER,			/* llm_filter() */
-	LLM_BATCH_PROBABILITY		/* llm_probability() */
+	LLM_BATCH_PROBABILITY,		/* llm_probability() */
+	LLM_BATCH_CLASSIFY_SCORES,	/* llm_classify_scores(), set-returning: its result in the node is a float8[] */
+	LLM_BATCH_RANK				/* llm_rank(), the same */
 } LlmBatchFunc;
 
 #define LLM_BATCH_MAX_NARGS LLM_GENERATE_NARGS
 extern LlmBatchFunc LlmBatchFuncOf(Oid funcid);
 extern int	LlmBatchFuncNargs(LlmBatchFunc f);
+extern Oid	LlmBatchFromFunc(LlmBatchFunc f, Oid funcid);
 extern LlmJob *LlmBatchCallJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs);
 extern Datum LlmBatchCallResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs, int n_jobs,
 								bool *isnull);
@@ -332,6 +335,10 @@ extern PGDLLEXPORT Datum llm_score(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_classify(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_filter(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_probability(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum llm_classify_scores(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum llm_rank(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum llm_classify_scores_from(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum llm_rank_from(PG_FUNCTION_ARGS);
 
 /* semantic.c: the scoring functions' jobs and results (f is not LLM_BATCH_GENERATE) */
 extern LlmJob *LlmSemanticJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs);

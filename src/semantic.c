@@ -15,6 +15,12 @@
  * Probabilities over labels are the softmax of those sums.  NULL inputs
  * give NULL without a request.  Every answer depends only on (model,
  * input, labels, instruction), as for llm_generate.
+ *
+ * The set-returning ones (llm_classify_scores(), llm_rank()) are batched
+ * over a table too: the LLM Batch node runs their jobs and hands their
+ * log-probabilities, as a float8[], to llm_classify_scores_from() or
+ * llm_rank_from(), which the planner calls in their place (batch_plan.c)
+ * and which make the same rows from them.
  */
 #include "postgres.h"
 
@@ -36,6 +42,8 @@ PG_FUNCTION_INFO_V1(llm_classify_scores);
 PG_FUNCTION_INFO_V1(llm_filter);
 PG_FUNCTION_INFO_V1(llm_probability);
 PG_FUNCTION_INFO_V1(llm_rank);
+PG_FUNCTION_INFO_V1(llm_classify_scores_from);
+PG_FUNCTION_INFO_V1(llm_rank_from);
 
 /* A scoring job: prompt (chat or plain), then continuation; greedy parameters otherwise. */
 static void
@@ -66,20 +74,35 @@ LlmModelChats(void)
 	return chats;
 }
 
-/* The labels of a text[] in UTF-8, checked: not empty, no NULL, none empty, no two alike. */
-static const char **
-LlmGetLabels(ArrayType *arr, int *n_labels, Size **lens)
+/* The elements of a one-dimensional text[] argument named what (NULLs refused). */
+static Datum *
+LlmTextElems(Datum arr, const char *what, int *n)
 {
+	ArrayType  *a = DatumGetArrayTypeP(arr);
 	Datum	   *elems;
 	bool	   *nulls;
-	int			n;
-	const char **labels;
 
-	if (ARR_NDIM(arr) > 1)
+	if (ARR_NDIM(a) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("labels must be a one-dimensional array")));
-	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+				 errmsg("%s must be a one-dimensional array", what)));
+	deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, n);
+	for (int i = 0; i < *n; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s must not contain NULL", what)));
+	return elems;
+}
+
+/* The labels of a text[] in UTF-8, checked: not empty, no NULL, none empty, no two alike. */
+static const char **
+LlmGetLabels(Datum arr, int *n_labels, Size **lens)
+{
+	int			n;
+	Datum	   *elems = LlmTextElems(arr, "labels", &n);
+	const char **labels;
+
 	if (n == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -88,10 +111,6 @@ LlmGetLabels(ArrayType *arr, int *n_labels, Size **lens)
 	*lens = palloc(sizeof(Size) * n);
 	for (int i = 0; i < n; i++)
 	{
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("labels must not contain NULL")));
 		labels[i] = LlmTextUtf8(elems[i], &(*lens)[i]);
 		if ((*lens)[i] == 0)
 			ereport(ERROR,
@@ -151,19 +170,30 @@ LlmLabelJobs(const char *instruction, const char *input, Size input_len,
 	}
 }
 
-/* The softmax of n run scoring jobs' log-probabilities, in order, into probs. */
+/* The softmax of n log-probabilities, in order, into probs. */
 static void
-LlmLabelSoftmax(const LlmJob *jobs, int n, double *probs)
+LlmSoftmax(const double *logprobs, int n, double *probs)
 {
 	double		best = -INFINITY;
 	double		sum = 0;
 
 	for (int i = 0; i < n; i++)
-		best = Max(best, jobs[i].logprob);
+		best = Max(best, logprobs[i]);
 	for (int i = 0; i < n; i++)
-		sum += probs[i] = exp(jobs[i].logprob - best);
+		sum += probs[i] = exp(logprobs[i] - best);
 	for (int i = 0; i < n; i++)
 		probs[i] /= sum;
+}
+
+/* P(Yes) against P(No) from the two answered jobs of a yes-or-no question. */
+static double
+LlmYesProbability(const LlmJob *jobs)
+{
+	double		logprobs[2] = {jobs[0].logprob, jobs[1].logprob};
+	double		probs[2];
+
+	LlmSoftmax(logprobs, 2, probs);
+	return probs[0];
 }
 
 #define LLM_CLASSIFY_INSTRUCTION "Classify the text."
@@ -218,7 +248,7 @@ LlmClassifyCallJobs(const NullableDatum *args, int *n_jobs)
 	*n_jobs = 0;
 	if (args[0].isnull || args[1].isnull)
 		return NULL;
-	labels = LlmGetLabels(DatumGetArrayTypeP(args[1].value), n_jobs, &lens);
+	labels = LlmGetLabels(args[1].value, n_jobs, &lens);
 	instruction = args[2].isnull ? LLM_CLASSIFY_INSTRUCTION : LlmTextUtf8(args[2].value, NULL);
 	input = LlmTextUtf8(args[0].value, &input_len);
 	jobs = palloc(sizeof(LlmJob) * *n_jobs);
@@ -264,6 +294,75 @@ LlmYesNoCallJobs(const NullableDatum *args, int *n_jobs)
 	return jobs;
 }
 
+/* A candidate of llm_rank() with its score, for sorting. */
+typedef struct LlmRanked
+{
+	int			index;
+	double		score;
+} LlmRanked;
+
+/* qsort order of llm_rank(): higher score first, then the candidates' order. */
+static int
+LlmRankedCompare(const void *a, const void *b)
+{
+	const LlmRanked *x = a;
+	const LlmRanked *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return x->index - y->index;
+}
+
+#define LLM_RANK_INSTRUCTION "Is the text relevant to the query?"
+
+/*
+ * llm_rank(query, candidates, instruction): the Yes and No jobs of each
+ * candidate (2 per candidate, in order), or none for a NULL query or
+ * candidates or no candidates.
+ */
+static LlmJob *
+LlmRankCallJobs(const NullableDatum *args, int *n_jobs)
+{
+	Datum	   *elems;
+	int			n;
+	const char *instruction;
+	StringInfoData q;
+	LlmJob	   *jobs;
+	bool		chat;
+
+	*n_jobs = 0;
+	if (args[0].isnull || args[1].isnull)
+		return NULL;
+	elems = LlmTextElems(args[1].value, "candidates", &n);
+	if (n == 0)
+		return NULL;
+	instruction = args[2].isnull ? LLM_RANK_INSTRUCTION : LlmTextUtf8(args[2].value, NULL);
+	initStringInfo(&q);
+	appendStringInfo(&q, "%s\n\nQuery: %s", instruction, LlmTextUtf8(args[0].value, NULL));
+	chat = LlmModelChats();
+	jobs = palloc(sizeof(LlmJob) * 2 * n);
+	for (int i = 0; i < n; i++)
+	{
+		Size		len;
+		const char *cand = LlmTextUtf8(elems[i], &len);
+
+		LlmLabelJobs(q.data, cand, len, LlmYesNo, LlmYesNoLen, 2, chat, &jobs[2 * i]);
+	}
+	*n_jobs = 2 * n;
+	return jobs;
+}
+
+/* The log-probabilities of n answered jobs as a float8[]. */
+static Datum
+LlmLogprobArray(const LlmJob *jobs, int n)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * n);
+
+	for (int i = 0; i < n; i++)
+		elems[i] = Float8GetDatum(jobs[i].logprob);
+	return PointerGetDatum(construct_array(elems, n, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
 /* The jobs of a call of scoring function f with args (palloc'd); *n_jobs = 0: NULL, no request. */
 LlmJob *
 LlmSemanticJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs)
@@ -279,6 +378,10 @@ LlmSemanticJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs)
 			return LlmYesNoCallJobs(args, n_jobs);
 		case LLM_BATCH_PROBABILITY:
 			return LlmYesNoCallJobs(args, n_jobs);
+		case LLM_BATCH_CLASSIFY_SCORES:
+			return LlmClassifyCallJobs(args, n_jobs);
+		case LLM_BATCH_RANK:
+			return LlmRankCallJobs(args, n_jobs);
 		default:
 			elog(ERROR, "not a scoring function: %d", (int) f);
 	}
@@ -301,7 +404,6 @@ LlmBestLabel(const LlmJob *jobs, int n)
 Datum
 LlmSemanticResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs, int n_jobs)
 {
-	double		probs[2];
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
@@ -317,11 +419,13 @@ LlmSemanticResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs,
 			Assert(n == n_jobs);
 			return elems[LlmBestLabel(jobs, n_jobs)];
 		case LLM_BATCH_FILTER:
-			LlmLabelSoftmax(jobs, 2, probs);
-			return BoolGetDatum(probs[0] >= LlmFilterThreshold(args));
+			return BoolGetDatum(LlmYesProbability(jobs) >= LlmFilterThreshold(args));
 		case LLM_BATCH_PROBABILITY:
-			LlmLabelSoftmax(jobs, 2, probs);
-			return Float8GetDatum(probs[0]);
+			return Float8GetDatum(LlmYesProbability(jobs));
+		case LLM_BATCH_CLASSIFY_SCORES:
+		case LLM_BATCH_RANK:
+			/* what llm_classify_scores_from() or llm_rank_from() makes the rows from */
+			return LlmLogprobArray(jobs, n_jobs);
 		default:
 			elog(ERROR, "not a scoring function: %d", (int) f);
 	}
@@ -362,39 +466,6 @@ llm_classify(PG_FUNCTION_ARGS)
 }
 
 /*
- * llm_classify_scores(input, labels, instruction)
- *		One row per label, in order: (label, probability).
- */
-Datum
-llm_classify_scores(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int			n;
-	LlmJob	   *jobs;
-	double	   *probs;
-	Datum	   *elems;
-	bool	   *nulls;
-	int			n_elems;
-
-	InitMaterializedSRF(fcinfo, 0);
-	jobs = LlmClassifyCallJobs(fcinfo->args, &n);
-	if (n == 0)
-		PG_RETURN_NULL();
-	LlmQueueRun(jobs, n);
-	probs = palloc(sizeof(double) * n);
-	LlmLabelSoftmax(jobs, n, probs);
-	deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n_elems);
-	for (int i = 0; i < n; i++)
-	{
-		Datum		values[2] = {elems[i], Float8GetDatum(probs[i])};
-		bool		isnull[2] = {false, false};
-
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
-	}
-	PG_RETURN_NULL();
-}
-
-/*
  * llm_filter(input, question, threshold)
  *		Whether the model answers Yes to question about input with at least
  *		threshold probability (against No).
@@ -415,26 +486,98 @@ llm_probability(PG_FUNCTION_ARGS)
 	return LlmSemanticCall(fcinfo, LLM_BATCH_PROBABILITY);
 }
 
-/* A candidate of llm_rank() with its score, for sorting. */
-typedef struct LlmRanked
+/* The float8[] argument of log-probabilities (no NULLs), which must have n elements. */
+static const float8 *
+LlmGetLogprobs(Datum arr, int n)
 {
-	int			index;
-	double		score;
-} LlmRanked;
+	ArrayType  *a = DatumGetArrayTypeP(arr);
 
-/* qsort order of llm_rank(): higher score first, then the candidates' order. */
-static int
-LlmRankedCompare(const void *a, const void *b)
-{
-	const LlmRanked *x = a;
-	const LlmRanked *y = b;
-
-	if (x->score != y->score)
-		return x->score > y->score ? -1 : 1;
-	return x->index - y->index;
+	if (ARR_NDIM(a) > 1 || ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a)) != n || ARR_HASNULL(a))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("logprobs must be %d numbers, one per scoring job", n)));
+	return (float8 *) ARR_DATA_PTR(a);
 }
 
-#define LLM_RANK_INSTRUCTION "Is the text relevant to the query?"
+/* llm_classify_scores' rows from its labels (a text[]) and their log-probabilities: (label, probability) in label order. */
+static void
+LlmClassifyScoresRows(FunctionCallInfo fcinfo, Datum labels, Datum logprobs)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			n;
+	Datum	   *elems = LlmTextElems(labels, "labels", &n);
+	double	   *probs = palloc(sizeof(double) * n);
+
+	LlmSoftmax(LlmGetLogprobs(logprobs, n), n, probs);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[2] = {elems[i], Float8GetDatum(probs[i])};
+		bool		isnull[2] = {false, false};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
+	}
+}
+
+/* llm_rank's rows from its candidates (a text[]) and their Yes and No log-probabilities: (rank, candidate, score), best first. */
+static void
+LlmRankRows(FunctionCallInfo fcinfo, Datum candidates, Datum logprobs)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			n;
+	Datum	   *elems = LlmTextElems(candidates, "candidates", &n);
+	const float8 *lp = LlmGetLogprobs(logprobs, 2 * n);
+	LlmRanked  *ranked = palloc(sizeof(LlmRanked) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		double		probs[2];
+
+		LlmSoftmax(&lp[2 * i], 2, probs);	/* P(Yes) against P(No) */
+		ranked[i].index = i;
+		ranked[i].score = probs[0];
+	}
+	qsort(ranked, n, sizeof(LlmRanked), LlmRankedCompare);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[3] = {Int32GetDatum(i + 1), elems[ranked[i].index], Float8GetDatum(ranked[i].score)};
+		bool		isnull[3] = {false, false, false};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
+	}
+}
+
+/*
+ * Run a set-returning scoring function f row by row: its jobs, through the
+ * queue, to its rows, made from its log-probabilities as the LLM Batch node
+ * has the _from function make them.
+ */
+static Datum
+LlmSemanticSetCall(FunctionCallInfo fcinfo, LlmBatchFunc f)
+{
+	int			n_jobs;
+	LlmJob	   *jobs;
+
+	InitMaterializedSRF(fcinfo, 0);
+	jobs = LlmSemanticJobs(f, fcinfo->args, &n_jobs);
+	if (n_jobs == 0)
+		PG_RETURN_NULL();
+	LlmQueueRun(jobs, n_jobs);
+	if (f == LLM_BATCH_CLASSIFY_SCORES)
+		LlmClassifyScoresRows(fcinfo, PG_GETARG_DATUM(1), LlmLogprobArray(jobs, n_jobs));
+	else
+		LlmRankRows(fcinfo, PG_GETARG_DATUM(1), LlmLogprobArray(jobs, n_jobs));
+	PG_RETURN_NULL();
+}
+
+/*
+ * llm_classify_scores(input, labels, instruction)
+ *		One row per label, in order: (label, probability).
+ */
+Datum
+llm_classify_scores(PG_FUNCTION_ARGS)
+{
+	return LlmSemanticSetCall(fcinfo, LLM_BATCH_CLASSIFY_SCORES);
+}
 
 /*
  * llm_rank(query, candidates, instruction)
@@ -447,63 +590,34 @@ LlmRankedCompare(const void *a, const void *b)
 Datum
 llm_rank(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum	   *elems;
-	bool	   *nulls;
-	int			n;
-	Size		query_len;
-	const char *query;
-	const char *instruction;
-	StringInfoData q;
-	LlmJob	   *jobs;
-	LlmRanked  *ranked;
-	bool		chat;
+	return LlmSemanticSetCall(fcinfo, LLM_BATCH_RANK);
+}
 
+/*
+ * llm_classify_scores_from(labels, logprobs)
+ *		llm_classify_scores' rows from the log-probabilities of its label
+ *		jobs, which the LLM Batch node ran (no rows for NULL logprobs: a
+ *		NULL input).
+ */
+Datum
+llm_classify_scores_from(PG_FUNCTION_ARGS)
+{
 	InitMaterializedSRF(fcinfo, 0);
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		PG_RETURN_NULL();
-	if (ARR_NDIM(PG_GETARG_ARRAYTYPE_P(1)) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("candidates must be a one-dimensional array")));
-	deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-	query = LlmTextUtf8(PG_GETARG_DATUM(0), &query_len);
-	instruction = PG_ARGISNULL(2) ? LLM_RANK_INSTRUCTION : LlmTextUtf8(PG_GETARG_DATUM(2), NULL);
-	initStringInfo(&q);
-	appendStringInfo(&q, "%s\n\nQuery: %s", instruction, query);
+	if (!PG_ARGISNULL(0) && !PG_ARGISNULL(1))
+		LlmClassifyScoresRows(fcinfo, PG_GETARG_DATUM(0), PG_GETARG_DATUM(1));
+	PG_RETURN_NULL();
+}
 
-	chat = LlmModelChats();
-	jobs = palloc(sizeof(LlmJob) * 2 * Max(n, 1));
-	ranked = palloc(sizeof(LlmRanked) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		Size		len;
-		const char *cand;
-
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("candidates must not contain NULL")));
-		cand = LlmTextUtf8(elems[i], &len);
-		LlmLabelJobs(q.data, cand, len, LlmYesNo, LlmYesNoLen, 2, chat, &jobs[2 * i]);
-	}
-	LlmQueueRun(jobs, 2 * n);
-
-	for (int i = 0; i < n; i++)
-	{
-		double		probs[2];
-
-		LlmLabelSoftmax(&jobs[2 * i], 2, probs);
-		ranked[i].index = i;
-		ranked[i].score = probs[0];
-	}
-	qsort(ranked, n, sizeof(LlmRanked), LlmRankedCompare);
-	for (int i = 0; i < n; i++)
-	{
-		Datum		values[3] = {Int32GetDatum(i + 1), elems[ranked[i].index], Float8GetDatum(ranked[i].score)};
-		bool		isnull[3] = {false, false, false};
-
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
-	}
+/*
+ * llm_rank_from(candidates, logprobs)
+ *		llm_rank's rows from the log-probabilities of its Yes and No jobs,
+ *		which the LLM Batch node ran (no rows for NULL logprobs).
+ */
+Datum
+llm_rank_from(PG_FUNCTION_ARGS)
+{
+	InitMaterializedSRF(fcinfo, 0);
+	if (!PG_ARGISNULL(0) && !PG_ARGISNULL(1))
+		LlmRankRows(fcinfo, PG_GETARG_DATUM(0), PG_GETARG_DATUM(1));
 	PG_RETURN_NULL();
 }
