@@ -3,7 +3,7 @@
 # probabilities are the same alone and from four concurrent sessions, the
 # probabilities are those of llm_score on the rendered answer, a cancelled
 # classification frees the worker for the next query, and a table of rows
-# gets the labels it gets row by row.  tools/pg-test.sh passes the models'
+# gets the labels, probabilities and rankings it gets row by row.  tools/pg-test.sh passes the models'
 # folder as LLM_REAL_MODEL_DIR.
 use strict;
 use warnings;
@@ -73,6 +73,27 @@ my $rows = join(',', map { $node->safe_psql('postgres',
 	"SELECT llm_classify(body, $labels) FROM reviews WHERE id = $_") } 1 .. 12);
 is($table, $rows, 'a table classified in one query gives the labels of row-by-row calls');
 
+# the set-returning functions over the table, batched (LATERAL and in the
+# target list): each row's probabilities and ranking are those it gets alone
+my $lateral = $node->safe_psql('postgres',
+	"SELECT string_agg(s.label || '=' || s.probability, ' ' ORDER BY r.id, s.label) "
+	  . "FROM reviews r, LATERAL llm_classify_scores(r.body, $labels, 'What is the sentiment of the text?') s");
+my $lateral_rows = join(' ', map { $node->safe_psql('postgres',
+	"SELECT string_agg(label || '=' || probability, ' ' ORDER BY label) FROM reviews, "
+	  . "llm_classify_scores(body, $labels, 'What is the sentiment of the text?') WHERE id = $_") } 1 .. 12);
+is($lateral, $lateral_rows, 'LATERAL llm_classify_scores over a table gives each row its probabilities alone');
+like($node->safe_psql('postgres',
+	"EXPLAIN SELECT * FROM reviews r, LATERAL llm_classify_scores(r.body, $labels) s"),
+	qr/LLM Batch/, 'the LATERAL calls run in an LLM Batch node');
+my $docs = q{ARRAY['a phone', 'a delivery', 'a meeting', 'a restaurant']};
+my $ranked = $node->safe_psql('postgres',
+	"SELECT string_agg(x.candidate || '=' || x.score, ' ' ORDER BY id, x.rank) "
+	  . "FROM (SELECT id, (llm_rank(body, $docs)).* FROM reviews) x");
+my $ranked_rows = join(' ', map { $node->safe_psql('postgres',
+	"SELECT string_agg(candidate || '=' || score, ' ' ORDER BY rank) FROM reviews, llm_rank(body, $docs) "
+	  . "WHERE id = $_") } 1 .. 12);
+is($ranked, $ranked_rows, 'llm_rank in the target list over a table ranks each row as alone');
+
 # cancel: a statement_timeout ends a long classification, and the worker serves the next query
 my ($rc, $out, $err) = $node->psql('postgres',
 	"SET statement_timeout = '300ms'; SELECT count(llm_classify(body || repeat(' more', 200), $labels)) FROM reviews, generate_series(1, 20)");
@@ -80,6 +101,12 @@ like($err, qr/canceling statement due to statement timeout/, 'statement_timeout 
 is($node->safe_psql('postgres', scores_sql($texts[0])), $alone[0], 'after the cancel, the same answer as before');
 ok(llm_poll($node, "SELECT running_requests = 0 AND queued_requests = 0 FROM llm_stats") < 30,
 	'the cancelled requests leave the worker');
+($rc, $out, $err) = $node->psql('postgres',
+	"SET statement_timeout = '300ms'; SELECT count(*) FROM reviews, generate_series(1, 20), "
+	  . "LATERAL llm_rank(body || repeat(' more', 200), $docs)");
+like($err, qr/canceling statement due to statement timeout/, 'statement_timeout cancels a batched LATERAL llm_rank');
+ok(llm_poll($node, "SELECT running_requests = 0 AND queued_requests = 0 FROM llm_stats") < 30,
+	'its cancelled requests leave the worker');
 
 $node->stop;
 done_testing();
