@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/exp_sum.h"
+
 /* Below this many candidates, top-p's selection sorts instead of partitioning. */
 #define TOP_P_SMALL 32
 
@@ -94,14 +96,12 @@ logit_key(float x)
 }
 
 /*
- * The id of the highest logit_key in logits (n >= 1), the lowest on ties.
- * First the maximum, in 8 independent lanes (no chain of compares through
- * the vocabulary; x > m ? x : m is maxps's own rule, so NaN is passed over
- * and the compiler vectorizes it), then its first place, where a NaN
- * counts as -infinity when that is the maximum.
+ * The highest logit_key in logits, in 8 independent lanes (no chain of
+ * compares through the vocabulary; x > m ? x : m is maxps's own rule, so
+ * NaN is passed over and the compiler vectorizes it).
  */
-static int32_t
-logits_argmax(const float *logits, int n)
+static float
+logits_max(const float *logits, int n)
 {
 	float		lane[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
 	float		top = -INFINITY;
@@ -114,6 +114,20 @@ logits_argmax(const float *logits, int n)
 		lane[0] = logits[i] > lane[0] ? logits[i] : lane[0];
 	for (int j = 0; j < 8; j++)
 		top = lane[j] > top ? lane[j] : top;
+	return top;
+}
+
+/*
+ * The id of the highest logit_key in logits (n >= 1), the lowest on ties:
+ * the maximum, then its first place, where a NaN counts as -infinity when
+ * that is the maximum.
+ */
+static int32_t
+logits_argmax(const float *logits, int n)
+{
+	float		top = logits_max(logits, n);
+	int			i;
+
 	/* its first place: 8 at a time to the first group that holds it, then within that group */
 	for (i = 0; i + 8 <= n; i += 8)
 	{
@@ -664,20 +678,16 @@ llm_sampler_sample(LlmSampler *s, float *logits, const int32_t *history, int n_h
 	return cand_draw(&c, &s->rng);
 }
 
-/* log softmax(logits)[t], summed in index order (see sampler.h). */
+/* log softmax(logits)[t], the sum of exps by the SIMD level's function (see sampler.h). */
 float
 llm_logprob(const float *logits, int n_vocab, int32_t t)
 {
-	float		max = -INFINITY;
-	double		sum = 0.0;
+	float		max;
 
 	if (t < 0 || t >= n_vocab)
 		return NAN;
-	for (int i = 0; i < n_vocab; i++)
-		max = fmaxf(max, logit_key(logits[i]));
+	max = logits_max(logits, n_vocab);
 	if (max == -INFINITY)
 		return NAN;
-	for (int i = 0; i < n_vocab; i++)
-		sum += exp((double) logit_key(logits[i]) - max);
-	return (float) ((double) logit_key(logits[t]) - max - log(sum));
+	return (float) ((double) logit_key(logits[t]) - max - log(llm_exp_sum_kernel() (logits, n_vocab, max)));
 }

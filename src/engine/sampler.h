@@ -86,8 +86,9 @@ int32_t		llm_sampler_sample(LlmSampler *s, float *logits,
 
 /*
  * log softmax(logits)[t] over n_vocab logits: the maximum, then the sum of
- * exp(l - max) in index order in double, so the same logits give the same
- * bits.  NaN logits count as -infinity.
+ * exp(l - max) by cpu/exp_sum.h's function for the process's SIMD level,
+ * in a fixed order, so the same logits give the same bits.  NaN logits
+ * count as -infinity.
  */
 float		llm_logprob(const float *logits, int n_vocab, int32_t t);
 
