@@ -37,9 +37,9 @@ labels4="ARRAY['positive', 'negative', 'neutral', 'mixed']"
 labels3="ARRAY['positive', 'negative', 'neutral']"
 sentiment="What is the sentiment of the text?"
 # the naive route's prompt: what llm_classify asks, as text to answer (after "Answer:" without chat)
-tail=$([ "$CHAT" = true ] && echo "'.'" || echo "E'.\\nAnswer:'")
-naive_sentiment() { echo "'$sentiment' || E'\\n\\nText: ' || $1 || E'\\n\\nAnswer with one of: ' || array_to_string($2, ', ') || $tail"; }
-naive_yesno() { echo "$2 || E'\\n\\nText: ' || $1 || E'\\n\\nAnswer with one of: Yes, No' || $tail"; }
+tail=$([ "$CHAT" = true ] && echo "''" || echo "E'\\nAnswer:'")
+naive_sentiment() { echo "'$sentiment' || E'\\nAnswer with one of: ' || array_to_string($2, ', ') || E'.\\n\\nText: ' || $1 || $tail"; }
+naive_yesno() { echo "$2 || E'\\nAnswer with one of: Yes, No.\\n\\nText: ' || $1 || $tail"; }
 # the first of the labels named in an answer, or 'unparsed' (a subquery: the
 # answer must be a column, computed below it, or every label would ask again)
 parse() { echo "coalesce((SELECT l FROM unnest($2) WITH ORDINALITY AS u(l, o) WHERE position(lower(l) IN lower($1)) > 0 ORDER BY position(lower(l) IN lower($1)), o LIMIT 1), 'unparsed')"; }

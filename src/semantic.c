@@ -130,7 +130,9 @@ LlmGetLabels(Datum arr, int *n_labels, Size **lens)
  * The scoring jobs (jobs[0..n)) for each of n labels as the model's answer
  * to the question made of instruction and input.  With a chat template the
  * question is the user's turn and a label the whole reply; without one, a
- * plain "...\nAnswer:" and " label".
+ * plain "...\nAnswer:" and " label".  The instruction and the labels come
+ * before the input, so that over a table every row's prompt begins alike
+ * and the prefix cache computes that part once.
  */
 static void
 LlmLabelJobs(const char *instruction, const char *input, Size input_len,
@@ -140,16 +142,17 @@ LlmLabelJobs(const char *instruction, const char *input, Size input_len,
 
 	initStringInfo(&q);
 	appendStringInfoString(&q, instruction);
-	appendStringInfoString(&q, "\n\nText: ");
-	appendBinaryStringInfo(&q, input, input_len);
-	appendStringInfoString(&q, "\n\nAnswer with one of: ");
+	appendStringInfoString(&q, "\nAnswer with one of: ");
 	for (int i = 0; i < n; i++)
 	{
 		if (i > 0)
 			appendStringInfoString(&q, ", ");
 		appendBinaryStringInfo(&q, labels[i], lens[i]);
 	}
-	appendStringInfoString(&q, chat ? "." : ".\nAnswer:");
+	appendStringInfoString(&q, ".\n\nText: ");
+	appendBinaryStringInfo(&q, input, input_len);
+	if (!chat)
+		appendStringInfoString(&q, "\nAnswer:");
 
 	for (int i = 0; i < n; i++)
 	{
