@@ -2,9 +2,10 @@
 # Check that the engine is portable x86-64 outside its SIMD kernels: no
 # function of build/libllmengine.a uses an AVX register or a VEX/EVEX
 # instruction unless it belongs to a file compiled for its level (the
-# matmul, attention, activation and norm kernels of each level) or is the F16C KV store, so
-# llm.so built on one machine cannot die of SIGILL on another (with
-# OPTFLAGS=-march=... the build opts out and this check is skipped).
+# matmul, attention, activation, norm and exp-sum kernels of each level)
+# or is the F16C KV store, so llm.so built on one machine cannot die of
+# SIGILL on another (with OPTFLAGS=-march=... the build opts out and this
+# check is skipped).
 # Exits 1, naming the functions, when one does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ bad=$(objdump -d --no-show-raw-insn "$lib" | awk '
     /^[^ \t].*\.o:/ { obj = $1; sub(/:$/, "", obj); next }
     /^[0-9a-f]+ <.*>:$/ { fn = $2; gsub(/[<>:]/, "", fn); next }
     /%[yz]mm|%k[0-7]|\tv[a-z]/ {
-        if (obj ~ /^(matmul|attention|activation|norm)_avx(2|512)\.o$/) next
+        if (obj ~ /^(matmul|attention|activation|norm|exp_sum)_avx(2|512)\.o$/) next
         if (obj == "kv_ops.o" && fn ~ /^fp16_row_f16c/) next
         if (!(obj "/" fn in seen)) { seen[obj "/" fn] = 1; print obj ": " fn }
     }')
