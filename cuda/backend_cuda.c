@@ -300,17 +300,22 @@ cuda_destroy(LlmBackend *be)
 	free(cb);
 }
 
-/* The number of CUDA devices visible; 0 when none, or no driver. */
+/* The number of CUDA devices visible; 0 when none or no driver, and then why (why may be NULL). */
 int
-llm_cuda_device_count(void)
+llm_cuda_device_count(char *why, size_t why_len)
 {
 	int			n = 0;
+	cudaError_t e;
 
-	if (cudaGetDeviceCount(&n) != cudaSuccess)
+	if ((e = cudaGetDeviceCount(&n)) != cudaSuccess)
 	{
 		cudaGetLastError();
+		if (why != NULL)
+			snprintf(why, why_len, "CUDA finds no device: %s", cudaGetErrorString(e));
 		return 0;
 	}
+	if (n == 0 && why != NULL)
+		snprintf(why, why_len, "CUDA finds no device");
 	return n;
 }
 

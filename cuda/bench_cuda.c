@@ -518,7 +518,9 @@ main(int argc, char **argv)
 	}
 	if (steps < 3)
 		steps = 3;
-	if (llm_cuda_device_count() == 0)
+	/* this program links the backend itself: no module to load */
+	llm_cuda_module_use(&llm_cuda_module_entry);
+	if (llm_cuda_device_count(NULL, 0) == 0)
 	{
 		printf("SKIP: no CUDA device\n");
 		return 0;

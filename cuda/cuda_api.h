@@ -1,7 +1,8 @@
 /*
  * cuda_api.h
- *		What the CUDA backend offers beyond the op table, for its test and
- *		benchmark programs (cuda/test_cuda.c, cuda/bench_cuda.c).
+ *		What the CUDA backend offers: its module's entry table, and beyond
+ *		the op table, what its test and benchmark programs use
+ *		(cuda/test_cuda.c, cuda/bench_cuda.c).
  */
 #ifndef LLM_CUDA_API_H
 #define LLM_CUDA_API_H
@@ -9,6 +10,15 @@
 #include <stdint.h>
 
 #include "backend.h"
+
+/* The backend's entry table: llm_cuda.so's one symbol, and what llm_cuda_module_use() takes (module.c). */
+extern const LlmCudaModule llm_cuda_module_entry;
+
+/* The number of CUDA devices this process sees; 0 when none or no driver, and then why (why may be NULL). */
+int			llm_cuda_device_count(char *why, size_t why_len);
+
+/* Create the CUDA backend on device 0 with options opt. */
+LlmStatus	llm_backend_cuda_new(const LlmBackendOptions *opt, LlmBackend **out, LlmError *err);
 
 /* Whether be is the CUDA backend. */
 bool		llm_cuda_is_backend(const LlmBackend *be);

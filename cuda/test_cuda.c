@@ -1763,6 +1763,8 @@ main(int argc, char **argv)
 	const char *only = NULL;
 
 	llm_backend_options_default(&gpu_opts);
+	/* this program links the backend itself: no module to load */
+	llm_cuda_module_use(&llm_cuda_module_entry);
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--quick") == 0)
 			quick = true;
@@ -1780,16 +1782,17 @@ main(int argc, char **argv)
 		}
 		else
 			only = argv[i];
-	if (llm_cuda_device_count() == 0)
+	if (llm_cuda_device_count(NULL, 0) == 0)
 	{
 		/* still: asking for CUDA fails with a message, and auto falls back to the CPU */
 		LlmBackend *be = NULL;
 		LlmStatus	st = llm_backend_new(LLM_DEVICE_CUDA, &gpu_opts, &be, &err);
-		bool		ok = st != LLM_OK && strstr(err.msg, "no CUDA device") != NULL;
+		bool		ok = st == LLM_ERR_UNSUPPORTED && strstr(err.msg, "no device") != NULL;
 
 		if (llm_backend_new(LLM_DEVICE_AUTO, &gpu_opts, &be, &err) == LLM_OK)
 		{
-			ok = ok && !llm_cuda_is_backend(be) && !be->device_memory;
+			ok = ok && !llm_cuda_is_backend(be) && !be->device_memory &&
+				strncmp(be->device, "cpu", 3) == 0 && strstr(be->device_note, "no device") != NULL;
 			llm_backend_free(be);
 		}
 		else

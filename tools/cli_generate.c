@@ -168,9 +168,10 @@ cli_generate(int argc, char **argv)
 	}
 	fwrite(res.text, 1, res.text_len, stdout);
 	fflush(stdout);
-	fprintf(stderr, "\n[%d prompt tokens, %d generated, finish: %s, %.3f s, %.1f tok/s]\n",
+	fprintf(stderr, "\n[%d prompt tokens, %d generated, finish: %s, %.3f s, %.1f tok/s, on %s%s%s]\n",
 			res.n_prompt, res.n_generated, llm_finish_reason_name(res.reason), t1 - t0,
-			(res.n_prompt + res.n_generated) / (t1 - t0));
+			(res.n_prompt + res.n_generated) / (t1 - t0), llm_engine_device(e),
+			llm_engine_device_note(e)[0] != '\0' ? ": " : "", llm_engine_device_note(e));
 	rc = 0;
 
 done:

@@ -5,11 +5,13 @@
 #include "cli_options.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "awq.h"
 #include "cli_common.h"
@@ -335,7 +337,32 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 	return true;
 }
 
-/* Engine configuration from the options (threads, context, KV type). */
+/*
+ * The CUDA backend module: $LLM_CUDA_MODULE, else llm_cuda.so in the
+ * directory above llm-cli's (the checkout's, beside llm.so).
+ */
+static const char *
+cli_cuda_module(void)
+{
+	static char path[PATH_MAX + 32];
+	const char *env = getenv("LLM_CUDA_MODULE");
+	char		exe[PATH_MAX];
+	ssize_t		n;
+	char	   *slash;
+
+	if (env != NULL)
+		return env;
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
+		return NULL;
+	exe[n] = '\0';
+	if ((slash = strrchr(exe, '/')) == NULL)
+		return NULL;
+	*slash = '\0';
+	snprintf(path, sizeof(path), "%s/../llm_cuda.so", exe);
+	return path;
+}
+
+/* Engine configuration from the options (threads, context, KV type, device). */
 void
 cli_engine_config(const CliOptions *o, LlmEngineConfig *c)
 {
@@ -349,6 +376,7 @@ cli_engine_config(const CliOptions *o, LlmEngineConfig *c)
 	c->kv_sink_tokens = o->sinks;
 	c->evict_policy = o->evict;
 	c->device = o->device;
+	c->cuda_module = cli_cuda_module();
 	if (o->step_ms >= 0)
 		c->step_time_ms = o->step_ms;
 }

@@ -4,7 +4,8 @@
 # whole forward passes, stories260K's golden greedy text with an fp32 KV
 # cache), a memory check of the kernels where compute-sanitizer works, then
 # the benchmark (random-weight Llama 1B and 8B shapes in BF16, Q8_0, Q4_0:
-# decode at batch 1 and 64, prefill, each against the HBM roofline).  Ends
+# decode at batch 1 and 64, prefill, each against the HBM roofline), and
+# llm_cuda.so loaded at run time as the worker loads it (llm-cli).  Ends
 # with the test summary and the benchmark table; exits non-zero when a test
 # failed.  Sized to finish in under 8 minutes on an H200.  Logs go to
 # build/gpu-check/, the benchmark's table and results to
@@ -74,9 +75,11 @@ if ! echo 'int f(void) { return 0; }' | ${CC:-cc} -x c - -shared -lpcre2-8 -o /d
     fi
 fi
 
-# 1. build (the engine library, the CUDA backend, its test and benchmark)
+# 1. build (the engine library, the CUDA backend, its test and benchmark,
+#    the module the worker loads, and llm-cli, which loads it too)
 echo "== build ($(nproc) cores)"
-if ! make -j"$(nproc)" WITH_CUDA=1 build/cuda/test_cuda bin/llm-gpu-bench > "$LOG_DIR/gpu_build.log" 2>&1; then
+if ! make -j"$(nproc)" WITH_CUDA=1 build/cuda/test_cuda bin/llm-gpu-bench llm_cuda.so bin/llm-cli \
+        > "$LOG_DIR/gpu_build.log" 2>&1; then
     tail -n 40 "$LOG_DIR/gpu_build.log"
     echo "gpu-check: build failed after $(elapsed) s"
     exit 1
@@ -103,6 +106,25 @@ if [ $test_rc -ne 0 ]; then
         echo "gpu-check: with $v: $(grep -E '^cuda: [0-9]+ passed' "$LOG_DIR/gpu_test_variant.log" || echo 'no summary')"
     done
 fi
+
+# 2b. the module as the worker loads it (dlopen of llm_cuda.so): llm-cli on
+#     the GPU, its greedy text against the CPU's (fp32 KV cache on both)
+echo "== llm_cuda.so, loaded by llm-cli --device cuda"
+model=$LLM_SHARED/models/stories260K.gguf
+gen() { bin/llm-cli generate -m "$model" -p "Once upon a time" -n 48 --kv f32 --device "$1"; }
+cpu_text=$(gen cpu 2>/dev/null)
+gpu_text=$(LLM_CUDA_MODULE=$PWD/llm_cuda.so gen cuda 2> "$LOG_DIR/gpu_module.log")
+module_rc=$?
+tail -n 1 "$LOG_DIR/gpu_module.log"
+if [ $module_rc -ne 0 ]; then
+    module_summary="llm_cuda.so: llm-cli --device cuda failed (exit $module_rc)"
+elif [ "$gpu_text" != "$cpu_text" ]; then
+    module_summary="llm_cuda.so: loaded, but the GPU's text differs from the CPU's"
+    module_rc=1
+else
+    module_summary="llm_cuda.so: loaded, and the GPU's greedy text is the CPU's"
+fi
+echo "$module_summary"
 
 # 3. the kernels under compute-sanitizer's memory check, where it works (quick shapes)
 san_summary="compute-sanitizer: not run"
@@ -131,7 +153,8 @@ fi
 echo
 echo "== summary ($(elapsed) s)"
 echo "$san_summary"
+echo "$module_summary"
 grep -E '^cuda: [0-9]+ passed' "$LOG_DIR/gpu_test.log" || echo "cuda tests: no summary line (exit $test_rc)"
 [ $bench_rc -ne 0 ] && echo "benchmark exit status $bench_rc"
 cat bench/results/gpu_bench.txt
-[ $test_rc -eq 0 ]
+[ $test_rc -eq 0 ] && [ $module_rc -eq 0 ]

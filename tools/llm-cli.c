@@ -31,7 +31,9 @@ usage(FILE *f)
 			"             [--step-ms 100] (steps paced to about this long; 0: only 512 tokens bound a step)\n"
 			"             (SCHEME: none, int8, int4 = int4_g128, int4_g32: float weights quantized at load)\n"
 			"  quantize   IN.gguf OUT.gguf TYPE [--calib TEXT [--threads N]]\n"
-			"             (TYPE: F32, F16, BF16, Q8_0, Q4_0, INT8, INT4_G32, INT4_G128; --calib: AWQ)\n");
+			"             (TYPE: F32, F16, BF16, Q8_0, Q4_0, INT8, INT4_G32, INT4_G128; --calib: AWQ)\n"
+			"(--device auto or cuda loads the CUDA backend from $LLM_CUDA_MODULE, else from llm_cuda.so\n"
+			" in the directory above llm-cli's; auto computes on the CPU when it or a GPU is missing)\n");
 }
 
 int

@@ -1,18 +1,13 @@
 /*
  * backend.c
  *		Choosing the backend for a device: the CPU's (cpu/), or CUDA's
- *		(cuda/) in a program linked with it.
- *
- * The CUDA backend's two entry points are weak references here: a program
- * that links libllmcuda.a (whole) defines them, one that does not sees
- * NULL, so libllmengine.a never depends on the CUDA library and each is
- * linked once.
+ *		(cuda/, a module loaded at run time: cuda_module.c).
  *
  * CUDA is initialised only here, when a caller asks for it: never at load
  * time, so a process that forks (the postmaster) never holds a context.
- * LLM_DEVICE_AUTO takes CUDA when the build has it and a device is
- * visible, else quietly the CPU; LLM_DEVICE_CUDA without a device is an
- * error.
+ * LLM_DEVICE_AUTO takes CUDA when its module loads and sees a device, else
+ * the CPU, noting why in the backend's device_note; LLM_DEVICE_CUDA
+ * without them is an error that says why.
  *
  * It also holds llm_be_*, the forward pass's way to the optional fused ops:
  * a backend's own, or the primitives composed in the order the op table's
@@ -20,12 +15,12 @@
  */
 #include "backend.h"
 
+#include <stdio.h>
 #include <string.h>
 
-#pragma weak llm_cuda_device_count
-#pragma weak llm_backend_cuda_new
+#include "cpu/cpu_features.h"
 
-/* Defaults: 1 thread, not deterministic, fusion and programmatic dependent launch on. */
+/* Defaults: 1 thread, not deterministic, fusion and programmatic dependent launch on, no CUDA module. */
 void
 llm_backend_options_default(LlmBackendOptions *o)
 {
@@ -35,12 +30,24 @@ llm_backend_options_default(LlmBackendOptions *o)
 	o->pdl = true;
 }
 
+/* The CUDA backend for opt, when its module loads and sees a device; else NULL and why. */
+static const LlmCudaModule *
+cuda_with_device(const LlmBackendOptions *opt, char *why, size_t why_len)
+{
+	const LlmCudaModule *cuda = llm_cuda_module_get(opt->cuda_module, why, why_len);
+
+	if (cuda != NULL && cuda->device_count(why, why_len) <= 0)
+		return NULL;
+	return cuda;
+}
+
 /* Create the backend for device with options opt (NULL: the defaults). */
 LlmStatus
 llm_backend_new(LlmDevice device, const LlmBackendOptions *opt, LlmBackend **out, LlmError *err)
 {
-	bool		have_cuda = llm_backend_cuda_new != NULL && llm_cuda_device_count != NULL;
 	LlmBackendOptions def;
+	const LlmCudaModule *cuda = NULL;
+	char		why[256] = "";
 	LlmStatus	st;
 
 	if (opt == NULL)
@@ -48,14 +55,23 @@ llm_backend_new(LlmDevice device, const LlmBackendOptions *opt, LlmBackend **out
 		llm_backend_options_default(&def);
 		opt = &def;
 	}
-	if (have_cuda && (device == LLM_DEVICE_CUDA || (device == LLM_DEVICE_AUTO && llm_cuda_device_count() > 0)))
-		return llm_backend_cuda_new(opt, out, err);
+	if (device != LLM_DEVICE_CPU)
+		cuda = cuda_with_device(opt, why, sizeof(why));
+	if (cuda != NULL)
+	{
+		if ((st = cuda->backend_new(opt, out, err)) == LLM_OK)
+			snprintf((*out)->device, sizeof((*out)->device), "cuda: %s", cuda->device_name(*out));
+		return st;
+	}
 	if (device == LLM_DEVICE_CUDA)
-		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
-							 "this build of llm has no CUDA backend (build it where nvcc is found, or with WITH_CUDA=1)");
-	if ((st = llm_backend_cpu_new(opt->n_threads, out, err)) == LLM_OK)
-		(*out)->deterministic = opt->deterministic;
-	return st;
+		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "%s", why);
+	if ((st = llm_backend_cpu_new(opt->n_threads, out, err)) != LLM_OK)
+		return st;
+	(*out)->deterministic = opt->deterministic;
+	snprintf((*out)->device, sizeof((*out)->device), "cpu (%s)", llm_cpu_isa_name(llm_cpu_isa()));
+	if (device == LLM_DEVICE_AUTO)
+		snprintf((*out)->device_note, sizeof((*out)->device_note), "%s", why);
+	return LLM_OK;
 }
 
 /* y[i] = x w[i]^T for i < count: be's matmul_multi, else one matmul after another. */

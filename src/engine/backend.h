@@ -144,6 +144,9 @@ struct LlmBackend
 	 * kernel in one key range).
 	 */
 	bool		deterministic;
+	/* set by llm_backend_new(): what computes ("cpu (avx512)", "cuda: NVIDIA H100 ..."), and why */
+	char		device[128];
+	char		device_note[256];	/* llm_backend_new with LLM_DEVICE_AUTO on the CPU: why not a GPU */
 };
 
 /*
@@ -162,6 +165,7 @@ typedef struct LlmBackendOptions
 	 */
 	bool		pdl;
 	bool		fp32_gemm;		/* CUDA, tests only: cuBLAS on weights decoded to float (the pre-sm_80 path) */
+	const char *cuda_module;	/* path of the CUDA backend module (llm_cuda.so); NULL: none (cuda_module.c) */
 } LlmBackendOptions;
 
 /* Defaults: 1 thread, not deterministic, fusion and programmatic dependent launch on, no FP32 GEMM. */
@@ -206,14 +210,41 @@ void		llm_cpu_softmax(LlmBackend *be, float *x, int n, int width);
 LlmStatus	llm_cpu_sync(LlmBackend *be, LlmError *err);
 
 /*
- * The CUDA backend (cuda/), in the programs that link it: backend.c holds
- * weak references to these two, NULL in a program without it, so the
- * engine library never depends on the CUDA one.
+ * The CUDA backend (cuda/) as a module: llm_cuda.so gives this table as its
+ * symbol llm_cuda_module_entry, which cuda_module.c loads at run time, so
+ * the engine never links CUDA's libraries.  abi and sizes are those of the
+ * module's build; a module whose differ from the engine's is refused.
+ * Bump LLM_CUDA_MODULE_ABI when the op table's meaning changes.
  */
-/* The number of CUDA devices this process sees; 0 when none or no driver (cuda/). */
-int			llm_cuda_device_count(void);
+#define LLM_CUDA_MODULE_ABI 1
+#define LLM_CUDA_MODULE_SIZES \
+	{sizeof(LlmBackend), sizeof(LlmBackendOps), sizeof(LlmBackendOptions), sizeof(LlmWeight), sizeof(LlmModel), \
+	 sizeof(LlmKvCache)}
 
-/* Create the CUDA backend on device 0 with options opt (cuda/backend_cuda.c). */
-LlmStatus	llm_backend_cuda_new(const LlmBackendOptions *opt, LlmBackend **out, LlmError *err);
+typedef struct LlmCudaModule
+{
+	int			abi;			/* LLM_CUDA_MODULE_ABI */
+	size_t		sizes[6];		/* LLM_CUDA_MODULE_SIZES */
+	/* the number of CUDA devices this process sees; when 0, why in why (no driver, no device) */
+	int			(*device_count) (char *why, size_t why_len);
+	/* create the CUDA backend on device 0 with options opt */
+	LlmStatus	(*backend_new) (const LlmBackendOptions *opt, LlmBackend **out, LlmError *err);
+	/* the name of the device under a backend it created */
+	const char *(*device_name) (const LlmBackend *be);
+} LlmCudaModule;
+
+/*
+ * The CUDA backend for opt->cuda_module, loaded once per process and path
+ * (cuda_module.c); NULL with the reason in why when there is none: no path,
+ * a file that does not load, or one from another build.
+ */
+const LlmCudaModule *llm_cuda_module_get(const char *path, char *why, size_t why_len);
+
+/*
+ * Use m for every later llm_backend_new() of this process, whatever
+ * cuda_module says: for programs linked with the CUDA objects themselves
+ * (cuda/test_cuda.c, cuda/bench_cuda.c); NULL goes back to loading.
+ */
+void		llm_cuda_module_use(const LlmCudaModule *m);
 
 #endif							/* LLM_BACKEND_H */

@@ -239,6 +239,7 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	bo.deterministic = cfg->deterministic;
 	bo.fuse = cfg->gpu_fusion;
 	bo.pdl = cfg->gpu_pdl;
+	bo.cuda_module = cfg->cuda_module;
 	/* matmuls on this CPU: the weights in the kernels' grouped order (a GPU keeps the file's) */
 	if ((st = llm_backend_new(cfg->device, &bo, &e->backend, err)) != LLM_OK ||
 		(!e->backend->device_memory && (st = llm_model_group_weights(m, err))) ||
@@ -324,6 +325,20 @@ int
 llm_engine_n_ctx(const LlmEngine *e)
 {
 	return e->config.n_ctx;
+}
+
+/* What the engine computes on (the backend's description). */
+const char *
+llm_engine_device(const LlmEngine *e)
+{
+	return e->backend->device;
+}
+
+/* Why the engine is on the CPU under device auto, or "". */
+const char *
+llm_engine_device_note(const LlmEngine *e)
+{
+	return e->backend->device_note;
 }
 
 /* Whether a prompt of n_prompt tokens fits the context with max_tokens wanted. */

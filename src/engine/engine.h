@@ -106,6 +106,7 @@ typedef struct LlmEngineConfig
 	int			kv_sink_tokens; /* first positions never evicted (not for LLM_EVICT_WINDOW) */
 	LlmEvictPolicy evict_policy;
 	LlmDevice	device;
+	const char *cuda_module;	/* path of the CUDA backend module (llm_cuda.so); NULL: CPU only */
 	int			step_time_ms;	/* size prompt chunks so a step takes about this long (pace.h); 0: off */
 	bool		deterministic;	/* GPU: batch-invariant kernels, slower (the CPU always is; backend.h) */
 	bool		gpu_fusion;		/* CUDA: fused ops, fewer launches (LlmBackendOptions.fuse) */
@@ -127,6 +128,12 @@ LlmStatus	llm_engine_new(LlmModel *m, const LlmEngineConfig *c, LlmEngine **out,
 void		llm_engine_free(LlmEngine *e);
 /* The engine's per-sequence context limit (tokens of prompt + generation). */
 int			llm_engine_n_ctx(const LlmEngine *e);
+
+/* What the engine computes on: "cpu (avx512)", "cuda: NVIDIA H100 80GB HBM3", ... */
+const char *llm_engine_device(const LlmEngine *e);
+
+/* With device auto on the CPU: why not a GPU (no module, no driver, no device); else "". */
+const char *llm_engine_device_note(const LlmEngine *e);
 
 /*
  * Whether a prompt of n_prompt tokens fits the context with room for one
