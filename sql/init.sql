@@ -22,8 +22,10 @@ SELECT name, CASE WHEN name = 'llm.model_dir' THEN '(path)' ELSE setting END AS 
 FROM pg_settings WHERE name LIKE 'llm.%' ORDER BY name;
 SET llm.no_such_setting = 1;
 
--- Objects of the extension.
+-- Objects of the extension (but the row types of its views, which 18 also
+-- records as members).
 SELECT pg_describe_object(classid, objid, 0) AS object
 FROM pg_depend WHERE refclassid = 'pg_extension'::regclass
   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'llm')
+  AND classid <> 'pg_type'::regclass
 ORDER BY 1;

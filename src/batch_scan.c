@@ -45,6 +45,9 @@
 
 #include "catalog/objectaccess.h"
 #include "commands/explain.h"
+#if PG_VERSION_NUM >= 180000
+#include "commands/explain_format.h"	/* 18 moved ExplainProperty*() here */
+#endif
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
@@ -242,7 +245,7 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 	for (int i = bs->n_child; i < list_length(cscan->custom_scan_tlist); i++)
 	{
 		FuncExpr   *call = (FuncExpr *) list_nth_node(TargetEntry, cscan->custom_scan_tlist, i)->expr;
-		AclResult	aclresult = pg_proc_aclcheck(call->funcid, GetUserId(), ACL_EXECUTE);
+		AclResult	aclresult = LlmProcAclCheck(call->funcid, GetUserId(), ACL_EXECUTE);
 
 		if (aclresult != ACLCHECK_OK)
 			aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(call->funcid));

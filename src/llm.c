@@ -21,7 +21,12 @@
 
 #include "llm.h"
 
+/* 18 shows the module's name and version in pg_get_loaded_modules() */
+#ifdef PG_MODULE_MAGIC_EXT
+PG_MODULE_MAGIC_EXT(.name = "llm",.version = LLM_VERSION);
+#else
 PG_MODULE_MAGIC;
+#endif
 
 char	   *llm_model = NULL;
 char	   *llm_model_dir = NULL;

@@ -17,6 +17,8 @@
 
 #include <signal.h>
 
+#include "pg_compat.h"
+
 #include "fmgr.h"
 #include "nodes/plannodes.h"
 #include "storage/condition_variable.h"
@@ -154,6 +156,8 @@ typedef struct LlmWorkerInfo
 	LlmModelInfo model;
 	int			n_ctx;			/* the engine's per-sequence limit */
 	int			n_threads;
+	char		device[128];	/* what the engine computes on (llm_engine_device) */
+	char		device_note[256];	/* llm.device = auto on the CPU: why not a GPU */
 } LlmWorkerInfo;
 
 /* Counters for llm_stats, written by the worker (gauges at its last step). */
@@ -257,7 +261,7 @@ extern int	LlmFairHeadroom(int max_sequences);
 extern int	LlmFairTakeSlot(LlmFairRefusal *why, LlmFairWaiter *waiter);
 extern void LlmFairStopWaiting(LlmFairWaiter *waiter);
 extern ConditionVariable *LlmFairSlotFreedCV(void);
-extern void LlmFairRefuse(const LlmFairRefusal *why) pg_attribute_noreturn();
+pg_noreturn extern void LlmFairRefuse(const LlmFairRefusal *why);
 extern void LlmSlotFree(LlmSlot *slot);
 extern void LlmCountOutcome(LlmSlot *slot, LlmSlotState outcome);
 extern void LlmFairWorkerInit(void);
@@ -303,7 +307,7 @@ extern bool LlmQueueSubmit(LlmJob *job, bool in_flight);
 extern bool LlmQueuePoll(LlmJob *job, long timeout_ms);
 extern void LlmQueueWait(LlmJob *job);
 extern void LlmQueueCancel(LlmJob *jobs, int n_jobs);
-extern void LlmQueueSlotsFull(void) pg_attribute_noreturn();
+pg_noreturn extern void LlmQueueSlotsFull(void);
 
 /* functions.c: the SQL generation functions' arguments, shared with the batch node */
 #define LLM_GENERATE_NARGS 12

@@ -5,7 +5,7 @@
  *		and out, since when.
  *
  * Layout.  One entry per backend slot (MaxBackends, indexed by
- * MyBackendId - 1) in the main shared memory segment.  An entry is in use
+ * LlmMyProcNumber(), pg_compat.h) in the main shared memory segment.  An entry is in use
  * while its pid is not 0.
  *
  * Protocol.  Only the backend that owns an entry writes it, so writers
@@ -26,7 +26,6 @@
 
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "storage/backendid.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -72,9 +71,11 @@ LlmProgressShmemInit(void)
 static LlmProgressEntry *
 my_entry(void)
 {
-	if (LlmProgress == NULL || MyBackendId == InvalidBackendId || MyBackendId > MaxBackends)
+	int			i = LlmMyProcNumber();
+
+	if (LlmProgress == NULL || i < 0 || i >= MaxBackends)
 		return NULL;
-	return &LlmProgress[MyBackendId - 1];
+	return &LlmProgress[i];
 }
 
 /* Begin a write of e. */

@@ -55,12 +55,17 @@ $node->safe_psql('postgres',
 	  . 'INSERT INTO prompts SELECT i, p FROM unnest(ARRAY['
 	  . join(', ', map { "'$_'" } @prompts[0 .. 7])
 	  . ']) WITH ORDINALITY AS u(p, i)');
+# 16 renamed force_parallel_mode to debug_parallel_query
+my $force_parallel =
+  $node->safe_psql('postgres', 'SHOW server_version_num') >= 160000
+  ? 'debug_parallel_query'
+  : 'force_parallel_mode';
 my $parallel = $node->safe_psql('postgres',
-	"SET force_parallel_mode = on; SET parallel_setup_cost = 0; "
+	"SET $force_parallel = on; SET parallel_setup_cost = 0; "
 	  . "EXPLAIN (COSTS OFF) SELECT id, llm_generate(prompt, 64) FROM prompts");
 like($parallel, qr/Gather/, 'the plan runs in a parallel worker');
 my $rows = $node->safe_psql('postgres',
-	"SET force_parallel_mode = on; SET parallel_setup_cost = 0; "
+	"SET $force_parallel = on; SET parallel_setup_cost = 0; "
 	  . "SELECT string_agg(g, E'\\x01' ORDER BY id) FROM "
 	  . "(SELECT id, llm_generate(prompt, 64) AS g FROM prompts) s");
 is($rows, join("\x01", @alone[0 .. 7]), 'parallel workers get the same answers');

@@ -10,7 +10,14 @@
 # to it).  As any other user: runs them as that user; the extension must be
 # installed already, or the PostgreSQL directories writable.
 #
-# Environment: LLM_TEST_USER, LLM_MODEL (default stories260K.gguf, from
+# PG_CONFIG picks the PostgreSQL (default: pg_config on PATH, Debian's 15).
+# One that is not a system install (tools/fetch-pg.sh 18) is copied into
+# the scratch directory, where the user can read it, and llm is built and
+# installed into that copy; PostgreSQL's TAP modules come from its PGXS, or
+# from Debian's 15 (postgresql-server-dev-15) where it has none, as the
+# PyPI wheel of 18 has none.
+#
+# Environment: PG_CONFIG, LLM_TEST_USER, LLM_MODEL (default stories260K.gguf, from
 # ../shared/models; t/090 and t/110 also get Gemma 3 270M and SmolLM2, from tools/fetch-model.sh), PROVE_TESTS (e.g. "t/020_cancel.pl"), KEEP=1 keeps
 # the scratch directory.  Exits nonzero when any test fails.
 set -euo pipefail
@@ -30,12 +37,21 @@ while IFS=$'\t' read -r prompt _ text; do
 done < "$shared/golden/stories260K-greedy.tsv"
 
 tools/install-deps.sh
-make -j"$(nproc)" >/dev/null
-if [ "$(id -u)" -eq 0 ] || [ -w "$(pg_config --pkglibdir)" ]; then
-    make install >/dev/null
-elif ! cmp -s llm.so "$(pg_config --pkglibdir)/llm.so"; then
-    echo "pg-test: the installed llm.so is not this build; run 'make install' as root first" >&2
-    exit 1
+pg_config=$(command -v "${PG_CONFIG:-pg_config}")
+pg_version=$("$pg_config" --version)
+echo "pg-test: $pg_version ($pg_config)"
+case $("$pg_config" --bindir) in
+    /usr/*) private_pg=0 ;;
+    *) private_pg=1 ;;
+esac
+if [ $private_pg = 0 ]; then
+    make -j"$(nproc)" PG_CONFIG="$pg_config" >/dev/null
+    if [ "$(id -u)" -eq 0 ] || [ -w "$("$pg_config" --pkglibdir)" ]; then
+        make install PG_CONFIG="$pg_config" >/dev/null
+    elif ! cmp -s llm.so "$("$pg_config" --pkglibdir)/llm.so"; then
+        echo "pg-test: the installed llm.so is not this build; run 'make install' as root first" >&2
+        exit 1
+    fi
 fi
 
 # The scratch directory mirrors the checkout's neighbourhood: main/ and shared/.
@@ -49,9 +65,40 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$work/main/src" "$work/shared/models" "$work/shared/golden" "$work/shared/data"
-cp -r Makefile llm.control llm--1.0.sql sql expected t "$work/main/"
+cp -r Makefile llm.control llm--*.sql sql expected t "$work/main/"
 cp src/*.c src/*.h "$work/main/src/"
 cp "$shared/models/$model" "$work/shared/models/"
+# a private PostgreSQL: its install, with llm built from a copy of the
+# checkout and installed into it; for a wheel, the wheel's whole tree, as
+# its programs find their libraries in WHEEL/PACKAGE.libs, two levels above
+# WHEEL/PACKAGE/pginstall
+tap_make=()
+if [ $private_pg = 1 ]; then
+    pg_root=$(cd "$("$pg_config" --bindir)/.." && pwd)
+    if compgen -G "$pg_root/../../*.libs" >/dev/null; then
+        pg_root=$(cd "$pg_root/../.." && pwd)
+    fi
+    pg_sub=${pg_config#"$pg_root"/}
+    cp -a "$pg_root" "$work/pg"
+    pg_config=$work/pg/$pg_sub
+    mkdir -p "$work/build"
+    tar -c --exclude=./.cache --exclude=./.git --exclude=./build --exclude=./build-asan \
+        --exclude=./bin --exclude='*.o' --exclude='*.so' --exclude='*.d' --exclude='*.a' . |
+        tar -x -C "$work/build"
+    # WITH_CUDA=0: llm.so alone, so these tests see the CUDA module absent
+    make -C "$work/build" -j"$(nproc)" PG_CONFIG="$pg_config" WITH_CUDA=0 >/dev/null
+    make -C "$work/build" PG_CONFIG="$pg_config" WITH_CUDA=0 install >/dev/null
+    perl_dir=$("$pg_config" --pkglibdir)/pgxs/src/test/perl
+    if [ ! -d "$perl_dir/PostgreSQL/Test" ]; then
+        debian_perl=/usr/lib/postgresql/15/lib/pgxs/src/test/perl
+        echo "pg-test: TAP modules from $debian_perl (this install has none)"
+        cp -r "$debian_perl" "$perl_dir"
+    fi
+    # a PGXS configured without TAP still runs them, with the system prove;
+    # 15's modules find tmp_check through TESTDIR, which 18's PGXS no
+    # longer sets (it sets TESTDATADIR and TESTLOGDIR)
+    tap_make=(enable_tap_tests=yes PROVE=prove TESTDIR="$work/main")
+fi
 cp "$shared/golden/stories260K-greedy.tsv" "$work/shared/golden/"
 cp "$shared/data/stories260K-samples.txt" "$work/shared/data/"
 # the real models: Gemma for the batch-invariance test (t/090), SmolLM2 for chat (t/110)
@@ -72,7 +119,7 @@ fi
 # pg_regress and TAP separately, so that a failure in one still runs the
 # other; each under a time limit, so that a hang fails rather than blocks.
 status=0
-mk=(make -C "$work/main" --no-print-directory PG_CONFIG="$(command -v pg_config)" LLM_MODEL_DIR="$work/shared/models"
+mk=(make -C "$work/main" --no-print-directory PG_CONFIG="$pg_config" "${tap_make[@]}" LLM_MODEL_DIR="$work/shared/models"
     LLM_MODEL="$model" LLM_REAL_MODEL_DIR="$work/real-models")
 echo "pg-test: pg_regress"
 if ! timeout 900 "${run_as[@]}" env HOME="$work" "${mk[@]}" installcheck TAP_TESTS=; then
@@ -91,8 +138,8 @@ if ! timeout 1200 "${run_as[@]}" env HOME="$work" "${mk[@]}" installcheck REGRES
 fi
 
 if [ $status -ne 0 ]; then
-    echo "pg-test: FAILED" >&2
+    echo "pg-test: FAILED on $pg_version" >&2
 else
-    echo "pg-test: all PostgreSQL tests passed"
+    echo "pg-test: all PostgreSQL tests passed on $pg_version"
 fi
 exit $status
