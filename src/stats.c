@@ -104,15 +104,26 @@ llm_stats(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
-/* llm_worker_status(): the worker's process, state and model. */
+/*
+ * llm_worker_status(): the worker's process, state, model and device.  The
+ * SQL of version 1.0 (not yet updated) declares 13 columns, without the
+ * device's two.
+ */
 Datum
 llm_worker_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc = LlmResultDesc(fcinfo);
 	LlmWorkerInfo w;
-	Datum		values[13];
-	bool		nulls[13] = {0};
+	Datum		values[15];
+	bool		nulls[15] = {0};
 	int			i = 0;
+
+	if (tupdesc->natts != 13 && tupdesc->natts != lengthof(values))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("llm_worker_status() is declared with %d columns, which this llm library does not know",
+						tupdesc->natts),
+				 errhint("Run ALTER EXTENSION llm UPDATE.")));
 
 	LlmShmemCheck();
 	LWLockAcquire(LlmState->lock, LW_SHARED);
@@ -169,6 +180,19 @@ llm_worker_status(PG_FUNCTION_ARGS)
 		values[i++] = CStringGetTextDatum(w.error);
 	else
 		nulls[i++] = true;
+	if (w.has_model)
+	{
+		values[i++] = CStringGetTextDatum(w.device);
+		if (w.device_note[0] != '\0')
+			values[i++] = CStringGetTextDatum(w.device_note);
+		else
+			nulls[i++] = true;
+	}
+	else
+	{
+		nulls[i++] = true;
+		nulls[i++] = true;
+	}
 	Assert(i == lengthof(values));
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

@@ -207,7 +207,8 @@ LlmWorkerNoModel(int slotno)
 	LWLockRelease(LlmState->lock);
 	LlmWorkerAnswer(slotno, NULL, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 					"no model is loaded", reason,
-					"Set llm.model to a GGUF file in llm.model_dir and reload the configuration.");
+					"Set llm.model to a GGUF file in llm.model_dir and reload the configuration; "
+					"a change of llm.device takes a restart.");
 }
 
 /*
@@ -669,7 +670,7 @@ LlmWorkerMain(Datum main_arg)
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	LlmState->worker.pid = MyProcPid;
-	LlmState->worker.pgprocno = MyProc->pgprocno;
+	LlmState->worker.pgprocno = LlmMyProcNumber();
 	LlmState->worker.state = LLM_WORKER_STARTING;
 	LlmState->worker.started_at = GetCurrentTimestamp();
 	LlmState->worker.has_model = false;

@@ -298,6 +298,8 @@ LlmWorkerMakeConfig(const LlmModelSettings *s, int n_threads, int model_n_ctx, L
 	config->kv_block_size = s->kv_block_size;
 	config->kv_cache_bytes = (size_t) s->kv_cache_mb * 1024 * 1024;
 	config->device = (LlmDevice) s->device;
+	/* the CUDA backend is a module beside llm.so, loaded only by this process */
+	config->cuda_module = psprintf("%s/llm_cuda.so", pkglib_path);
 	config->deterministic = s->deterministic;
 	config->gpu_fusion = s->gpu_fusion;
 	config->gpu_pdl = s->gpu_pdl;
@@ -360,7 +362,10 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 		ereport(ERROR,
 				(errcode(LlmStatusErrcode(status)),
 				 errmsg("could not start the inference engine for model \"%s\"", path),
-				 errdetail_internal("%s", LlmMessageAsSentence(err.msg))));
+				 errdetail_internal("%s", LlmMessageAsSentence(err.msg)),
+				 config.device == LLM_DEVICE_CUDA && status == LLM_ERR_UNSUPPORTED ?
+				 errhint("Install llm_cuda.so beside llm.so (llm built where nvcc is found) on a machine with a GPU "
+						 "and its driver, or set llm.device to auto or cpu.") : 0));
 	}
 
 	/* the new model works: only now let the old one go */
@@ -377,6 +382,8 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	LlmState->worker.model = *info;
 	LlmState->worker.n_ctx = llm_engine_n_ctx(engine);
 	LlmState->worker.n_threads = config.n_threads;
+	strlcpy(LlmState->worker.device, llm_engine_device(engine), sizeof(LlmState->worker.device));
+	strlcpy(LlmState->worker.device_note, llm_engine_device_note(engine), sizeof(LlmState->worker.device_note));
 	LlmState->worker.loaded_at = GetCurrentTimestamp();
 	LlmState->worker.error[0] = '\0';
 	LWLockRelease(LlmState->lock);
@@ -384,12 +391,13 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	ereport(LOG,
 			(errmsg("llm worker loaded model \"%s\"", path),
 			 errdetail("Architecture %s, %lld parameters, %d layers, dimension %d, %d heads (%d KV heads), "
-					   "vocabulary %d, context length %d; weights %s%s; %d threads.",
+					   "vocabulary %d, context length %d; weights %s%s; %d threads on %s%s%s.",
 					   info->arch, (long long) info->n_params, info->n_layers, info->dim,
 					   info->n_heads, info->n_kv_heads, info->n_vocab, info->n_ctx,
 					   info->weight_types,
 					   calib != NULL ? psprintf(" with AWQ scales from \"%s\"", s->quantize_calib) : "",
-					   config.n_threads)));
+					   config.n_threads, llm_engine_device(engine),
+					   llm_engine_device_note(engine)[0] != '\0' ? ": " : "", llm_engine_device_note(engine))));
 	if (calib != NULL)
 		pfree(calib);
 }

@@ -1,0 +1,181 @@
+# The extension as a package: an installed 1.0 upgrades to the same objects
+# as a fresh install; no role can take over its SQL functions through its
+# search_path (not even inside another role's SECURITY DEFINER function);
+# it works in a schema of its own that is not in the search_path, and it
+# cannot be moved; llm_worker_status() says which device the worker uses,
+# and llm.device = cuda without the CUDA module fails clearly.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+
+use LlmTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = llm_node('extension', 'llm.threads' => 1);
+llm_wait_state($node);
+
+# ---- the device ----
+my ($device, $note) = split /\|/,
+  $node->safe_psql('postgres', 'SELECT device, device_note FROM llm_worker_status()');
+like($device, qr/^cpu \(/, "llm.device = auto without a GPU computes on the CPU ($device)");
+like($note, qr/\S/, "and says why not on a GPU ($note)");
+
+# 18 names the library and its version among the loaded modules
+SKIP:
+{
+	skip 'pg_get_loaded_modules() is new in 18', 1
+	  if $node->safe_psql('postgres', 'SHOW server_version_num') < 180000;
+	is($node->safe_psql('postgres', "SELECT version FROM pg_get_loaded_modules() WHERE module_name = 'llm'"),
+		$node->safe_psql('postgres', "SELECT default_version FROM pg_available_extensions WHERE name = 'llm'"),
+		"the library's version is the extension's");
+}
+
+# ---- upgrade: 1.0 then ALTER EXTENSION UPDATE, against a fresh install ----
+
+# Every member of the extension, with its definition, comment and privileges.
+my $objects_sql = q{
+SELECT e.extversion || ' relocatable=' || e.extrelocatable || ' schema=' || e.extnamespace::regnamespace
+       || E'\n' || string_agg(o.descr, E'\n--\n' ORDER BY o.descr)
+FROM pg_extension e,
+LATERAL (
+    SELECT pg_describe_object(d.classid, d.objid, 0)
+           || E'\n' || coalesce(obj_description(d.objid, d.classid::regclass::text), '(no comment)')
+           || E'\n' || coalesce(
+                  CASE d.classid
+                  WHEN 'pg_proc'::regclass THEN
+                      (SELECT CASE WHEN p.prokind = 'a'
+                                   THEN (SELECT format('aggregate sfunc=%s stype=%s finalfunc=%s extra=%s',
+                                                       a.aggtransfn, a.aggtranstype::regtype,
+                                                       a.aggfinalfn, a.aggfinalextra)
+                                         FROM pg_aggregate a WHERE a.aggfnoid = p.oid)
+                                   ELSE pg_get_functiondef(p.oid) END
+                              || E'\nacl=' || coalesce(p.proacl::text, 'default')
+                       FROM pg_proc p WHERE p.oid = d.objid)
+                  WHEN 'pg_class'::regclass THEN
+                      (SELECT c.relkind::text || ' ' || coalesce(pg_get_viewdef(c.oid), '')
+                              || E'\nacl=' || coalesce(c.relacl::text, 'default')
+                       FROM pg_class c WHERE c.oid = d.objid)
+                  END, '') AS descr
+    FROM pg_depend d
+    WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid AND d.deptype = 'e') o
+WHERE e.extname = 'llm'
+GROUP BY e.extversion, e.extrelocatable, e.extnamespace};
+
+$node->safe_psql('postgres', 'CREATE DATABASE upgraded');
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+$node->safe_psql('upgraded', "CREATE EXTENSION llm VERSION '1.0'");
+$node->safe_psql('fresh', 'CREATE EXTENSION llm');
+
+is($node->safe_psql('fresh', 'SELECT extversion FROM pg_extension WHERE extname = $$llm$$'),
+	'1.1', 'a fresh install is version 1.1');
+my @old_status = split /\|/, $node->safe_psql('upgraded', 'SELECT * FROM llm_worker_status()'), -1;
+is(scalar @old_status, 13, "1.0's llm_worker_status() still gives its 13 columns from the new library");
+
+# ---- search_path: a hostile role and a superuser's SECURITY DEFINER function ----
+my $schema = '{"type":"object","properties":{"who":{"type":"string","maxLength":12}},"required":["who"]}';
+my $text = 'Tom has a red ball.';
+my $setup = qq{
+CREATE TABLE public.secret (s text);
+INSERT INTO public.secret VALUES ('the launch codes');
+REVOKE ALL ON public.secret FROM PUBLIC;
+CREATE FUNCTION public.definer_extract(t text) RETURNS jsonb
+LANGUAGE sql SECURITY DEFINER
+AS \$\$ SELECT public.llm_extract(t, '$schema', max_tokens => 64) \$\$;
+CREATE SCHEMA evil AUTHORIZATION mallory;
+SET ROLE mallory;
+CREATE TABLE evil.loot (who name, what text);
+-- the same signature as the real llm_generate, so it wins when evil comes first
+CREATE FUNCTION evil.llm_generate(prompt text, max_tokens int DEFAULT 128, temperature float8 DEFAULT 0,
+                                  top_p float8 DEFAULT 1, top_k int DEFAULT 0, seed bigint DEFAULT NULL,
+                                  stop text[] DEFAULT NULL, chat boolean DEFAULT NULL,
+                                  on_error text DEFAULT 'error', system text DEFAULT NULL,
+                                  json_schema jsonb DEFAULT NULL, choices text[] DEFAULT NULL)
+RETURNS text LANGUAGE plpgsql
+AS \$\$
+BEGIN
+    INSERT INTO evil.loot SELECT current_user, string_agg(s, ',') FROM public.secret;
+    RETURN '{"who": "stolen"}';
+END
+\$\$;
+CREATE FUNCTION evil.cat(a text, b text) RETURNS text LANGUAGE plpgsql
+AS \$\$
+BEGIN
+    INSERT INTO evil.loot VALUES (current_user, 'ran ||');
+    RETURN a OPERATOR(pg_catalog.||) b;
+END
+\$\$;
+CREATE OPERATOR evil.|| (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.cat);
+GRANT SELECT ON evil.loot TO PUBLIC;
+RESET ROLE;
+};
+my $as_mallory = "SET ROLE mallory; SET search_path = evil, pg_catalog, public;";
+
+$node->safe_psql('postgres', 'CREATE ROLE mallory LOGIN');
+for my $db ('upgraded', 'fresh')
+{
+	$node->safe_psql($db, $setup);
+}
+my $answer = $node->safe_psql('fresh', "SELECT llm_extract('$text', '$schema', max_tokens => 64)");
+like($answer, qr/^\{"who": /, "llm_extract answers ($answer)");
+
+# the exploit, reproduced on 1.0: so the checks below can tell
+my $hijacked = $node->safe_psql('upgraded', "$as_mallory SELECT public.definer_extract('$text')");
+is($hijacked, '{"who": "stolen"}', "1.0: mallory's llm_generate runs inside the superuser's function");
+is($node->safe_psql('upgraded', 'SELECT string_agg(DISTINCT what, \',\' ORDER BY what) FROM evil.loot'),
+	'ran ||,the launch codes', "1.0: and reads a table mallory may not read, and mallory's || ran too");
+
+$node->safe_psql('upgraded', 'ALTER EXTENSION llm UPDATE');
+$node->safe_psql('upgraded', 'TRUNCATE evil.loot');
+is($node->safe_psql('upgraded', 'SELECT extversion FROM pg_extension WHERE extname = $$llm$$'),
+	'1.1', 'ALTER EXTENSION llm UPDATE goes to 1.1');
+my $fresh_objects = $node->safe_psql('fresh', $objects_sql);
+cmp_ok(scalar(() = $fresh_objects =~ /^function /mg), '>=', 15, 'the catalog listing sees the functions');
+is($node->safe_psql('upgraded', $objects_sql), $fresh_objects,
+	'1.0 updated to 1.1 has the same objects, definitions, comments and privileges as a fresh 1.1');
+is(scalar(split /\|/, $node->safe_psql('upgraded', 'SELECT * FROM llm_worker_status()'), -1), 15,
+	"the updated llm_worker_status() has 1.1's 15 columns");
+
+for my $db ('upgraded', 'fresh')
+{
+	is($node->safe_psql($db, "$as_mallory SELECT public.definer_extract('$text')"), $answer,
+		"$db: mallory's search_path changes nothing inside the superuser's function");
+	is($node->safe_psql($db, "$as_mallory SELECT public.llm_extract('$text', '$schema', max_tokens => 64)"),
+		$answer, "$db: nor in mallory's own call");
+	is($node->safe_psql($db, 'SELECT count(*) FROM evil.loot'), '0', "$db: none of mallory's code ran");
+}
+
+# still inlined, so a table's rows run in one LLM Batch node
+$node->safe_psql('fresh', "CREATE TABLE notes (body text); INSERT INTO notes VALUES ('$text'), ('Lily is three.')");
+like($node->safe_psql('fresh', "EXPLAIN (COSTS OFF) SELECT llm_extract(body, '$schema') FROM notes"),
+	qr/LLM Batch/, 'llm_extract is still inlined into the LLM Batch node');
+
+# ---- a schema of its own, not in the search_path ----
+$node->safe_psql('postgres', 'CREATE DATABASE relocated');
+$node->safe_psql('relocated', 'CREATE SCHEMA llmx; CREATE EXTENSION llm SCHEMA llmx');
+$node->safe_psql('relocated', "CREATE TABLE notes (body text); INSERT INTO notes VALUES ('$text')");
+is($node->safe_psql('relocated', "SHOW search_path"), '"$user", public', 'llmx is not in the search_path');
+is($node->safe_psql('relocated', "SELECT llmx.llm_extract('$text', '$schema', max_tokens => 64)"), $answer,
+	'llm_extract in schema llmx gives the same answer');
+like($node->safe_psql('relocated', "EXPLAIN (COSTS OFF) SELECT llmx.llm_extract(body, '$schema') FROM notes"),
+	qr/LLM Batch/, 'and runs over a table in the LLM Batch node');
+is($node->safe_psql('relocated', "SELECT llmx.llm_extract(body, '$schema', max_tokens => 64) FROM notes"),
+	$answer, 'with the same answer');
+is($node->safe_psql('relocated', 'SELECT count(*) >= 0 FROM llmx.llm_stats, llmx.llm_progress'), 't',
+	'its views work from llmx');
+my ($rc, $out, $err) = $node->psql('relocated', 'ALTER EXTENSION llm SET SCHEMA public');
+like($err, qr/extension "llm" does not support SET SCHEMA/, 'the extension cannot be moved');
+
+# ---- llm.device = cuda without the module or a GPU: a clear failure ----
+$node->append_conf('postgresql.conf', "llm.device = 'cuda'\n");
+$node->restart;
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'no model' AND error LIKE '%CUDA%' FROM llm_worker_status()"),
+	'llm.device = cuda without a GPU: the worker says why it has no model');
+note($node->safe_psql('postgres', 'SELECT error FROM llm_worker_status()'));
+($rc, $out, $err) = $node->psql('postgres', "SELECT llm_generate('Once upon a time', 4)");
+like($err, qr/no model is loaded.*\n.*DETAIL:.*CUDA/, 'and llm_generate fails, saying why');
+
+$node->stop;
+done_testing();
