@@ -18,7 +18,7 @@ BATCHES=${2:-"1 4 16 64"}
 THREADS=${THREADS:-2}
 OUT=bench/results
 mkdir -p "$OUT"
-make -s -j"$(nproc)"
+make -s -j"$(nproc)" all tools
 if [ "$(id -u)" -eq 0 ] || [ -w "$(pg_config --pkglibdir)" ]; then make -s install >/dev/null; fi
 
 model=${1:-}
