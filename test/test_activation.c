@@ -69,12 +69,13 @@ check_accuracy(const char *name, LlmGluRange range, LlmActivation act, bool refe
 
 		if (!(err <= bound))
 			bad++;
-		if (fabs(e) > 1e-30 && err / fabs(e) > worst)
-			worst = err / fabs(e);
+		if (err / bound > worst)
+			worst = err / bound;
 	}
 	TEST_CHECK(bad == 0, "%s %s: %d of %d outputs outside the bound", name, act == LLM_ACT_SILU ? "silu" : "gelu", bad,
 			   N_SWEEP);
-	printf("  %-10s %-4s largest relative error %.2e\n", name, act == LLM_ACT_SILU ? "silu" : "gelu", worst);
+	/* the bound is relative where the output is large, absolute where it is tiny */
+	printf("  %-10s %-4s largest error %.2f of its bound\n", name, act == LLM_ACT_SILU ? "silu" : "gelu", worst);
 	free(g);
 	free(u);
 	free(y);

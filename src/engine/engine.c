@@ -42,6 +42,7 @@
 #include "model.h"
 #include "pace.h"
 #include "sampler.h"
+#include "utf8.h"
 
 #define DEFAULT_KV_CAP_BYTES ((size_t) 1 << 30)
 
@@ -378,6 +379,12 @@ seq_append_text(Seq *s, const char *p, size_t len)
 static void
 seq_finish(LlmEngine *e, Seq *s, LlmFinishReason reason, LlmStatus status, const char *error)
 {
+	/* a text cut by max_tokens (or anything else) ends at a character's end */
+	if (s->text != NULL)
+	{
+		s->text_len = llm_utf8_whole_len((const uint8_t *) s->text, s->text_len);
+		s->text[s->text_len] = '\0';
+	}
 	s->state = SEQ_FINISHED;
 	s->reason = reason;
 	s->status = status;

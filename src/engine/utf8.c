@@ -47,6 +47,24 @@ llm_utf8_len(const uint8_t *s, size_t n)
 	return need;
 }
 
+/* The length of s[0..n) less a multibyte character cut off at its end. */
+size_t
+llm_utf8_whole_len(const uint8_t *s, size_t n)
+{
+	/* a cut-off character is a lead byte and at most two continuation bytes */
+	for (size_t back = 1; back <= 3 && back <= n; back++)
+	{
+		uint8_t		c = s[n - back];
+		size_t		need;
+
+		if ((c & 0xC0) == 0x80)
+			continue;
+		need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+		return c >= 0xC2 && c <= 0xF4 && need > back ? n - back : n;
+	}
+	return n;
+}
+
 /* Decode one valid UTF-8 character of length n into its code point. */
 uint32_t
 llm_utf8_decode(const uint8_t *s, size_t n)

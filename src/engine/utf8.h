@@ -14,6 +14,12 @@
  */
 size_t		llm_utf8_len(const uint8_t *s, size_t n);
 
+/*
+ * The length of s[0..n) less a multibyte character cut off at its end: n,
+ * or where the lead byte of a sequence too short for it stands.
+ */
+size_t		llm_utf8_whole_len(const uint8_t *s, size_t n);
+
 /* Decode one valid UTF-8 character of length n into its code point. */
 uint32_t	llm_utf8_decode(const uint8_t *s, size_t n);
 
