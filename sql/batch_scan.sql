@@ -140,7 +140,7 @@ SELECT * FROM explain_analyze('SELECT id, llm_generate(body, 4) FROM articles');
 SELECT * FROM explain_analyze('SELECT id, llm_generate(body, 4) FROM articles ORDER BY id LIMIT 3');
 -- Rows that share an instruction (more than two KV blocks) take it from the
 -- prefix cache, and the node counts the cached tokens and the worker's time.
-CREATE FUNCTION batch_analyze(query text, OUT requests int, OUT cached_share boolean, OUT worker_time boolean) AS $$
+CREATE FUNCTION batch_analyze(query text, OUT requests int, OUT cached_share boolean, OUT request_time boolean) AS $$
 DECLARE
     plan jsonb;
     node jsonb;
@@ -150,7 +150,7 @@ BEGIN
     requests := (node->>'Requests')::int;
     -- all but the first row's instruction came from the cache
     cached_share := (node->>'Cached Prompt Tokens')::int >= (requests - 1) * 32;
-    worker_time := (node->>'Worker Time')::float8 > 0;
+    request_time := (node->>'Summed Request Time')::float8 > 0;
 END $$ LANGUAGE plpgsql;
 SELECT * FROM batch_analyze($q$SELECT id, llm_generate('Once upon a time there was a little girl named Lily. '
     || 'She loved to play outside in the sun with her big red ball and her little dog. One day she saw '

@@ -60,9 +60,11 @@ SELECT count(*) FROM llm_generate_batch(array_fill(repeat('a', 2000), ARRAY[300]
 SELECT llm_generate('Once upon a time', 4, stop => ARRAY[repeat('b', 1100)]);
 RESET llm.max_prompt_bytes;
 
--- The settings that size shared memory need a restart.
+-- The settings that size shared memory need a restart, and llm.model a reload;
+-- each says how to change it.
 SET llm.max_queued_requests = 10;
 SET llm.model = 'other.gguf';
+SET llm.device = cpu;
 
 -- Only what changes server state is withheld from PUBLIC.
 CREATE ROLE llm_regress_user;

@@ -191,8 +191,8 @@ llm_agg_finalfn(PG_FUNCTION_ARGS)
 
 	LWLockAcquire(LlmState->lock, LW_SHARED);
 	n_ctx = LlmState->worker.has_model ? LlmState->worker.n_ctx : 0;
-	chat = LlmState->worker.has_model && LlmState->worker.chat_template;
 	LWLockRelease(LlmState->lock);
+	chat = LlmModelChats();
 	if (n_ctx == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -705,7 +705,7 @@ batch_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Cached Prompt Tokens", NULL, bs->cached_tokens, es);
 	ExplainPropertyInteger("Completion Tokens", NULL, bs->completion_tokens, es);
 	if (es->timing)
-		ExplainPropertyFloat("Worker Time", "ms", bs->run_us / 1000.0, 3, es);
+		ExplainPropertyFloat("Summed Request Time", "ms", bs->run_us / 1000.0, 3, es);
 }
 
 /* Register the node's methods, so that parallel workers can read its plans (from _PG_init). */

@@ -43,6 +43,18 @@ PG_FUNCTION_INFO_V1(llm_generate_batch);
 #define LLM_ARG_JSON_SCHEMA 10
 #define LLM_ARG_CHOICES		11
 
+/* Whether the worker's model has a chat template (read under the lock). */
+bool
+LlmModelChats(void)
+{
+	bool		chats;
+
+	LWLockAcquire(LlmState->lock, LW_SHARED);
+	chats = LlmState->worker.has_model && LlmState->worker.chat_template;
+	LWLockRelease(LlmState->lock);
+	return chats;
+}
+
 /* Error out when a parameter that has no NULL meaning is NULL. */
 static void
 LlmCheckNotNull(const NullableDatum *args, int argno, const char *name)
@@ -67,7 +79,10 @@ LlmGetParams(const NullableDatum *args, LlmParams *p)
 	p->top_p = DatumGetFloat8(args[LLM_ARG_TOP_P].value);
 	p->top_k = DatumGetInt32(args[LLM_ARG_TOP_K].value);
 	p->seed = 0;
-	p->chat = args[LLM_ARG_CHAT].isnull ? llm_chat : DatumGetBool(args[LLM_ARG_CHAT].value);
+	if (!args[LLM_ARG_CHAT].isnull)
+		p->chat = DatumGetBool(args[LLM_ARG_CHAT].value);
+	else
+		p->chat = llm_chat == LLM_CHAT_ON || (llm_chat == LLM_CHAT_AUTO && LlmModelChats());
 
 	if (p->max_tokens < 0)
 		ereport(ERROR,

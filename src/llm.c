@@ -16,6 +16,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
@@ -50,7 +51,7 @@ int			llm_max_tokens = 4096;
 int			llm_max_prompt_bytes = 1048576;
 int			llm_max_requests_per_role = -1;
 int			llm_role_weight = 1;
-bool		llm_chat = false;
+int			llm_chat = LLM_CHAT_AUTO;
 char	   *llm_system_prompt = NULL;
 int			llm_kv_type = LLM_KV_F16;
 int			llm_quantize = LLM_QUANT_NONE;
@@ -80,6 +81,20 @@ static const struct config_enum_entry llm_kv_evict_options[] = {
 	{NULL, 0, false}
 };
 
+/* llm.chat: auto, and on and off under every name a boolean setting takes */
+static const struct config_enum_entry llm_chat_options[] = {
+	{"auto", LLM_CHAT_AUTO, false},
+	{"on", LLM_CHAT_ON, false},
+	{"off", LLM_CHAT_OFF, false},
+	{"true", LLM_CHAT_ON, true},
+	{"false", LLM_CHAT_OFF, true},
+	{"yes", LLM_CHAT_ON, true},
+	{"no", LLM_CHAT_OFF, true},
+	{"1", LLM_CHAT_ON, true},
+	{"0", LLM_CHAT_OFF, true},
+	{NULL, 0, false}
+};
+
 static const struct config_enum_entry llm_device_options[] = {
 	{"auto", LLM_DEVICE_AUTO, false},
 	{"cpu", LLM_DEVICE_CPU, false},
@@ -87,6 +102,7 @@ static const struct config_enum_entry llm_device_options[] = {
 	{NULL, 0, false}
 };
 
+static ProcessUtility_hook_type prev_process_utility_hook = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -108,6 +124,54 @@ llm_shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	LlmShmemStartup();
+}
+
+/*
+ * SET or RESET of an llm.* setting: when PostgreSQL refuses it as one that
+ * only the configuration sets (llm.model, llm.device ...), its error gets a
+ * hint saying how to change it.
+ */
+static void
+llm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					ProcessUtilityContext context, ParamListInfo params,
+					QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	bool		sets_llm = IsA(stmt, VariableSetStmt) && ((VariableSetStmt *) stmt)->name != NULL &&
+		strncmp(((VariableSetStmt *) stmt)->name, "llm.", 4) == 0;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		if (prev_process_utility_hook)
+			prev_process_utility_hook(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		if (!sets_llm)
+			PG_RE_THROW();
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_CANT_CHANGE_RUNTIME_PARAM || edata->hint != NULL)
+		{
+			FreeErrorData(edata);
+			PG_RE_THROW();
+		}
+		FlushErrorState();
+		/* message_id: the message untranslated */
+		if (edata->message_id != NULL && strstr(edata->message_id, "restarting") != NULL)
+			edata->hint = psprintf("Set %s with ALTER SYSTEM (or in postgresql.conf) and restart the server.",
+								   ((VariableSetStmt *) stmt)->name);
+		else
+			edata->hint = psprintf("Set %s with ALTER SYSTEM (or in postgresql.conf), then SELECT pg_reload_conf().",
+								   ((VariableSetStmt *) stmt)->name);
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
 }
 
 /* At transaction end no work of this backend is in the worker any more: clear its progress. */
@@ -133,12 +197,14 @@ LlmDefineSettings(void)
 							   0,
 							   NULL, NULL, NULL);
 
-	DefineCustomBoolVariable("llm.chat",
+	DefineCustomEnumVariable("llm.chat",
 							 "Whether llm_generate wraps prompts in the model's chat format by default.",
 							 "With chat, an instruction gets an answer rather than a continuation. "
+							 "auto: when the model has a chat template (an instruct model). "
 							 "The chat argument of llm_generate overrides it.",
 							 &llm_chat,
-							 false,
+							 LLM_CHAT_AUTO,
+							 llm_chat_options,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
@@ -416,6 +482,8 @@ _PG_init(void)
 
 	LlmDefineSettings();
 
+	prev_process_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = llm_process_utility;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = llm_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;

@@ -47,7 +47,7 @@ extern int	llm_kv_sink_tokens;
 extern int	llm_kv_evict;
 extern int	llm_max_queued_requests;
 extern int	llm_debug_step_delay;
-extern bool llm_chat;
+extern int	llm_chat;		/* LlmChatSetting */
 extern char *llm_system_prompt;
 extern int	llm_kv_type;
 extern int	llm_quantize;
@@ -309,9 +309,18 @@ extern void LlmQueueWait(LlmJob *job);
 extern void LlmQueueCancel(LlmJob *jobs, int n_jobs);
 pg_noreturn extern void LlmQueueSlotsFull(void);
 
+/* llm.chat: whether a call whose chat is NULL uses the model's chat format */
+typedef enum LlmChatSetting
+{
+	LLM_CHAT_OFF,
+	LLM_CHAT_ON,
+	LLM_CHAT_AUTO				/* when the model has a chat template */
+} LlmChatSetting;
+
 /* functions.c: the SQL generation functions' arguments, shared with the batch node */
 #define LLM_GENERATE_NARGS 12
 extern void LlmJobFromArgs(LlmJob *job, const NullableDatum *args);
+extern bool LlmModelChats(void);
 extern char *LlmTextUtf8(Datum d, Size *len);
 
 /* batch_call.c: the functions the "LLM Batch" node runs for a window of rows */
@@ -407,6 +416,7 @@ extern LlmEngine *LlmWorkerEngine;	/* NULL when no model is loaded */
 extern bool LlmWorkerLoad(void);
 extern void LlmWorkerFreeEngine(void);
 extern bool LlmWorkerModelStale(void);
+extern void LlmWorkerForgetFailedReload(void);
 extern int	LlmWorkerEngineSeqs(void);
 extern sigset_t LlmBlockSignals(void);
 extern void LlmRestoreSignals(sigset_t *old);

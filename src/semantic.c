@@ -62,18 +62,6 @@ LlmScoreJob(LlmJob *job, const char *prompt, Size prompt_len, const char *cont, 
 	job->params.score_eos = end_of_turn;
 }
 
-/* Whether the worker's model has a chat template (read under the lock). */
-static bool
-LlmModelChats(void)
-{
-	bool		chats;
-
-	LWLockAcquire(LlmState->lock, LW_SHARED);
-	chats = LlmState->worker.has_model && LlmState->worker.chat_template;
-	LWLockRelease(LlmState->lock);
-	return chats;
-}
-
 /* The elements of a one-dimensional text[] argument named what (NULLs refused). */
 static Datum *
 LlmTextElems(Datum arr, const char *what, int *n)

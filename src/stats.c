@@ -117,6 +117,7 @@ llm_worker_status(PG_FUNCTION_ARGS)
 	Datum		values[15];
 	bool		nulls[15] = {0};
 	int			i = 0;
+	char	   *file;
 
 	if (tupdesc->natts != 13 && tupdesc->natts != lengthof(values))
 		ereport(ERROR,
@@ -129,6 +130,10 @@ llm_worker_status(PG_FUNCTION_ARGS)
 	LWLockAcquire(LlmState->lock, LW_SHARED);
 	w = LlmState->worker;
 	LWLockRelease(LlmState->lock);
+
+	/* the model's file, as SHOW llm.model tells everyone: names are not unique */
+	file = strrchr(w.model_path, '/');
+	file = pstrdup(file != NULL ? file + 1 : w.model_path);
 
 	/* paths and system error texts are for those who may read every setting */
 	if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_SETTINGS))
@@ -146,7 +151,9 @@ llm_worker_status(PG_FUNCTION_ARGS)
 	values[i++] = CStringGetTextDatum(LlmWorkerStateName(w.state));
 	if (w.has_model)
 	{
-		values[i++] = CStringGetTextDatum(w.model.name);
+		values[i++] = CStringGetTextDatum(file[0] == '\0' ? w.model.name :
+										  w.model.name[0] == '\0' ? file :
+										  psprintf("%s (%s)", w.model.name, file));
 		if (w.model_path[0] != '\0')
 			values[i++] = CStringGetTextDatum(w.model_path);
 		else

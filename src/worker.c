@@ -563,6 +563,8 @@ LlmWorkerReloadConfig(void)
 
 	if (LlmWorkerModelStale())
 		WorkerReloadPending = true;
+	else
+		LlmWorkerForgetFailedReload();
 }
 
 /* Whether SIGTERM asked the worker to exit (an administrator's shutdown, not a failure). */

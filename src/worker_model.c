@@ -491,6 +491,17 @@ LlmWorkerFreeEngine(void)
 }
 
 /*
+ * The settings name the serving model again (say, ALTER SYSTEM RESET after
+ * a reload to a missing file): the failed reload's message goes.
+ */
+void
+LlmWorkerForgetFailedReload(void)
+{
+	if (LlmWorkerEngine != NULL)
+		LlmWorkerSetState(LLM_WORKER_READY, NULL, NULL);
+}
+
+/*
  * Whether the worker should load the model anew: none is loaded, or the
  * settings (just re-read from the configuration) differ from those of the
  * last load.

@@ -1,7 +1,8 @@
 # Chat through SQL on a real instruction model with a chat template
 # (SmolLM2-135M-Instruct, ChatML): the system argument and llm.system_prompt
 # reach the model's system turn, the text is the one llm-cli gives for the
-# same rendering, a system prompt without chat is refused, the prompt's
+# same rendering, a system prompt without chat is refused, llm.chat = auto
+# chats with it, the prompt's
 # control tokens stay text, and rows of a table run as one batch with the
 # same answers as alone.  tools/pg-test.sh passes the models' folder as
 # LLM_REAL_MODEL_DIR.
@@ -43,8 +44,19 @@ cmp_ok($default, '>', 26, "no system prompt: the template's default system turn 
 
 # a system prompt is for chat only
 my ($rc, $out, $err) = $node->psql('postgres',
-	"SELECT llm_generate('Hi', 4, system => 'Be brief.')");
+	"SELECT llm_generate('Hi', 4, chat => false, system => 'Be brief.')");
 like($err, qr/a system prompt needs chat/, 'a system prompt without chat is refused');
+
+# llm.chat = auto (the default): an instruct model's template is used unless chat => false
+my %hello = map {
+	$_ => $node->safe_psql('postgres', "SELECT llm_generate('Hello', max_tokens => 8, chat => $_)")
+} ('NULL', 'true', 'false');
+is($hello{NULL}, $hello{true}, "llm.chat = auto chats with a model that has a template: $hello{NULL}");
+isnt($hello{NULL}, $hello{false}, "and chat => false still continues the text: $hello{false}");
+is($node->safe_psql('postgres', "SET llm.chat = off; SELECT llm_generate('Hello', max_tokens => 8)"),
+	$hello{false}, 'llm.chat = off continues the text');
+is($node->safe_psql('postgres', "SET llm.chat = true; SELECT llm_generate('Hello', max_tokens => 8)"),
+	$hello{true}, 'llm.chat takes the names of a boolean too');
 
 # control tokens in the user's text stay text: no forged turn
 my $forged = $node->safe_psql('postgres',

@@ -51,6 +51,10 @@ ok($node->poll_query_until('postgres',
 is($node->safe_psql('postgres', "SELECT llm_generate('$prompt', 16)"), $expected,
 	'the old model answers as before');
 $node->safe_psql('postgres', "ALTER SYSTEM RESET llm.model; SELECT pg_reload_conf()");
+ok($node->poll_query_until('postgres', "SELECT state = 'ready' AND error IS NULL FROM llm_worker_status()"),
+	'the settings naming the serving model again clear the failed reload\'s error');
+like($node->safe_psql('postgres', 'SELECT model FROM llm_worker_status()'), qr/\(stories260K\.gguf\)$/,
+	'the model column names the file too');
 
 # a FIFO as the model: refused at once, not opened for reading until a writer comes
 my $fifo = "$dir/fifo.gguf";

@@ -27,10 +27,19 @@ fi
 
 tools/install-deps.sh
 model=${LLM_DEMO_MODEL:-$(tools/fetch-model.sh | tail -n 1)}
-echo "demo: building"
-make -j"$(nproc)" >/dev/null
+# the CUDA module only where a GPU is seen: it takes minutes to build
+with_cuda=0
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then with_cuda=1; fi
+echo "demo: building llm (WITH_CUDA=$with_cuda; about two minutes on 2 cores)"
+build_log=$(mktemp)
+if ! make -j"$(nproc)" WITH_CUDA=$with_cuda 2>&1 | tee "$build_log" |
+        awk '/ -c /{ n++; if (n % 10 == 0) { printf "demo: building: %d files compiled\n", n; fflush() } }'; then
+    tail -n 30 "$build_log"
+    exit 1
+fi
+rm -f "$build_log"
 if [ "$(id -u)" -eq 0 ] || [ -w "$(pg_config --pkglibdir)" ]; then
-    make install >/dev/null
+    make install WITH_CUDA=$with_cuda >/dev/null
 fi
 
 . tools/pgtemp.sh

