@@ -47,3 +47,34 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 
 COMMENT ON FUNCTION llm_worker_status() IS
 'the llm worker''s process, state, model, device (and why not a GPU), and why no model is loaded';
+
+-- llm_progress says whether rows_total is still a plan's estimate (an LLM
+-- Batch node counts the rows once its input is read); rows count as done
+-- when the worker has answered them, and the tokens include those of the
+-- requests still running.
+DROP VIEW llm_progress;
+DROP FUNCTION llm_progress();
+
+CREATE FUNCTION llm_progress(
+    OUT pid int,
+    OUT rows_done bigint,
+    OUT rows_total bigint,
+    OUT prompt_tokens bigint,
+    OUT completion_tokens bigint,
+    OUT tokens_per_second float8,
+    OUT elapsed interval,
+    OUT eta interval,
+    OUT total_is_estimate boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'llm_progress'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+CREATE VIEW llm_progress AS
+SELECT p.pid, a.query, p.rows_done, p.rows_total, p.total_is_estimate, p.prompt_tokens, p.completion_tokens,
+       p.tokens_per_second, p.elapsed, p.eta
+FROM @extschema@.llm_progress() p LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = p.pid;
+
+COMMENT ON VIEW llm_progress IS
+'one row per backend with work in the llm worker: its query, rows answered of the total (NULL when unknown; total_is_estimate while it is a plan''s estimate), tokens in and out (running requests'' included), completion tokens per second, elapsed time and the time left at the rate of rows answered';
+
+GRANT SELECT ON llm_progress TO PUBLIC;

@@ -43,6 +43,11 @@ SELECT llm_extract('Lily is three.', '{"type":"object","properties":{"who":{"typ
 SELECT llm_extract(body, '{"type":"object","properties":{"who":{"type":"string"}},"required":["who"]}',
                    max_tokens => 2, on_error => 'null') IS NULL AS is_null
 FROM notes ORDER BY id;
+-- Over a table, the error names the row (CONTEXT), with the output so far
+-- (DETAIL) and what to change (HINT).
+SELECT id, llm_extract(body, '{"type":"object","properties":{"who":{"type":"string"}},"required":["who"]}',
+                       max_tokens => CASE WHEN id = 2 THEN 3 ELSE 64 END)
+FROM notes;
 DROP TABLE notes;
 
 -- llm_rank: every candidate once, best first, ranks 1..n.

@@ -49,6 +49,7 @@
 #include "commands/explain_format.h"	/* 18 moved ExplainProperty*() here */
 #endif
 #include "executor/executor.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/nodeFuncs.h"
@@ -77,6 +78,7 @@ typedef struct BatchRow
 {
 	MemoryContext cxt;			/* the row's tuple, arguments, prompts and answers */
 	MinimalTuple tuple;			/* the child's columns */
+	int64		ordinal;		/* the row's place in the child's output, from 1 */
 	NullableDatum *args;		/* (n_args) the calls' arguments, call c's from arg_first[c] */
 	int		   *call_job;		/* (n_calls + 1) call c's jobs are jobs[call_job[c] .. call_job[c + 1]) */
 	/* in the node's memory, grown to max_jobs */
@@ -105,6 +107,7 @@ typedef struct BatchState
 	int			window;			/* most rows with requests in flight */
 	int64		bound;			/* read no more rows than this (a LIMIT above); 0: no bound */
 	int64		n_read;			/* rows read from the child */
+	int64		rows_estimate;	/* the plan's, for llm_progress until the child is done */
 	int			max_rows;		/* size of the ring */
 	BatchRow   *rows;			/* (max_rows) */
 	int			head;			/* index of the first row */
@@ -114,6 +117,7 @@ typedef struct BatchState
 	bool		returned;		/* the head row went out: free it at the next call */
 	bool		in_progress;	/* counted in this backend's llm_progress row */
 	TupleTableSlot *tuple_slot; /* deforms a row's child columns */
+	char	  **col_names;		/* (the child's columns) a table column's name, else NULL: for errors */
 	MemoryContext node_cxt;		/* the node's own memory: the rows' jobs */
 	MemoryContext cxt;			/* parent of the rows' contexts */
 	MemoryContextCallback cancel_cb;
@@ -223,6 +227,36 @@ batch_window(int64 bound)
 	return Max(w, 1);
 }
 
+/*
+ * The names of the child's columns that are a table's columns (a scan's
+ * Vars), NULL for the others (the calls' arguments, a join's columns):
+ * what the CONTEXT of a row's error shows.
+ */
+static char **
+batch_column_names(Plan *child, EState *estate)
+{
+	char	  **names = palloc0(sizeof(char *) * Max(list_length(child->targetlist), 1));
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, child->targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		Var		   *var = (Var *) tle->expr;
+
+		if (IsA(var, Var) && !IS_SPECIAL_VARNO(var->varno) && var->varattno > 0 &&
+			var->varno <= list_length(estate->es_range_table))
+		{
+			RangeTblEntry *rte = exec_rt_fetch(var->varno, estate);
+
+			if (rte->rtekind == RTE_RELATION)
+				names[i] = get_attname(rte->relid, var->varattno, true);
+		}
+		i++;
+	}
+	return names;
+}
+
 /* Start the node: its child, the window and the ring (BeginCustomScan). */
 static void
 batch_begin(CustomScanState *node, EState *estate, int eflags)
@@ -280,6 +314,7 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 											&TTSOpsMinimalTuple);
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
+	bs->col_names = batch_column_names(outerPlan(&cscan->scan.plan), estate);
 
 	LlmQueueAttach();
 	bs->node_cxt = CurrentMemoryContext;
@@ -288,7 +323,8 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 	for (int r = 0; r < bs->max_rows; r++)
 		bs->rows[r].call_job = palloc0(sizeof(int) * (bs->n_calls + 1));
 	bs->cxt = AllocSetContextCreate(CurrentMemoryContext, "LLM Batch rows", ALLOCSET_DEFAULT_SIZES);
-	LlmProgressStart((int64) cscan->scan.plan.plan_rows);
+	bs->rows_estimate = (int64) cscan->scan.plan.plan_rows;
+	LlmProgressStart(bs->rows_estimate, true);
 	bs->in_progress = true;
 	bs->cancel_cb.func = batch_cancel_callback;
 	bs->cancel_cb.arg = bs;
@@ -339,6 +375,89 @@ batch_row(BatchState *bs, int i)
 	return &bs->rows[(bs->head + i) % bs->max_rows];
 }
 
+/* A row's requests are all answered: count it done, with their tokens, in llm_progress. */
+static void
+batch_row_done(BatchRow *row)
+{
+	int64		prompt_tokens = 0;
+	int64		completion_tokens = 0;
+
+	for (int j = 0; j < row->n_jobs; j++)
+	{
+		prompt_tokens += row->jobs[j].prompt_tokens;
+		completion_tokens += row->jobs[j].completion_tokens;
+	}
+	LlmProgressRow(prompt_tokens, completion_tokens);
+}
+
+/* An error in a row's calls: which row, for the error's CONTEXT line. */
+typedef struct BatchRowError
+{
+	BatchState *bs;
+	BatchRow   *row;
+	ErrorContextCallback callback;
+} BatchRowError;
+
+/* CONTEXT of an error in a row's calls: its place in the child's rows, and its first columns' values. */
+static void
+batch_row_context(void *arg)
+{
+	BatchRowError *e = (BatchRowError *) arg;
+	TupleTableSlot *slot = e->bs->tuple_slot;
+	TupleDesc	desc = slot->tts_tupleDescriptor;
+	StringInfoData cols;
+	int			shown = 0;
+
+	initStringInfo(&cols);
+	ExecStoreMinimalTuple(e->row->tuple, slot, false);
+	slot_getallattrs(slot);
+	for (int i = 0; i < desc->natts && shown < 4; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Oid			out;
+		bool		varlena;
+		char	   *value;
+
+		if (att->attisdropped || e->bs->col_names == NULL || e->bs->col_names[i] == NULL)
+			continue;
+		appendStringInfo(&cols, "%s%s = ", shown++ > 0 ? ", " : "", e->bs->col_names[i]);
+		if (slot->tts_isnull[i])
+		{
+			appendStringInfoString(&cols, "NULL");
+			continue;
+		}
+		getTypeOutputInfo(att->atttypid, &out, &varlena);
+		value = OidOutputFunctionCall(out, slot->tts_values[i]);
+		/* 40 characters of a long value are enough to find the row */
+		appendBinaryStringInfo(&cols, value, pg_mbcharcliplen(value, strlen(value), 40));
+		if (pg_mbstrlen(value) > 40)
+			appendStringInfoString(&cols, "...");
+	}
+	if (shown > 0)
+		errcontext("row " INT64_FORMAT " of the LLM Batch node: %s", e->row->ordinal, cols.data);
+	else
+		errcontext("row " INT64_FORMAT " of the LLM Batch node", e->row->ordinal);
+}
+
+/* Name row in the CONTEXT of errors until batch_row_error_pop(). */
+static void
+batch_row_error_push(BatchRowError *e, BatchState *bs, BatchRow *row)
+{
+	e->bs = bs;
+	e->row = row;
+	e->callback.callback = batch_row_context;
+	e->callback.arg = e;
+	e->callback.previous = error_context_stack;
+	error_context_stack = &e->callback;
+}
+
+/* Stop naming the row pushed with e. */
+static void
+batch_row_error_pop(BatchRowError *e)
+{
+	error_context_stack = e->callback.previous;
+}
+
 /* Read the next child row into the ring and build its jobs; false at the child's end. */
 static bool
 batch_read_row(BatchState *bs)
@@ -347,6 +466,7 @@ batch_read_row(BatchState *bs)
 	ExprContext *econtext = bs->css.ss.ps.ps_ExprContext;
 	BatchRow   *row;
 	MemoryContext old;
+	BatchRowError rowerr;
 
 	if (TupIsNull(child))
 		return false;
@@ -355,7 +475,9 @@ batch_read_row(BatchState *bs)
 	row->cxt = AllocSetContextCreate(bs->cxt, "LLM Batch row", ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(row->cxt);
 	row->tuple = ExecCopySlotMinimalTuple(child);
+	row->ordinal = bs->n_read + 1;
 	econtext->ecxt_outertuple = child;
+	batch_row_error_push(&rowerr, bs, row);
 
 	/* the arguments, copied into the row: the jobs point into them, and the results read them */
 	row->args = palloc(sizeof(NullableDatum) * Max(bs->n_args, 1));
@@ -387,23 +509,29 @@ batch_read_row(BatchState *bs)
 		}
 	}
 	row->call_job[bs->n_calls] = row->n_jobs;
+	batch_row_error_pop(&rowerr);
 	if (row->n_jobs > 0)
 	{
 		memset(row->answered, 0, sizeof(bool) * row->n_jobs);
 		memset(row->next_dup, 0, sizeof(BatchRef) * row->n_jobs);
 	}
 	MemoryContextSwitchTo(old);
+	if (row->n_jobs == 0)
+		batch_row_done(row);
 	bs->n_rows++;
 	bs->n_read++;
 	return true;
 }
 
-/* Count job j of row answered; a row with every job answered is no longer busy. */
+/* Count job j of row answered; a row with every job answered is done, and no longer busy. */
 static void
 batch_answered(BatchState *bs, BatchRow *row, int j)
 {
 	row->answered[j] = true;
-	if (++row->n_answered == row->n_jobs && row->busy)
+	if (++row->n_answered < row->n_jobs)
+		return;
+	batch_row_done(row);
+	if (row->busy)
 	{
 		row->busy = false;
 		bs->n_busy--;
@@ -505,6 +633,8 @@ batch_fill(BatchState *bs)
 			if (!batch_read_row(bs))
 			{
 				bs->child_done = true;
+				/* llm_progress: the rows are counted, no longer the plan's estimate */
+				LlmProgressTotalKnown(bs->rows_estimate, bs->n_read);
 				return;
 			}
 			continue;			/* a row whose calls all make no request is passed over */
@@ -541,8 +671,11 @@ batch_take_answer(BatchState *bs, BatchRow *row, int j)
 {
 	LlmJob	   *job = &row->jobs[j];
 	MemoryContext old = MemoryContextSwitchTo(row->cxt);
+	BatchRowError rowerr;
 
+	batch_row_error_push(&rowerr, bs, row);
 	LlmQueueWait(job);
+	batch_row_error_pop(&rowerr);
 	MemoryContextSwitchTo(old);
 	bs->prompt_tokens += job->prompt_tokens;
 	bs->completion_tokens += job->completion_tokens;
@@ -582,9 +715,6 @@ batch_store_head(BatchState *bs)
 	TupleTableSlot *scan = bs->css.ss.ss_ScanTupleSlot;
 	MemoryContext old;
 
-	int64		prompt_tokens = 0;
-	int64		completion_tokens = 0;
-
 	ExecClearTuple(scan);
 	ExecStoreMinimalTuple(row->tuple, bs->tuple_slot, false);
 	slot_getallattrs(bs->tuple_slot);
@@ -595,13 +725,7 @@ batch_store_head(BatchState *bs)
 		scan->tts_values[bs->n_child + c] =
 			LlmBatchCallResult(bs->funcs[c], &row->args[bs->arg_first[c]], &row->jobs[row->call_job[c]],
 							   row->call_job[c + 1] - row->call_job[c], &scan->tts_isnull[bs->n_child + c]);
-	for (int j = 0; j < row->n_jobs; j++)
-	{
-		prompt_tokens += row->jobs[j].prompt_tokens;
-		completion_tokens += row->jobs[j].completion_tokens;
-	}
 	MemoryContextSwitchTo(old);
-	LlmProgressRow(prompt_tokens, completion_tokens);
 	return ExecStoreVirtualTuple(scan);
 }
 

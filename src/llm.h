@@ -117,7 +117,7 @@ typedef struct LlmSlot
 	dsa_pointer result;			/* completion text (UTF-8, not NUL-terminated) */
 	Size		result_len;
 	int32		prompt_tokens;
-	int32		completion_tokens;
+	int32		completion_tokens;	/* while RUNNING: so far, after each step */
 	int32		cached_tokens;	/* prompt tokens taken from the prefix cache */
 	double		logprob;		/* params.score: the continuation's log-probability */
 	int64		run_us;			/* from the worker's claim to the result */
@@ -426,7 +426,8 @@ extern char *LlmMessageAsSentence(const char *msg);
 /* progress.c: each backend's work in the worker, for the llm_progress view */
 extern Size LlmProgressShmemSize(void);
 extern void LlmProgressShmemInit(void);
-extern void LlmProgressStart(int64 rows_total);
+extern void LlmProgressStart(int64 rows_total, bool estimated);
+extern void LlmProgressTotalKnown(int64 estimate, int64 rows_total);
 extern void LlmProgressRow(int64 prompt_tokens, int64 completion_tokens);
 extern void LlmProgressEnd(void);
 extern void LlmProgressReset(void);

@@ -1,8 +1,13 @@
 /*
  * progress.c
  *		Progress of each backend's work in the llm worker, for the
- *		llm_progress view: rows done (and the total, when known), tokens in
- *		and out, since when.
+ *		llm_progress view: rows done (and the total, when known, saying
+ *		whether it is a plan's estimate), tokens in and out, since when.
+ *
+ * Rows count as done when the worker has answered all their requests (an
+ * LLM Batch node answers a window of rows long before it returns them),
+ * and the completion tokens include those of the requests still running,
+ * which the worker writes into their slots after each step.
  *
  * Layout.  One entry per backend slot (MaxBackends, indexed by
  * LlmMyProcNumber(), pg_compat.h) in the main shared memory segment.  An entry is in use
@@ -43,6 +48,7 @@ typedef struct LlmProgressEntry
 	TimestampTz started_at;
 	int64		rows_done;
 	int64		rows_total;		/* of the sources that know it (a plan's estimate for a plan node) */
+	int			n_estimates;	/* sources whose total is still an estimate */
 	int64		prompt_tokens;
 	int64		completion_tokens;
 } LlmProgressEntry;
@@ -94,9 +100,9 @@ write_end(LlmProgressEntry *e)
 	e->changecount++;
 }
 
-/* Work starts that will do about rows_total rows (0: unknown). */
+/* Work starts that will do rows_total rows (0: unknown), or about so many when estimated. */
 void
-LlmProgressStart(int64 rows_total)
+LlmProgressStart(int64 rows_total, bool estimated)
 {
 	LlmProgressEntry *e = my_entry();
 
@@ -108,8 +114,25 @@ LlmProgressStart(int64 rows_total)
 		e->pid = MyProcPid;
 		e->started_at = GetCurrentTimestamp();
 		e->rows_done = e->rows_total = e->prompt_tokens = e->completion_tokens = 0;
+		e->n_estimates = 0;
 	}
 	e->rows_total += rows_total;
+	e->n_estimates += estimated;
+	write_end(e);
+}
+
+/* Work started with an estimate of rows now knows it does rows_total rows. */
+void
+LlmProgressTotalKnown(int64 estimate, int64 rows_total)
+{
+	LlmProgressEntry *e = my_entry();
+
+	if (e == NULL || e->depth == 0)
+		return;
+	write_begin(e);
+	e->rows_total += rows_total - estimate;
+	if (e->n_estimates > 0)
+		e->n_estimates--;
 	write_end(e);
 }
 
@@ -176,6 +199,20 @@ read_entry(int i, LlmProgressEntry *out)
 	return out->pid != 0;
 }
 
+/* Completion tokens so far of the requests of backend pid that the worker is running. */
+static int64
+running_tokens(int pid)
+{
+	int64		n = 0;
+
+	LWLockAcquire(LlmState->lock, LW_SHARED);
+	for (int s = 0; s < LlmState->n_slots; s++)
+		if (LlmState->slots[s].owner_pid == pid && LlmState->slots[s].state == LLM_SLOT_RUNNING)
+			n += LlmState->slots[s].completion_tokens;
+	LWLockRelease(LlmState->lock);
+	return n;
+}
+
 /*
  * llm_progress()
  *		One row per backend with work in the llm worker: pid, rows done and
@@ -187,18 +224,27 @@ llm_progress(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TimestampTz now = GetCurrentTimestamp();
+	int			natts;
 
 	InitMaterializedSRF(fcinfo, 0);
+	/* 1.0 declares 8 columns, 1.1 adds total_is_estimate */
+	natts = rsinfo->setDesc->natts;
+	if (natts != 8 && natts != 9)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("llm_progress() is declared with %d columns, which this llm library does not know", natts),
+				 errhint("Run ALTER EXTENSION llm UPDATE.")));
 	LlmShmemCheck();
 	for (int i = 0; i < MaxBackends; i++)
 	{
 		LlmProgressEntry e;
-		Datum		values[8];
-		bool		nulls[8] = {0};
+		Datum		values[9];
+		bool		nulls[9] = {0};
 		double		secs;
 
 		if (!read_entry(i, &e))
 			continue;
+		e.completion_tokens += running_tokens(e.pid);
 		secs = (now - e.started_at) / 1e6;
 		values[0] = Int32GetDatum(e.pid);
 		values[1] = Int64GetDatum(e.rows_done);
@@ -219,6 +265,8 @@ llm_progress(PG_FUNCTION_ARGS)
 		}
 		else
 			nulls[7] = true;
+		values[8] = BoolGetDatum(e.n_estimates > 0);
+		nulls[8] = e.rows_total <= 0;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

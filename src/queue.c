@@ -130,6 +130,18 @@ LlmCompletionToServer(const char *s, Size len)
 	return converted;
 }
 
+/* The detail of a failed request with output: that output, cut to fit detail. */
+static void
+LlmOutputSoFar(char *detail, Size size, const char *text, Size len, int tokens)
+{
+	char	   *out = LlmCompletionToServer(text, len);
+	int			room = (int) size - 64;
+	int			keep = pg_mbcliplen(out, strlen(out), room);
+
+	snprintf(detail, size, "The output so far (%d tokens): %.*s%s", tokens, keep, out,
+			 out[keep] != '\0' ? "..." : "");
+}
+
 /*
  * Put a job into a slot its role may take (fair.c); returns what refused
  * it, having changed nothing, or LLM_FAIR_OK.  waiter as for
@@ -361,6 +373,9 @@ LlmQueueWait(LlmJob *job)
 		strlcpy(msg, slot->errmsg, sizeof(msg));
 		strlcpy(detail, slot->errdetail, sizeof(detail));
 		strlcpy(hint, slot->errhint, sizeof(hint));
+		if (DsaPointerIsValid(slot->result) && detail[0] == '\0')
+			LlmOutputSoFar(detail, sizeof(detail), dsa_get_address(LlmShmemDsa(), slot->result),
+						   slot->result_len, slot->completion_tokens);
 	}
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
@@ -504,7 +519,7 @@ LlmQueueRun(LlmJob *jobs, int n_jobs)
 	run.jobs = jobs;
 	run.n_jobs = n_jobs;
 
-	LlmProgressStart(n_jobs);
+	LlmProgressStart(n_jobs, false);
 	PG_ENSURE_ERROR_CLEANUP(LlmQueueCleanup, PointerGetDatum(&run));
 	{
 		LlmQueueSubmitAndWait(jobs, n_jobs);

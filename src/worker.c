@@ -84,9 +84,10 @@ LlmWorkerRegister(void)
 }
 
 /*
- * Answer a slot the worker holds (RUNNING): with a result when result is
- * given, else with the error.  A slot its backend cancelled in the meantime
- * is freed instead.  text is copied into the DSA area.
+ * Answer a slot the worker holds (RUNNING): with the error when msg is
+ * given, else with result.  A failed request keeps result's text, its
+ * output so far, for the error's detail.  A slot its backend cancelled in
+ * the meantime is freed instead.  text is copied into the DSA area.
  */
 static void
 LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
@@ -121,7 +122,7 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 	if (slot->state == LLM_SLOT_RUNNING || slot->state == LLM_SLOT_QUEUED)
 	{
 		slot->run_us = GetCurrentTimestamp() - WorkerSeqs[slotno].claimed_at;
-		if (result)
+		if (msg == NULL)
 		{
 			slot->result = text;
 			slot->result_len = result->text_len;
@@ -137,6 +138,9 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 		}
 		else
 		{
+			slot->result = text;	/* the output so far, if any */
+			slot->result_len = result ? result->text_len : 0;
+			slot->completion_tokens = result ? result->n_generated : 0;
 			slot->sqlerrcode = sqlerrcode;
 			strlcpy(slot->errmsg, msg, sizeof(slot->errmsg));
 			strlcpy(slot->errdetail, detail ? detail : "", sizeof(slot->errdetail));
@@ -477,6 +481,10 @@ LlmWorkerStep(void)
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	LlmState->counters.steps++;
 	LlmState->counters.busy_us += GetCurrentTimestamp() - start;
+	/* each running request's tokens so far, for its backend's llm_progress row */
+	for (int s = 0; s < LlmState->n_slots; s++)
+		if (WorkerSeqs[s].active && LlmState->slots[s].state == LLM_SLOT_RUNNING)
+			LlmState->slots[s].completion_tokens = llm_engine_generated(LlmWorkerEngine, WorkerSeqs[s].engine_id);
 	LWLockRelease(LlmState->lock);
 
 	if (status != LLM_OK)
@@ -505,8 +513,12 @@ LlmWorkerCollect(void)
 			continue;
 		}
 		if (result.reason == LLM_FINISH_ERROR)
-			LlmWorkerAnswer(slotno, NULL, LlmStatusErrcode(result.status),
-							result.error ? result.error : "generation failed", NULL, NULL);
+			LlmWorkerAnswer(slotno, &result, LlmStatusErrcode(result.status),
+							result.error ? result.error : "generation failed", NULL,
+							result.status == LLM_ERR_LIMIT && result.error != NULL &&
+							strstr(result.error, "max_tokens") != NULL ?
+							"Raise max_tokens, or pass on_error => 'null' for NULL where a row fails." :
+							"Pass on_error => 'null' for NULL where a row fails.");
 		else
 			LlmWorkerAnswer(slotno, &result, 0, NULL, NULL, NULL);
 		LlmWorkerRelease(slotno);	/* after answering: result.text lives until here */

@@ -37,6 +37,18 @@ my @lines = split /\n/, $job->{out};
 is(scalar @lines, 64, 'with 64 rows');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM llm_progress'), '0', 'no progress row once it is done');
 
+# A table never analysed: the plan guesses its rows, the node counts them
+# once it has read them all, and the tokens of running requests show before
+# any row is answered.
+$node->safe_psql('postgres',
+	"CREATE TABLE unanalysed AS SELECT i AS id, 'A dog named ' || i AS body FROM generate_series(1, 12) i");
+$job = llm_start_query($node, 'SELECT id, llm_generate(body, 24) FROM unanalysed');
+ok($node->poll_query_until('postgres',
+		'SELECT rows_done = 0 AND completion_tokens > 0 AND rows_total = 12 AND NOT total_is_estimate FROM llm_progress'),
+	'llm_progress: the running requests\' tokens before any row is answered, and the counted total');
+llm_finish_query($job);
+is($job->{rc}, 0, 'the job succeeds');
+
 # A LIMIT the plan cannot see: the node fills its window, the LIMIT stops
 # reading after two rows, and the requests it will not use are cancelled.
 my $completed = llm_stat($node, 'completed_requests');

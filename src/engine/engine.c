@@ -1163,6 +1163,16 @@ llm_engine_release(LlmEngine *e, int64_t id)
 	e->n_seqs--;
 }
 
+/* Tokens sequence id has generated so far (0 for an unknown id). */
+int
+llm_engine_generated(const LlmEngine *e, int64_t id)
+{
+	int			i = seq_index(e, id);
+	int			n = i < 0 ? 0 : e->seqs[i]->n_tokens - e->seqs[i]->n_prompt;
+
+	return n > 0 ? n : 0;
+}
+
 /* Counters for llm_stats. */
 void
 llm_engine_stats(const LlmEngine *e, LlmEngineStats *out)

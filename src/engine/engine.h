@@ -256,6 +256,9 @@ void		llm_engine_cancel(LlmEngine *e, int64_t id);
 /* Forget a sequence, finished or not (an unfinished one is cancelled first). */
 void		llm_engine_release(LlmEngine *e, int64_t id);
 
+/* Tokens sequence id has generated so far, finished or not (0 for an unknown id). */
+int			llm_engine_generated(const LlmEngine *e, int64_t id);
+
 /* Counters for llm_stats. */
 typedef struct LlmEngineStats
 {
