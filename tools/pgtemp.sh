@@ -35,7 +35,8 @@ pgtemp_start() {
     trap pgtemp_cleanup EXIT
     if [ "$(id -u)" -eq 0 ]; then
         id "$pgtemp_user" >/dev/null 2>&1 || useradd --system --create-home --shell /bin/bash "$pgtemp_user"
-        pgtemp_run_as=(runuser -u "$pgtemp_user" --)
+        # env -C /: the checkout may be a directory that user cannot enter
+        pgtemp_run_as=(runuser -u "$pgtemp_user" -- env -C /)
     fi
     # the model goes where the server's user can read it
     mkdir -p "$PGTEMP_DIR/models"
