@@ -92,7 +92,7 @@ for rw in $ROLES; do
     n_roles=$((n_roles + 1))
     role_sql+="CREATE ROLE $r LOGIN IN ROLE soak_load; ALTER ROLE $r SET llm.role_weight = $w;"
 done
-"${PSQL[@]}" -f bench/soak/setup.sql
+"${PSQL[@]}" -f "$PWD/bench/soak/setup.sql"
 "${PSQL[@]}" <<SQL
 CREATE ROLE soak_load;
 $role_sql
