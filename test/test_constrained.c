@@ -34,6 +34,10 @@ static const char *const schemas[] = {
 	"\"maxItems\":3},\"score\":{\"type\":\"number\"},\"note\":{\"type\":[\"string\",\"null\"]}},\"required\":[\"tags\"]}",
 	"{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"object\",\"properties\":{\"x\":{\"const\":1}},\"required\":[\"x\"]}]}",
 	"true",
+	/* members in any order, each at most once, nested */
+	"{\"type\":\"object\",\"properties\":{\"product\":{\"type\":\"string\",\"maxLength\":30},\"rating\":{\"type\":\"integer\"},"
+	"\"tags\":{\"properties\":{\"a\":{\"type\":\"boolean\"},\"ab\":{\"type\":\"null\"}},\"required\":[\"ab\"]}},"
+	"\"required\":[\"product\"]}",
 	NULL
 };
 
@@ -429,6 +433,7 @@ main(void)
 	{
 		check_masks(m, schemas[0], 12, LLM_CONSTRAINT_BUDGET_BYTES);
 		check_masks(m, schemas[2], 12, LLM_CONSTRAINT_BUDGET_BYTES);
+		check_masks(m, schemas[5], 12, LLM_CONSTRAINT_BUDGET_BYTES);
 		printf("SmolLM2-135M: masks checked against the reference\n");
 		llm_model_free(m);
 	}

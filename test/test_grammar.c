@@ -5,7 +5,10 @@
  *		schemas it cannot compile.  test_constrained.c runs them in the
  *		engine with real models.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "grammar.h"
 #include "json.h"
@@ -139,23 +142,26 @@ test_schema_texts(void)
 				 (const char *[]) {
 		"{\"name\":\"Alice\",\"age\":31,\"city\":\"Paris\"}",
 			"{\n  \"name\": \"Alice\",\n  \"age\": 31,\n  \"city\": \"Paris\"\n}",
-			"{ \"name\" : \"A\\\"\\n\", \"age\" : -7, \"city\" : \"\xc3\xa9\" }", NULL
+			"{ \"name\" : \"A\\\"\\n\", \"age\" : -7, \"city\" : \"\xc3\xa9\" }",
+			"{\"age\":31,\"name\":\"Alice\",\"city\":\"P\"}", NULL
 	},
 				 (const char *[]) {
-		"{\"name\":\"Alice\",\"age\":31}", "{\"age\":31,\"name\":\"Alice\",\"city\":\"P\"}",
+		"{\"name\":\"Alice\",\"age\":31}", "{\"name\":\"Alice\",\"age\":31,\"city\":\"P\",\"age\":31}",
 			"{\"name\":\"Alice\",\"age\":31,\"city\":\"Paris\",}", "{\"name\":\"A\",\"age\":3.5,\"city\":\"P\"}",
 			" {\"name\":\"A\",\"age\":3,\"city\":\"P\"}", "{\"name\":\"A\",\"age\":3,\"city\":\"P\"} ",
 			"{\"name\":\"\\u0041\",\"age\":3,\"city\":\"P\"}", "{\"name\":\"\x01\",\"age\":3,\"city\":\"P\"}",
 			"{\"name\":\"\xc3\",\"age\":3,\"city\":\"P\"}", "{\"name\":\"\xed\xa0\x80\",\"age\":3,\"city\":\"P\"}", NULL
 	});
-	/* optional properties: any subset, in order, commas only between */
+	/* optional properties: any subset, in any order, commas only between */
 	check_schema("{\"properties\":{\"a\":{\"type\":\"null\"},\"b\":{\"type\":\"boolean\"},\"c\":{\"const\":7}},"
 				 "\"required\":[\"b\"],\"additionalProperties\":false}",
 				 (const char *[]) {
-		"{\"b\":true}", "{\"a\":null,\"b\":false}", "{\"b\":true,\"c\":7}", "{\"a\":null,\"b\":true,\"c\":7}", NULL
+		"{\"b\":true}", "{\"a\":null,\"b\":false}", "{\"b\":true,\"c\":7}", "{\"a\":null,\"b\":true,\"c\":7}",
+			"{\"c\":7,\"b\":true}", "{\"c\":7, \"b\":true,\n \"a\":null}", NULL
 	},
 				 (const char *[]) {
-		"{}", "{\"a\":null}", "{,\"b\":true}", "{\"b\":true,}", "{\"b\":true,\"c\":8}", "{\"c\":7,\"b\":true}", NULL
+		"{}", "{\"a\":null}", "{,\"b\":true}", "{\"b\":true,}", "{\"b\":true,\"c\":8}", "{\"c\":7,\"a\":null}",
+			"{\"b\":true,\"b\":true}", "{\"b\":true,\"d\":1}", "{\"b\":true,,\"c\":7}", NULL
 	});
 	check_schema("{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\"}}}",
 				 (const char *[]) {"{}", "{ }", "{\"x\":0}", "{\"x\":-1.25e-3}", "{\"x\":12.5E+2}", NULL},
@@ -195,6 +201,168 @@ test_schema_texts(void)
 	check_schema("{\"type\":\"number\",\"const\":2.5,\"description\":\"x\"}",
 				 (const char *[]) {"2.5", NULL},
 				 (const char *[]) {"2", NULL});
+}
+
+/* Whether g refuses text at its last byte, having taken every byte before it. */
+static bool
+grammar_refuses_last(const LlmGrammar *g, const char *text)
+{
+	size_t		n = strlen(text);
+	char	   *head = strndup(text, n - 1);
+	bool		prefix;
+
+	grammar_accepts(g, head, &prefix);
+	free(head);
+	if (!prefix)
+		return false;
+	grammar_accepts(g, text, &prefix);
+	return !prefix;
+}
+
+/* The schema of n integer properties p0..p(n-1), the first n_required of them required. */
+static char *
+many_properties_schema(int n, int n_required)
+{
+	char	   *s = malloc(64 + (size_t) n * 64);
+	size_t		at = 0;
+
+	at += sprintf(s + at, "{\"properties\":{");
+	for (int i = 0; i < n; i++)
+		at += sprintf(s + at, "%s\"p%d\":{\"type\":\"integer\"}", i ? "," : "", i);
+	at += sprintf(s + at, "},\"required\":[");
+	for (int i = 0; i < n_required; i++)
+		at += sprintf(s + at, "%s\"p%d\"", i ? "," : "", i);
+	sprintf(s + at, "]}");
+	return s;
+}
+
+/*
+ * Follow text with g, checking that no state has more than max_stacks
+ * stacks; whether g accepts it.
+ */
+static bool
+accepts_within(const LlmGrammar *g, const char *text, int max_stacks, int *most)
+{
+	LlmGrammarState a,
+				b;
+	bool		ok;
+
+	llm_grammar_state_init(&a);
+	llm_grammar_state_init(&b);
+	ok = llm_grammar_start(g, &a, NULL) == LLM_OK;
+	*most = a.n_stacks;
+	for (size_t i = 0; ok && text[i] != '\0'; i++)
+	{
+		LlmGrammarState t;
+
+		ok = llm_grammar_advance(g, &a, (uint8_t) text[i], &b);
+		t = a;
+		a = b;
+		b = t;
+		if (a.n_stacks > *most)
+			*most = a.n_stacks;
+	}
+	ok = ok && llm_grammar_accepting(&a) && *most <= max_stacks;
+	llm_grammar_state_free(&a);
+	llm_grammar_state_free(&b);
+	return ok;
+}
+
+/* n properties, the first n_required required, written in reverse order: accepted, with stacks bounded. */
+static void
+check_many_properties(int n, int n_required)
+{
+	char	   *schema = many_properties_schema(n, n_required);
+	char	   *text = malloc(16 + (size_t) n * 16);
+	size_t		at = 0;
+	LlmGrammar *g = NULL;
+	LlmError	err;
+	int			most = 0;
+	clock_t		t0 = clock();
+
+	TEST_CHECK(llm_json_schema_compile(schema, strlen(schema), &g, &err) == LLM_OK, "%d properties: %s", n, err.msg);
+	TEST_CHECK(clock() - t0 < CLOCKS_PER_SEC / 10, "%d properties compile in under 0.1 s", n);
+	if (g != NULL)
+	{
+		at += sprintf(text + at, "{");
+		for (int i = n - 1; i >= 0; i--)
+			at += sprintf(text + at, "%s\"p%d\":%d", i < n - 1 ? "," : "", i, i);
+		sprintf(text + at, "}");
+		/* after "{": one stack per member, and two for each of the whitespace before and after them, and "}" */
+		TEST_CHECK(accepts_within(g, text, n + 5, &most), "%d properties in reverse order (%d stacks at most)", n,
+				   most);
+		text[1] = '\0';
+		at = 1;
+		for (int i = 0; i < n_required - 1; i++)
+			at += sprintf(text + at, "%s\"p%d\":%d", i ? "," : "", i, i);
+		sprintf(text + at, "}");
+		TEST_CHECK(n_required == 0 || grammar_refuses_last(g, text), "\"}\" before the last required property: %s",
+				   text);
+	}
+	llm_grammar_free(g);
+	free(text);
+	free(schema);
+}
+
+/* Objects' members in any order, each at most once, "}" only after the required ones. */
+static void
+test_any_order(void)
+{
+	static const char product[] =
+		"{\"type\":\"object\",\"properties\":{\"product\":{\"type\":\"string\",\"maxLength\":30},"
+		"\"rating\":{\"type\":\"integer\"}},\"required\":[\"product\"]}";
+	static const char nested[] =
+		"{\"properties\":{\"a\":{\"properties\":{\"x\":{\"type\":\"integer\"},\"y\":{\"type\":\"integer\"}},"
+		"\"required\":[\"x\"]},\"b\":{\"type\":\"integer\"}},\"required\":[\"a\",\"b\"]}";
+	LlmGrammar *g = NULL;
+	char	   *schema;
+
+	/* the issue's schema: the optional rating may come before or after the product */
+	check_schema(product,
+				 (const char *[]) {
+		"{\"product\":\"Acme kettle\",\"rating\":5}", "{\"rating\":5,\"product\":\"Acme kettle\"}",
+			"{\"product\":\"Acme kettle\"}", "{ \"rating\" : 5, \"product\" : \"\" }", NULL
+	},
+				 (const char *[]) {
+		"{\"rating\":5}", "{}", "{\"product\":\"a\",\"product\":\"b\"}", "{\"rating\":5,\"product\":\"a\",\"rating\":4}",
+			"{\"product\":\"a\",\"price\":3}", "{\"product\":\"a\",}", "{,\"product\":\"a\"}", NULL
+	});
+	TEST_CHECK(llm_json_schema_compile(product, strlen(product), &g, NULL) == LLM_OK, "compile the issue's schema");
+	TEST_CHECK(grammar_refuses_last(g, "{\"rating\":5}") && grammar_refuses_last(g, "{ }") &&
+			   grammar_refuses_last(g, "{}"), "\"}\" is refused until the required property is written");
+	TEST_CHECK(grammar_refuses_last(g, "{\"product\":\"a\",\"p") && grammar_refuses_last(g, "{\"rating\":5,\"r"),
+			   "a written key is not offered again");
+	TEST_CHECK(grammar_refuses_last(g, "{\"product\":\"a\",\"rating\":1,"), "no comma once every key is written");
+	TEST_CHECK(grammar_refuses_last(g, "{\"p\"") && grammar_refuses_last(g, "{\"rat\""),
+			   "only whole listed keys (additionalProperties false)");
+	llm_grammar_free(g);
+
+	/* nested objects keep their own written keys */
+	check_schema(nested,
+				 (const char *[]) {
+		"{\"a\":{\"x\":1},\"b\":2}", "{\"b\":2,\"a\":{\"y\":3,\"x\":1}}", "{\"a\":{\"x\":1,\"y\":3},\"b\":2}", NULL
+	},
+				 (const char *[]) {
+		"{\"a\":{\"y\":3},\"b\":2}", "{\"a\":{\"x\":1,\"x\":1},\"b\":2}", "{\"a\":{\"x\":1,\"b\":2}}",
+			"{\"a\":{\"x\":1},\"b\":2,\"a\":{\"x\":1}}", "{\"b\":2,\"x\":1}", NULL
+	});
+	/* a key that is a prefix of another */
+	check_schema("{\"properties\":{\"ab\":{\"type\":\"integer\"},\"a\":{\"type\":\"integer\"}}}",
+				 (const char *[]) {"{\"a\":1,\"ab\":2}", "{\"ab\":2,\"a\":1}", "{\"ab\":2}", "{}", NULL},
+				 (const char *[]) {"{\"a\":1,\"a\":2}", "{\"ab\":1,\"ab\":2}", "{\"abc\":1}", NULL});
+	/* in an array, each object starts with none written */
+	check_schema("{\"type\":\"array\",\"items\":{\"properties\":{\"k\":{\"type\":\"null\"},\"v\":{\"type\":\"null\"}},"
+				 "\"required\":[\"v\"]}}",
+				 (const char *[]) {"[{\"v\":null,\"k\":null},{\"v\":null},{\"k\":null,\"v\":null}]", NULL},
+				 (const char *[]) {"[{\"v\":null},{\"k\":null}]", "[{\"v\":null,\"v\":null}]", NULL});
+
+	check_many_properties(20, 0);
+	check_many_properties(20, 7);
+	check_many_properties(LLM_SCHEMA_MAX_PROPERTIES, 0);
+	check_many_properties(LLM_SCHEMA_MAX_PROPERTIES, LLM_SCHEMA_MAX_PROPERTIES);
+	schema = many_properties_schema(LLM_SCHEMA_MAX_PROPERTIES + 1, 0);
+	check_schema_error(schema, LLM_ERR_LIMIT, "more than 128 properties in an object are not supported at #");
+	free(schema);
 }
 
 /* Schemas that must not compile, with the keyword or place named. */
@@ -262,6 +430,7 @@ main(void)
 	test_json_reader();
 	test_schema_texts();
 	test_schema_errors();
+	test_any_order();
 	test_builder();
 	return test_summary("test_grammar");
 }

@@ -6,7 +6,15 @@
  * Frozen form: every alternative's elements back to back in elems, each
  * alternative closed by an END element; a rule's alternatives start at
  * alt_pos[alt_first[r]] .. alt_pos[alt_first[r + 1] - 1].  An element is
- * (index << 2) | kind, the index naming a byte set or a rule.
+ * (index << 2) | kind, the index naming a byte set, a rule or a group.
+ *
+ * A stack's words are positions in elems, below 2^31, and the frames of
+ * groups: GROUP_WORDS(n) words of bits, one per member (member i is bit
+ * i % 32 of word i / 32), under a header word FRAME_BIT | group << 1 |
+ * after_sep, after_sep saying that the separator is written and a member
+ * must follow.  Only the top word is ever read as an element, and a frame
+ * is never left on top of a state's stack, so a position and a header
+ * cannot be confused.
  */
 #include "grammar.h"
 
@@ -16,11 +24,25 @@
 #define ELEM_END	0u
 #define ELEM_SET	1u
 #define ELEM_RULE	2u
+#define ELEM_GROUP	3u
 #define ELEM_KIND(e)	((e) & 3u)
 #define ELEM_INDEX(e)	((e) >> 2)
 
 /* Rule references expanded in a row, without a byte between, before the recognizer gives up. */
 #define EXPAND_MAX_LEVELS 64
+
+#define FRAME_BIT		0x80000000u
+#define GROUP_WORDS(n)	(((n) + 31) / 32)
+#define GROUP_MAX_WORDS GROUP_WORDS(LLM_GRAMMAR_MAX_MEMBERS)
+
+/* An any-order group (grammar.h). */
+typedef struct Group
+{
+	int			first;			/* its member rules are members[first .. first + n) */
+	int			n;
+	int			sep;			/* the separator's rule */
+	uint32_t	required[GROUP_MAX_WORDS];	/* bit i % 32 of word i / 32: member i must be written */
+} Group;
 
 /* An alternative being built. */
 typedef struct BuildAlt
@@ -43,9 +65,16 @@ struct LlmGrammarBuilder
 	int			n_sets;
 	int			sets_cap;
 	int			single_set[256];	/* the set holding only byte c, or -1 */
+	Group	   *groups;			/* (n_groups) */
+	int			n_groups;
+	int			groups_cap;
+	int		   *members;		/* (n_members) the groups' member rules, back to back */
+	int			n_members;
+	int			members_cap;
 	size_t		n_elems;
 	bool		nomem;
 	bool		too_big;
+	bool		too_many_members;
 };
 
 struct LlmGrammar
@@ -54,6 +83,8 @@ struct LlmGrammar
 	int		   *alt_pos;		/* (n_alts) where each alternative starts in elems, by rule */
 	int		   *alt_first;		/* (n_rules + 1) */
 	LlmByteSet *sets;
+	Group	   *groups;
+	int		   *members;
 	int			root;
 };
 
@@ -123,6 +154,8 @@ llm_grammar_builder_free(LlmGrammarBuilder *b)
 	free(b->alts);
 	free(b->rule_n_alts);
 	free(b->sets);
+	free(b->groups);
+	free(b->members);
 	free(b);
 }
 
@@ -231,6 +264,46 @@ llm_grammar_add_rule(LlmGrammarBuilder *b, int alt, int rule)
 	builder_push(b, alt, ((uint32_t) rule << 2) | ELEM_RULE);
 }
 
+/* Append an any-order group of the member rules to alt. */
+void
+llm_grammar_add_any_order(LlmGrammarBuilder *b, int alt, const int *members, const bool *required, int n, int sep)
+{
+	Group	   *gr;
+
+	if (b->nomem || alt < 0)
+		return;
+	if (n < 0 || n > LLM_GRAMMAR_MAX_MEMBERS)
+	{
+		b->too_many_members = true;
+		return;
+	}
+	if (!grow((void **) &b->groups, &b->groups_cap, b->n_groups + 1, sizeof(Group)) ||
+		!grow((void **) &b->members, &b->members_cap, b->n_members + n, sizeof(int)))
+	{
+		b->nomem = true;
+		return;
+	}
+	gr = &b->groups[b->n_groups];
+	memset(gr, 0, sizeof(*gr));
+	gr->first = b->n_members;
+	gr->n = n;
+	gr->sep = sep;
+	for (int i = 0; i < n; i++)
+	{
+		b->members[b->n_members++] = members[i];
+		if (required[i])
+			gr->required[i / 32] |= (uint32_t) 1 << (i % 32);
+	}
+	builder_push(b, alt, ((uint32_t) b->n_groups++ << 2) | ELEM_GROUP);
+}
+
+/* Whether rule is one of b's rules. */
+static bool
+builder_has_rule(const LlmGrammarBuilder *b, int rule)
+{
+	return rule >= 0 && rule < b->n_rules;
+}
+
 /* A rule of one literal. */
 int
 llm_grammar_literal_rule(LlmGrammarBuilder *b, const char *s, size_t n)
@@ -256,11 +329,20 @@ llm_grammar_builder_finish(LlmGrammarBuilder *b, int root, LlmGrammar **out, Llm
 		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a grammar");
 	else if (b->too_big)
 		st = llm_error_set(err, LLM_ERR_LIMIT, "the grammar would need more than %d elements", LLM_GRAMMAR_MAX_ELEMS);
-	else if (root < 0 || root >= b->n_rules)
+	else if (b->too_many_members)
+		st = llm_error_set(err, LLM_ERR_LIMIT, "an any-order group may have at most %d members",
+						   LLM_GRAMMAR_MAX_MEMBERS);
+	else if (!builder_has_rule(b, root))
 		st = llm_error_set(err, LLM_ERR_INVALID, "the grammar has no rule %d", root);
 	for (int r = 0; st == LLM_OK && r < b->n_rules; r++)
 		if (b->rule_n_alts[r] == 0)
 			st = llm_error_set(err, LLM_ERR_INVALID, "grammar rule %d has no alternatives", r);
+	for (int i = 0; st == LLM_OK && i < b->n_members; i++)
+		if (!builder_has_rule(b, b->members[i]))
+			st = llm_error_set(err, LLM_ERR_INVALID, "a group's member names no rule (%d)", b->members[i]);
+	for (int i = 0; st == LLM_OK && i < b->n_groups; i++)
+		if (!builder_has_rule(b, b->groups[i].sep))
+			st = llm_error_set(err, LLM_ERR_INVALID, "a group's separator names no rule (%d)", b->groups[i].sep);
 	if (st != LLM_OK)
 	{
 		llm_grammar_builder_free(b);
@@ -275,9 +357,11 @@ llm_grammar_builder_finish(LlmGrammarBuilder *b, int root, LlmGrammar **out, Llm
 		g->alt_pos = malloc((size_t) (b->n_alts ? b->n_alts : 1) * sizeof(int));
 		g->alt_first = calloc((size_t) b->n_rules + 1, sizeof(int));
 		g->sets = malloc((size_t) (b->n_sets ? b->n_sets : 1) * sizeof(LlmByteSet));
+		g->groups = malloc((size_t) (b->n_groups ? b->n_groups : 1) * sizeof(Group));
+		g->members = malloc((size_t) (b->n_members ? b->n_members : 1) * sizeof(int));
 	}
 	if (g == NULL || fill == NULL || g->elems == NULL || g->alt_pos == NULL || g->alt_first == NULL ||
-		g->sets == NULL)
+		g->sets == NULL || g->groups == NULL || g->members == NULL)
 	{
 		free(fill);
 		llm_grammar_free(g);
@@ -299,6 +383,10 @@ llm_grammar_builder_finish(LlmGrammarBuilder *b, int root, LlmGrammar **out, Llm
 	}
 	if (b->n_sets > 0)
 		memcpy(g->sets, b->sets, (size_t) b->n_sets * sizeof(LlmByteSet));
+	if (b->n_groups > 0)
+		memcpy(g->groups, b->groups, (size_t) b->n_groups * sizeof(Group));
+	if (b->n_members > 0)
+		memcpy(g->members, b->members, (size_t) b->n_members * sizeof(int));
 	g->root = root;
 	free(fill);
 	llm_grammar_builder_free(b);
@@ -316,6 +404,8 @@ llm_grammar_free(LlmGrammar *g)
 	free(g->alt_pos);
 	free(g->alt_first);
 	free(g->sets);
+	free(g->groups);
+	free(g->members);
 	free(g);
 }
 
@@ -394,6 +484,78 @@ state_emit(LlmGrammarState *s, const uint32_t *stack, int d)
 	return true;
 }
 
+static bool expand(const LlmGrammar *g, uint32_t *stack, int d, LlmGrammarState *out, int level);
+
+/* Expand stack (depth d; NULL when 0) with each alternative of rule r on top, adding the resulting stacks to out. */
+static bool
+expand_rule(const LlmGrammar *g, const uint32_t *stack, int d, int r, LlmGrammarState *out, int level)
+{
+	if (d >= LLM_GRAMMAR_MAX_DEPTH)
+		return false;
+	for (int a = g->alt_first[r]; a < g->alt_first[r + 1]; a++)
+	{
+		uint32_t	copy[LLM_GRAMMAR_MAX_DEPTH];
+
+		if (d > 0)
+			memcpy(copy, stack, (size_t) d * sizeof(uint32_t));
+		copy[d] = (uint32_t) g->alt_pos[a];
+		if (!expand(g, copy, d + 1, out, level + 1))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Expand stack (depth d, the caller's copy, which this may change) with a
+ * group's frame on top: each member not yet written (after the separator
+ * once one is), then the group's end when every required member is.
+ */
+static bool
+expand_frame(const LlmGrammar *g, uint32_t *stack, int d, LlmGrammarState *out, int level)
+{
+	uint32_t	header = stack[d - 1];
+	const Group *gr = &g->groups[(header & ~FRAME_BIT) >> 1];
+	int			w = GROUP_WORDS(gr->n);
+	uint32_t   *written = stack + d - 1 - w;
+	bool		any = false,
+				all = true,
+				done = true;
+
+	for (int i = 0; i < gr->n; i++)
+	{
+		bool		bit = (written[i / 32] >> (i % 32)) & 1;
+
+		any |= bit;
+		all &= bit;
+		done &= bit || !((gr->required[i / 32] >> (i % 32)) & 1);
+	}
+	if ((header & 1) == 0 && any && !all)
+	{
+		/* between two members: the separator, then a member */
+		stack[d - 1] = header | 1;
+		if (!expand_rule(g, stack, d, gr->sep, out, level))
+			return false;
+		stack[d - 1] = header;
+	}
+	else if (!all)
+		for (int i = 0; i < gr->n; i++)
+		{
+			uint32_t	bit = (uint32_t) 1 << (i % 32);
+
+			if (written[i / 32] & bit)
+				continue;
+			written[i / 32] |= bit;
+			stack[d - 1] = header & ~1u;
+			if (!expand_rule(g, stack, d, g->members[gr->first + i], out, level))
+				return false;
+			written[i / 32] &= ~bit;
+			stack[d - 1] = header;
+		}
+	if ((header & 1) != 0 || !done)
+		return true;
+	return expand(g, stack, d - 1 - w, out, level + 1);
+}
+
 /*
  * Expand stack (depth d, which this may change: the caller's copy) until a
  * byte set is on top, adding each resulting stack to out.
@@ -406,10 +568,11 @@ expand(const LlmGrammar *g, uint32_t *stack, int d, LlmGrammarState *out, int le
 	for (;;)
 	{
 		uint32_t	e;
-		int			r;
 
 		if (d == 0)
 			return state_emit(out, stack, 0);
+		if (stack[d - 1] & FRAME_BIT)
+			return expand_frame(g, stack, d, out, level);
 		e = g->elems[stack[d - 1]];
 		if (ELEM_KIND(e) == ELEM_END)
 		{
@@ -419,24 +582,24 @@ expand(const LlmGrammar *g, uint32_t *stack, int d, LlmGrammarState *out, int le
 		if (ELEM_KIND(e) == ELEM_SET)
 			return state_emit(out, stack, d);
 
-		/* a rule: its caller goes on after it (unless nothing follows), each alternative on top */
-		r = (int) ELEM_INDEX(e);
+		/* a rule or a group: its caller goes on after it (unless nothing follows) */
 		if (ELEM_KIND(g->elems[stack[d - 1] + 1]) == ELEM_END)
 			d--;
 		else
 			stack[d - 1]++;
-		if (d >= LLM_GRAMMAR_MAX_DEPTH)
-			return false;
-		for (int a = g->alt_first[r]; a < g->alt_first[r + 1]; a++)
-		{
-			uint32_t	copy[LLM_GRAMMAR_MAX_DEPTH];
+		if (ELEM_KIND(e) == ELEM_RULE)
+			return expand_rule(g, stack, d, (int) ELEM_INDEX(e), out, level);
 
-			memcpy(copy, stack, (size_t) d * sizeof(uint32_t));
-			copy[d] = (uint32_t) g->alt_pos[a];
-			if (!expand(g, copy, d + 1, out, level + 1))
+		/* a group: its frame on top, no member written yet */
+		{
+			int			w = GROUP_WORDS(g->groups[ELEM_INDEX(e)].n);
+
+			if (d + w + 1 > LLM_GRAMMAR_MAX_DEPTH)
 				return false;
+			memset(stack + d, 0, (size_t) w * sizeof(uint32_t));
+			stack[d + w] = FRAME_BIT | (ELEM_INDEX(e) << 1);
+			d += w + 1;
 		}
-		return true;
 	}
 }
 
@@ -446,13 +609,8 @@ llm_grammar_start(const LlmGrammar *g, LlmGrammarState *out, LlmError *err)
 {
 	out->len = 0;
 	out->n_stacks = 0;
-	for (int a = g->alt_first[g->root]; a < g->alt_first[g->root + 1]; a++)
-	{
-		uint32_t	stack[1] = {(uint32_t) g->alt_pos[a]};
-
-		if (!expand(g, stack, 1, out, 0))
-			return llm_error_set(err, LLM_ERR_LIMIT, "the grammar's start is too ambiguous or recursive");
-	}
+	if (!expand_rule(g, NULL, 0, g->root, out, 0))
+		return llm_error_set(err, LLM_ERR_LIMIT, "the grammar's start is too ambiguous or recursive");
 	return LLM_OK;
 }
 

@@ -5,9 +5,18 @@
  *		candidate token against.
  *
  * A grammar is a set of rules; a rule is a list of alternatives; an
- * alternative is a sequence of elements, each either one byte out of a set
- * or a reference to a rule.  The JSON Schema compiler (json_schema.h) and
- * the choices of llm_generate build them with LlmGrammarBuilder.
+ * alternative is a sequence of elements, each one byte out of a set, a
+ * reference to a rule, or an any-order group.  The JSON Schema compiler
+ * (json_schema.h) and the choices of llm_generate build them with
+ * LlmGrammarBuilder.
+ *
+ * An any-order group is a list of member rules, written each at most once,
+ * in any order, with a separator rule between two of them, and with every
+ * required member written before the group may end: the members of a JSON
+ * object.  A context-free grammar can say this only with a rule per subset
+ * of the members (2^n of them), so the recognizer keeps the set itself: a
+ * group on a stack is a frame of one bit per member, set once it is
+ * written, under a header word naming the group.
  *
  * The recognizer's state is a set of stacks (as in Earley-style or GLR
  * recognizers, and llama.cpp's GBNF sampler).  A stack lists positions in
@@ -18,7 +27,13 @@
  * top again.  A reference that ends its alternative replaces its caller
  * instead of stacking on it, so right recursion (repetition) runs in
  * constant depth.  Left recursion is not allowed (the builder's users
- * never write it; the recognizer fails rather than loop).
+ * never write it; the recognizer fails rather than loop).  A group's frame
+ * on top expands to one stack per member not yet written (its bit set, the
+ * member's rule on top), the separator first when a member was written,
+ * and, when every required member is written, the caller going on after
+ * the group.  So the stacks that choose a member are as many as the
+ * members left, which LLM_GRAMMAR_MAX_MEMBERS bounds well below
+ * LLM_GRAMMAR_MAX_STACKS.
  */
 #ifndef LLM_GRAMMAR_H
 #define LLM_GRAMMAR_H
@@ -34,6 +49,8 @@
 #define LLM_GRAMMAR_MAX_DEPTH	256
 /* Elements a grammar may hold in all (the compiler refuses bigger schemas). */
 #define LLM_GRAMMAR_MAX_ELEMS	(1 << 22)
+/* Members an any-order group may have (a frame holds one bit per member: at most 4 words and its header). */
+#define LLM_GRAMMAR_MAX_MEMBERS 128
 
 typedef struct LlmGrammar LlmGrammar;
 typedef struct LlmGrammarBuilder LlmGrammarBuilder;
@@ -51,7 +68,8 @@ void		llm_byteset_add(LlmByteSet *s, uint8_t lo, uint8_t hi);
 
 /*
  * A recognizer state: n_stacks stacks back to back in data, each written as
- * its depth and then its positions, outermost first.  Compare states with
+ * its depth and then its words, outermost first: positions in alternatives
+ * and the frames of groups (grammar.c).  Compare states with
  * llm_grammar_state_equal(); the layout is canonical (stacks in the order
  * they arose, no duplicates), so equal data means the same state.
  */
@@ -77,14 +95,23 @@ void		llm_grammar_add_set(LlmGrammarBuilder *b, int alt, const LlmByteSet *set);
 void		llm_grammar_add_literal(LlmGrammarBuilder *b, int alt, const char *s, size_t n);
 /* Append to alternative alt: a reference to rule. */
 void		llm_grammar_add_rule(LlmGrammarBuilder *b, int alt, int rule);
+/*
+ * Append to alternative alt: an any-order group of the n rules of members
+ * (n at most LLM_GRAMMAR_MAX_MEMBERS), each written at most once and in
+ * any order, rule sep between two of them, and those with required[i]
+ * all written.
+ */
+void		llm_grammar_add_any_order(LlmGrammarBuilder *b, int alt, const int *members, const bool *required, int n,
+									  int sep);
 /* A rule of one alternative holding the n bytes of s. */
 int			llm_grammar_literal_rule(LlmGrammarBuilder *b, const char *s, size_t n);
 
 /*
  * Freeze the rules into a grammar whose sentences are those of rule root;
  * frees the builder whatever happens.  LLM_ERR_NOMEM or LLM_ERR_LIMIT when
- * building ran out of memory or past LLM_GRAMMAR_MAX_ELEMS, LLM_ERR_INVALID
- * for a rule without alternatives.
+ * building ran out of memory or past LLM_GRAMMAR_MAX_ELEMS or
+ * LLM_GRAMMAR_MAX_MEMBERS, LLM_ERR_INVALID for a rule without alternatives
+ * or a group naming a rule that does not exist.
  */
 LlmStatus	llm_grammar_builder_finish(LlmGrammarBuilder *b, int root, LlmGrammar **out, LlmError *err);
 

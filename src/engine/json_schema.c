@@ -3,17 +3,18 @@
  *		JSON Schema to byte grammar (json_schema.h).
  *
  * Each subschema becomes one rule, built bottom-up (the rules of its parts
- * first).  An object with properties p0..pn-1, in their order, some of
- * them optional, is written with two chains of rules:
+ * first).  An object with properties p0..pn-1, some of them optional, is
+ * an any-order group (grammar.h) of their members:
  *
- *   first_i ::= member_i rest_i+1 | first_i+1 (when p_i is optional)
- *   rest_i  ::= "," ws member_i rest_i+1 | rest_i+1 (when p_i is optional)
- *   first_n ::= ""    rest_n ::= ""
- *   object  ::= "{" ws first_0 ws "}"
+ *   member_i ::= "p_i" ws ":" ws value_i
+ *   object   ::= "{" ws group(member_0 .. member_n-1; sep "," ws) ws "}"
  *
- * so a comma comes only between two written members.  Bounded repetition
- * (maxItems, maxLength) unrolls into a chain of optional rules, unbounded
- * repetition into right recursion.
+ * so the members come in any order (JSON objects are unordered, and a
+ * model writes them in the order it finds natural), each at most once,
+ * with a comma only between two, and "}" only after every required one.
+ * The recognizer keeps which are written; the grammar stays linear in n.
+ * Bounded repetition (maxItems, maxLength) unrolls into a chain of
+ * optional rules, unbounded repetition into right recursion.
  */
 #include "json_schema.h"
 
@@ -35,6 +36,7 @@ typedef struct SchemaCompiler
 	LlmStatus	st;
 	char		path[PATH_LEN]; /* JSON pointer of the subschema at hand, after "#" */
 	int			ws;
+	int			member_sep;
 	int			str_char;
 	int			string;
 	int			number;
@@ -142,6 +144,22 @@ ws_rule(SchemaCompiler *sc)
 		llm_grammar_add_rule(sc->b, a, indent);
 	}
 	return sc->ws;
+}
+
+/* The separator of an object's members: "," ws. */
+static int
+member_sep_rule(SchemaCompiler *sc)
+{
+	if (sc->member_sep < 0)
+	{
+		int			a;
+
+		sc->member_sep = llm_grammar_rule(sc->b);
+		a = llm_grammar_alt(sc->b, sc->member_sep);
+		llm_grammar_add_literal(sc->b, a, ",", 1);
+		llm_grammar_add_rule(sc->b, a, ws_rule(sc));
+	}
+	return sc->member_sep;
 }
 
 /* Append n bytes, each from the set lo..hi, to alternative a. */
@@ -480,7 +498,7 @@ bounds(SchemaCompiler *sc, const LlmJson *s, const char *lo_name, const char *hi
 	return true;
 }
 
-/* An object of the properties listed in s (see the chains at the top). */
+/* An object of the properties listed in s, in any order (see the top). */
 static int
 object_rule(SchemaCompiler *sc, const LlmJson *s, int depth)
 {
@@ -488,8 +506,6 @@ object_rule(SchemaCompiler *sc, const LlmJson *s, int depth)
 	const LlmJson *req = llm_json_member(s, "required");
 	const LlmJson *addl = llm_json_member(s, "additionalProperties");
 	int			n,
-				first,
-				rest,
 				r,
 				a;
 	int		   *members;
@@ -509,6 +525,13 @@ object_rule(SchemaCompiler *sc, const LlmJson *s, int depth)
 		return list_rule(sc, '{', '}', member_rule(sc, any_string_rule(sc), any_rule(sc, LLM_SCHEMA_ANY_DEPTH - 1)), 0, -1);
 	}
 	n = props != NULL ? props->n : 0;
+	if (n > LLM_SCHEMA_MAX_PROPERTIES)
+	{
+		char		what[64];
+
+		snprintf(what, sizeof(what), "more than %d properties", LLM_SCHEMA_MAX_PROPERTIES);
+		return schema_fail(sc, LLM_ERR_LIMIT, "%s in an object are not supported", what);
+	}
 	members = calloc((size_t) n + 1, sizeof(int));
 	required = calloc((size_t) n + 1, sizeof(bool));
 	if (members == NULL || required == NULL)
@@ -554,40 +577,15 @@ object_rule(SchemaCompiler *sc, const LlmJson *s, int depth)
 		free(required);
 		return -1;
 	}
-	first = llm_grammar_rule(sc->b);
-	llm_grammar_alt(sc->b, first);
-	rest = llm_grammar_rule(sc->b);
-	llm_grammar_alt(sc->b, rest);
-	for (int i = n - 1; i >= 0; i--)
-	{
-		int			f = llm_grammar_rule(sc->b);
-		int			t = llm_grammar_rule(sc->b);
-
-		a = llm_grammar_alt(sc->b, f);
-		llm_grammar_add_rule(sc->b, a, members[i]);
-		llm_grammar_add_rule(sc->b, a, rest);
-		a = llm_grammar_alt(sc->b, t);
-		llm_grammar_add_literal(sc->b, a, ",", 1);
-		llm_grammar_add_rule(sc->b, a, ws_rule(sc));
-		llm_grammar_add_rule(sc->b, a, members[i]);
-		llm_grammar_add_rule(sc->b, a, rest);
-		if (!required[i])
-		{
-			llm_grammar_add_rule(sc->b, llm_grammar_alt(sc->b, f), first);
-			llm_grammar_add_rule(sc->b, llm_grammar_alt(sc->b, t), rest);
-		}
-		first = f;
-		rest = t;
-	}
-	free(members);
-	free(required);
 	r = llm_grammar_rule(sc->b);
 	a = llm_grammar_alt(sc->b, r);
 	llm_grammar_add_literal(sc->b, a, "{", 1);
 	llm_grammar_add_rule(sc->b, a, ws_rule(sc));
-	llm_grammar_add_rule(sc->b, a, first);
+	llm_grammar_add_any_order(sc->b, a, members, required, n, member_sep_rule(sc));
 	llm_grammar_add_rule(sc->b, a, ws_rule(sc));
 	llm_grammar_add_literal(sc->b, a, "}", 1);
+	free(members);
+	free(required);
 	return r;
 }
 
@@ -844,7 +842,7 @@ llm_json_schema_compile(const char *schema, size_t len, LlmGrammar **out, LlmErr
 		return st;
 	memset(&sc, 0, sizeof(sc));
 	sc.err = err;
-	sc.ws = sc.str_char = sc.string = sc.number = sc.integer = -1;
+	sc.ws = sc.member_sep = sc.str_char = sc.string = sc.number = sc.integer = -1;
 	for (int i = 0; i <= LLM_SCHEMA_ANY_DEPTH; i++)
 		sc.any[i] = -1;
 	if ((sc.b = llm_grammar_builder_new()) == NULL)

@@ -5,7 +5,8 @@
  *
  * Supported: type (a name or a list of names), properties, required,
  * additionalProperties (absent or false; only the listed properties are
- * written, in their order), items, minItems, maxItems, minLength,
+ * written, each at most once, in any order; at most
+ * LLM_SCHEMA_MAX_PROPERTIES of them per object), items, minItems, maxItems, minLength,
  * maxLength, enum, const, anyOf, and the annotations title, description,
  * default, examples, $schema, $id, $comment.  Any other keyword is refused
  * with its name and place (a JSON pointer), so a schema never means less
@@ -32,6 +33,7 @@
 #define LLM_SCHEMA_ANY_DEPTH	5
 #define LLM_SCHEMA_MAX_DEPTH	32		/* nesting of subschemas */
 #define LLM_SCHEMA_MAX_BOUND	65536	/* largest maxLength, maxItems, minLength, minItems */
+#define LLM_SCHEMA_MAX_PROPERTIES LLM_GRAMMAR_MAX_MEMBERS	/* properties of one object */
 
 /*
  * Compile the schema in len bytes of JSON text.  LLM_ERR_INVALID with a
