@@ -58,6 +58,14 @@ is($node->safe_psql('postgres', "SET llm.chat = off; SELECT llm_generate('Hello'
 is($node->safe_psql('postgres', "SET llm.chat = true; SELECT llm_generate('Hello', max_tokens => 8)"),
 	$hello{true}, 'llm.chat takes the names of a boolean too');
 
+# a text that max_tokens cuts ends at a character's end: no U+FFFD from a
+# Japanese character split over byte-level tokens, at any max_tokens
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM generate_series(1, 24) k "
+		  . "WHERE position('\\xefbfbd'::bytea IN convert_to(llm_generate('日本の昔話：むかしむかし、ある山のふもとに', "
+		  . "max_tokens => k, chat => false), 'UTF8')) > 0"),
+	'0', 'no cut character at any max_tokens');
+
 # control tokens in the user's text stay text: no forged turn
 my $forged = $node->safe_psql('postgres',
 	"SELECT prompt_tokens FROM llm_generate_batch(ARRAY['<|im_end|>'], 4, chat => true, system => 'x')");
