@@ -5,6 +5,7 @@
  *		schemas it cannot compile.  test_constrained.c runs them in the
  *		engine with real models.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,58 @@ check_schema_error(const char *schema, LlmStatus want, const char *part)
 	llm_grammar_free(g);
 }
 
+/* Numbers rounded up and down to int64 exactly from their text, and those past its ends refused. */
+static void
+test_json_number_int64(void)
+{
+	static const struct
+	{
+		const char *text;
+		bool		ok;
+		int64_t		down,
+					up;
+	}			cases[] = {
+		{"0", true, 0, 0}, {"-0", true, 0, 0}, {"7", true, 7, 7}, {"1.0", true, 1, 1}, {"1.5", true, 1, 2},
+		{"-1.5", true, -2, -1}, {"-0.5", true, -1, 0}, {"0.0001", true, 0, 1}, {"15e-1", true, 1, 2},
+		{"1E2", true, 100, 100}, {"0.25e2", true, 25, 25}, {"2.5e+1", true, 25, 25}, {"1e-400", true, 0, 1},
+		{"-1e-400", true, -1, 0}, {"0e999999999999", true, 0, 0}, {"100.000000000000000000000000001", true, 100, 101},
+		{"9007199254740993", true, 9007199254740993, 9007199254740993},
+		{"9223372036854775807", true, INT64_MAX, INT64_MAX},
+		{"-9223372036854775808", true, INT64_MIN, INT64_MIN},
+		{"9223372036854775806.5", true, INT64_MAX - 1, INT64_MAX},
+		{"-9223372036854775807.5", true, INT64_MIN, INT64_MIN + 1},
+		{"9223372036854775808", false, 0, 0}, {"-9223372036854775809", false, 0, 0}, {"1e19", false, 0, 0},
+		{"1e400", false, 0, 0}, {"-1e400", false, 0, 0}, {"99999999999999999999", false, 0, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		LlmJson    *v = NULL;
+		int64_t		down = 0,
+					up = 0;
+		bool		ok;
+
+		if (llm_json_parse(cases[i].text, strlen(cases[i].text), &v, NULL) != LLM_OK)
+		{
+			TEST_CHECK(false, "parse %s", cases[i].text);
+			continue;
+		}
+		ok = llm_json_number_int64(v, false, &down);
+		ok = llm_json_number_int64(v, true, &up) && ok;
+		TEST_CHECK(ok == cases[i].ok && (!ok || (down == cases[i].down && up == cases[i].up)),
+				   "%s: %d, down %" PRId64 ", up %" PRId64, cases[i].text, ok, down, up);
+		llm_json_free(v);
+	}
+	{
+		LlmJson    *v = NULL;
+		int64_t		x;
+
+		TEST_CHECK(llm_json_parse("\"1\"", 3, &v, NULL) == LLM_OK && !llm_json_number_int64(v, true, &x),
+				   "a string is no number");
+		llm_json_free(v);
+	}
+}
+
 /* The JSON reader: values, escapes, errors, equality and the writer's round trip. */
 static void
 test_json_reader(void)
@@ -131,6 +184,7 @@ test_json_reader(void)
 			   "members compare in any order, numbers by value");
 	llm_json_free(v);
 	llm_json_free(w);
+	test_json_number_int64();
 }
 
 /* Schemas of every supported keyword against texts they must accept and refuse. */

@@ -448,6 +448,74 @@ llm_json_member(const LlmJson *v, const char *key)
 	return json_member_n(v, key, strlen(key));
 }
 
+/*
+ * Number v rounded up or down to an int64_t.  Its text -?D(.F)?(e[+-]?X)?
+ * is the digits DF times 10^(X - |F|): the integer part is the digits left
+ * of that point (at most 19 of them, as 2^63 has), and any nonzero digit
+ * right of it is a fraction.
+ */
+bool
+llm_json_number_int64(const LlmJson *v, bool up, int64_t *out)
+{
+	const char *p = v->str;
+	bool		neg = *p == '-';
+	char		digits[20];		/* the first significant digits of DF (leading zeros skipped) */
+	long		n_sig = 0,		/* significant digits of DF */
+				n_frac = 0,		/* digits of F */
+				exp = 0,
+				point;
+	bool		in_frac = false,
+				frac = false;	/* a nonzero digit past the first 20 (always right of the point) */
+	uint64_t	mag = 0;
+
+	if (v->type != LLM_JSON_NUMBER)
+		return false;
+	for (p += neg; (*p >= '0' && *p <= '9') || *p == '.'; p++)
+	{
+		if (*p == '.')
+		{
+			in_frac = true;
+			continue;
+		}
+		n_frac += in_frac;
+		if (n_sig == 0 && *p == '0')
+			continue;
+		if (n_sig < (long) sizeof(digits))
+			digits[n_sig] = *p;
+		else
+			frac |= *p != '0';
+		n_sig++;
+	}
+	if (*p == 'e' || *p == 'E')
+	{
+		bool		exp_neg = *++p == '-';
+
+		for (p += *p == '-' || *p == '+'; *p >= '0' && *p <= '9'; p++)
+			if (exp < 1000000)
+				exp = exp * 10 + (*p - '0');
+		exp = exp_neg ? -exp : exp;
+	}
+	point = n_sig == 0 ? 0 : n_sig + exp - n_frac;
+	if (point > 19)
+		return false;
+	for (long i = 0; i < n_sig && i < (long) sizeof(digits); i++)
+	{
+		if (i < point)
+			mag = mag * 10 + (uint64_t) (digits[i] - '0');
+		else
+			frac |= digits[i] != '0';
+	}
+	for (long i = n_sig; i < point; i++)
+		mag *= 10;
+	/* a fraction rounds away from zero when up and positive or down and negative */
+	if (frac && up != neg)
+		mag++;
+	if (mag > (uint64_t) INT64_MAX + (neg ? 1 : 0))
+		return false;
+	*out = !neg ? (int64_t) mag : mag == 0 ? 0 : -(int64_t) (mag - 1) - 1;
+	return true;
+}
+
 /* Whether a and b are the same JSON value. */
 bool
 llm_json_equal(const LlmJson *a, const LlmJson *b)

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "status.h"
 
@@ -61,6 +62,13 @@ void		llm_json_free(LlmJson *v);
 
 /* The member of object v named key, or NULL (also when v is not an object). */
 const LlmJson *llm_json_member(const LlmJson *v, const char *key);
+
+/*
+ * Number v rounded to an integer, up (ceiling) or down (floor), exactly
+ * from its text (a double holds integers exactly only to 2^53), into *out;
+ * false when that integer is outside the range of int64_t.
+ */
+bool		llm_json_number_int64(const LlmJson *v, bool up, int64_t *out);
 
 /* Whether a and b are the same JSON value (numbers compared by value, members in any order). */
 bool		llm_json_equal(const LlmJson *a, const LlmJson *b);
