@@ -252,6 +252,28 @@ test_schema_texts(void)
 	check_schema("{\"type\":[\"integer\",\"null\"],\"enum\":[1,2.5,3.0,null,\"1\"]}",
 				 (const char *[]) {"1", "3.0", "null", NULL},
 				 (const char *[]) {"2.5", "\"1\"", NULL});
+	/* integer ranges (test_int_range.c checks them against a reference) */
+	check_schema("{\"type\":\"integer\",\"minimum\":1,\"maximum\":5}",
+				 (const char *[]) {"1", "3", "5", NULL},
+				 (const char *[]) {"0", "6", "-1", "10", "05", "1.0", "", NULL});
+	check_schema("{\"type\":\"integer\",\"minimum\":-12,\"exclusiveMaximum\":0}",
+				 (const char *[]) {"-12", "-1", "-7", NULL},
+				 (const char *[]) {"0", "-0", "-13", "1", "-012", NULL});
+	check_schema("{\"type\":\"integer\",\"minimum\":1.5,\"maximum\":4.9999}",
+				 (const char *[]) {"2", "4", NULL},
+				 (const char *[]) {"1", "5", NULL});
+	check_schema("{\"type\":\"integer\",\"exclusiveMinimum\":-2.5,\"maximum\":3.0e0,\"minimum\":-100}",
+				 (const char *[]) {"-2", "0", "3", NULL},
+				 (const char *[]) {"-3", "4", NULL});
+	check_schema("{\"type\":\"integer\",\"minimum\":9007199254740993,\"maximum\":9223372036854775807}",
+				 (const char *[]) {"9007199254740993", "9223372036854775807", NULL},
+				 (const char *[]) {"9007199254740992", "9223372036854775808", NULL});
+	check_schema("{\"type\":\"integer\",\"minimum\":0}",
+				 (const char *[]) {"0", "7", "123456789012345678901234567890", NULL},
+				 (const char *[]) {"-1", "-0", "00", NULL});
+	check_schema("{\"type\":[\"integer\",\"null\",\"string\"],\"maximum\":-3,\"maxLength\":1}",
+				 (const char *[]) {"-3", "-40", "null", "\"x\"", NULL},
+				 (const char *[]) {"-2", "3", "\"xy\"", NULL});
 	check_schema("{\"type\":\"number\",\"const\":2.5,\"description\":\"x\"}",
 				 (const char *[]) {"2.5", NULL},
 				 (const char *[]) {"2", NULL});
@@ -368,8 +390,15 @@ test_any_order(void)
 	static const char nested[] =
 		"{\"properties\":{\"a\":{\"properties\":{\"x\":{\"type\":\"integer\"},\"y\":{\"type\":\"integer\"}},"
 		"\"required\":[\"x\"]},\"b\":{\"type\":\"integer\"}},\"required\":[\"a\",\"b\"]}";
+	static const char rated[] =
+		"{\"type\":\"object\",\"properties\":{\"product\":{\"type\":\"string\"},"
+		"\"rating\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5}},\"required\":[\"product\"]}";
+	static const char wide[] =
+		"{\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":-1000000,\"maximum\":1000000000}},"
+		"\"required\":[\"n\"]}";
 	LlmGrammar *g = NULL;
 	char	   *schema;
+	int			most = 0;
 
 	/* the issue's schema: the optional rating may come before or after the product */
 	check_schema(product,
@@ -389,6 +418,24 @@ test_any_order(void)
 	TEST_CHECK(grammar_refuses_last(g, "{\"product\":\"a\",\"rating\":1,"), "no comma once every key is written");
 	TEST_CHECK(grammar_refuses_last(g, "{\"p\"") && grammar_refuses_last(g, "{\"rat\""),
 			   "only whole listed keys (additionalProperties false)");
+	llm_grammar_free(g);
+
+	/* the issue's schema as it was, with its rating's range; and a wide range, with few stacks */
+	check_schema(rated,
+				 (const char *[]) {
+		"{\"product\":\"Acme kettle\",\"rating\":5}", "{\"rating\":1,\"product\":\"a\"}", "{\"product\":\"a\"}", NULL
+	},
+				 (const char *[]) {
+		"{\"product\":\"a\",\"rating\":0}", "{\"product\":\"a\",\"rating\":6}", "{\"product\":\"a\",\"rating\":-1}",
+			"{\"product\":\"a\",\"rating\":10}", "{\"product\":\"a\",\"rating\":4.5}", NULL
+	});
+	TEST_CHECK(llm_json_schema_compile(wide, strlen(wide), &g, NULL) == LLM_OK, "compile a wide range");
+	TEST_CHECK(accepts_within(g, "{\"n\": 1000000000}", 24, &most) && accepts_within(g, "{\"n\":-999999}", 24, &most) &&
+			   accepts_within(g, "{\"n\":0}", 24, &most), "[-1000000, 1000000000] in an object (%d stacks at most)",
+			   most);
+	TEST_CHECK(grammar_refuses_last(g, "{\"n\":10000000000") && grammar_refuses_last(g, "{\"n\":-1000001") &&
+			   grammar_refuses_last(g, "{\"n\":1000000001") && grammar_refuses_last(g, "{\"n\":-0"),
+			   "the wide range's ends");
 	llm_grammar_free(g);
 
 	/* nested objects keep their own written keys */
@@ -424,8 +471,8 @@ static void
 test_schema_errors(void)
 {
 	check_schema_error("{\"type\":\"string\",\"pattern\":\"^a\"}", LLM_ERR_UNSUPPORTED, "keyword \"pattern\" at #");
-	check_schema_error("{\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":0}}}", LLM_ERR_UNSUPPORTED,
-					   "\"minimum\" at #/properties/n");
+	check_schema_error("{\"properties\":{\"n\":{\"type\":\"integer\",\"multipleOf\":2}}}", LLM_ERR_UNSUPPORTED,
+					   "\"multipleOf\" at #/properties/n");
 	check_schema_error("{\"type\":\"array\",\"items\":{\"format\":\"date\"}}", LLM_ERR_UNSUPPORTED, "\"format\" at #/items");
 	check_schema_error("{\"anyOf\":[{\"type\":\"integer\"},{\"$ref\":\"#/x\"}]}", LLM_ERR_UNSUPPORTED, "\"$ref\" at #/anyOf/1");
 	check_schema_error("{\"properties\":{\"a/b\":{\"oneOf\":[]}}}", LLM_ERR_UNSUPPORTED, "at #/properties/a~1b");
@@ -449,6 +496,29 @@ test_schema_errors(void)
 	check_schema_error("[1]", LLM_ERR_INVALID, "object or a boolean");
 	check_schema_error("{\"type\":", LLM_ERR_INVALID, "invalid JSON at byte");
 	check_schema_error("{\"const\":\"a\\u0000b\"}", LLM_ERR_INVALID, "NUL");
+	/* integer ranges: bounds within int64, not empty, and only on integers */
+	check_schema_error("{\"properties\":{\"n\":{\"type\":\"integer\",\"maximum\":9223372036854775808}}}",
+					   LLM_ERR_INVALID, "\"maximum\" is outside the 64-bit integer range (-9223372036854775808 to "
+					   "9223372036854775807) at #/properties/n");
+	check_schema_error("{\"type\":\"integer\",\"minimum\":-9223372036854775809}", LLM_ERR_INVALID,
+					   "\"minimum\" is outside the 64-bit integer range");
+	check_schema_error("{\"type\":\"integer\",\"minimum\":1e400}", LLM_ERR_INVALID, "\"minimum\" is outside");
+	check_schema_error("{\"type\":\"integer\",\"maximum\":-1e19}", LLM_ERR_INVALID, "\"maximum\" is outside");
+	check_schema_error("{\"type\":\"integer\",\"exclusiveMinimum\":9223372036854775807}", LLM_ERR_INVALID,
+					   "\"exclusiveMinimum\" is outside");
+	check_schema_error("{\"type\":\"integer\",\"exclusiveMaximum\":-9223372036854775808}", LLM_ERR_INVALID,
+					   "\"exclusiveMaximum\" is outside");
+	check_schema_error("{\"type\":\"integer\",\"minimum\":\"1\"}", LLM_ERR_INVALID, "\"minimum\" must be a number at #");
+	check_schema_error("{\"items\":{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}}", LLM_ERR_INVALID,
+					   "no integer satisfies both \"minimum\" and \"maximum\" at #/items");
+	check_schema_error("{\"type\":\"integer\",\"minimum\":1.2,\"exclusiveMaximum\":2}", LLM_ERR_INVALID,
+					   "no integer satisfies both \"minimum\" and \"exclusiveMaximum\"");
+	check_schema_error("{\"type\":\"number\",\"minimum\":0}", LLM_ERR_UNSUPPORTED,
+					   "supported only for \"type\": \"integer\", not \"number\" at #");
+	check_schema_error("{\"type\":[\"integer\",\"number\"],\"maximum\":3}", LLM_ERR_UNSUPPORTED, "not \"number\"");
+	check_schema_error("{\"properties\":{\"n\":{\"maximum\":3}}}", LLM_ERR_UNSUPPORTED,
+					   "need \"type\": \"integer\" at #/properties/n");
+	check_schema_error("{\"type\":\"integer\",\"enum\":[1,2],\"minimum\":2}", LLM_ERR_UNSUPPORTED, "\"enum\" beside");
 	TEST_CHECK(llm_json_schema_check("{\"type\":\"boolean\"}", 18, NULL) == LLM_OK, "check accepts a good schema");
 }
 

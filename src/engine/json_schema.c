@@ -13,6 +13,8 @@
  * model writes them in the order it finds natural), each at most once,
  * with a comma only between two, and "}" only after every required one.
  * The recognizer keeps which are written; the grammar stays linear in n.
+ * An integer with minimum or maximum (or the exclusive ones) is a range
+ * of digit strings (int_range.h), its bounds read exactly from their text.
  * Bounded repetition (maxItems, maxLength) unrolls into a chain of
  * optional rules, unbounded repetition into right recursion.
  */
@@ -24,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "int_range.h"
 #include "json.h"
 
 #define PATH_LEN 512
@@ -47,7 +50,8 @@ typedef struct SchemaCompiler
 /* The keywords that constrain a value here, and the annotations, which mean nothing to decoding. */
 static const char *const schema_assertions[] = {
 	"type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems",
-	"minLength", "maxLength", "enum", "const", "anyOf", NULL
+	"minLength", "maxLength", "enum", "const", "anyOf", "minimum", "maximum", "exclusiveMinimum",
+	"exclusiveMaximum", NULL
 };
 static const char *const schema_annotations[] = {
 	"title", "description", "default", "examples", "$schema", "$id", "$comment", NULL
@@ -498,6 +502,77 @@ bounds(SchemaCompiler *sc, const LlmJson *s, const char *lo_name, const char *hi
 	return true;
 }
 
+/*
+ * Tighten one side of range by keyword name of s, if present: the least
+ * integer at or above its value (up) or the greatest at or below it,
+ * moved one further when exclusive; *kw names the keyword that bounds the
+ * side.  False on error.
+ */
+static bool
+range_keyword(SchemaCompiler *sc, const LlmJson *s, const char *name, bool up, bool exclusive, bool *has,
+			  int64_t *bound, const char **kw)
+{
+	const LlmJson *v = llm_json_member(s, name);
+	int64_t		x;
+
+	if (v == NULL)
+		return true;
+	if (v->type != LLM_JSON_NUMBER)
+	{
+		schema_fail(sc, LLM_ERR_INVALID, "\"%s\" must be a number", name);
+		return false;
+	}
+	/* exclusive: above x means at or above floor(x) + 1, below it at or below ceil(x) - 1 */
+	if (!llm_json_number_int64(v, exclusive ? !up : up, &x) ||
+		(exclusive && (up ? x == INT64_MAX : x == INT64_MIN)))
+	{
+		schema_fail(sc, LLM_ERR_INVALID, "\"%s\" is outside the 64-bit integer range "
+					"(-9223372036854775808 to 9223372036854775807)", name);
+		return false;
+	}
+	if (exclusive)
+		x += up ? 1 : -1;
+	if (!*has || (up ? x > *bound : x < *bound))
+	{
+		*has = true;
+		*bound = x;
+		*kw = name;
+	}
+	return true;
+}
+
+/* An integer within s's minimum, maximum, exclusiveMinimum and exclusiveMaximum, if any. */
+static int
+bounded_integer_rule(SchemaCompiler *sc, const LlmJson *s)
+{
+	LlmIntRange range = {0};
+	const char *lo_kw = NULL,
+			   *hi_kw = NULL;
+	char		what[96];
+
+	if (!range_keyword(sc, s, "minimum", true, false, &range.has_lo, &range.lo, &lo_kw) ||
+		!range_keyword(sc, s, "exclusiveMinimum", true, true, &range.has_lo, &range.lo, &lo_kw) ||
+		!range_keyword(sc, s, "maximum", false, false, &range.has_hi, &range.hi, &hi_kw) ||
+		!range_keyword(sc, s, "exclusiveMaximum", false, true, &range.has_hi, &range.hi, &hi_kw))
+		return -1;
+	if (!range.has_lo && !range.has_hi)
+		return integer_rule(sc);
+	if (range.has_lo && range.has_hi && range.lo > range.hi)
+	{
+		snprintf(what, sizeof(what), "\"%s\" and \"%s\"", lo_kw, hi_kw);
+		return schema_fail(sc, LLM_ERR_INVALID, "no integer satisfies both %s", what);
+	}
+	return llm_int_range_rule(sc->b, &range);
+}
+
+/* Whether s has any of the keywords that bound a number. */
+static bool
+has_range_keyword(const LlmJson *s)
+{
+	return llm_json_member(s, "minimum") || llm_json_member(s, "maximum") ||
+		llm_json_member(s, "exclusiveMinimum") || llm_json_member(s, "exclusiveMaximum");
+}
+
 /* An object of the properties listed in s, in any order (see the top). */
 static int
 object_rule(SchemaCompiler *sc, const LlmJson *s, int depth)
@@ -635,9 +710,15 @@ typed_rule(SchemaCompiler *sc, const LlmJson *s, const char *type, int depth)
 		return lo == 0 && hi < 0 ? any_string_rule(sc) : string_rule(sc, lo, hi);
 	}
 	if (strcmp(type, "number") == 0)
+	{
+		if (has_range_keyword(s))
+			return schema_fail(sc, LLM_ERR_UNSUPPORTED, "%s",
+							   "\"minimum\" and \"maximum\" (and the exclusive ones) are supported only for "
+							   "\"type\": \"integer\", not \"number\"");
 		return number_rule(sc);
+	}
 	if (strcmp(type, "integer") == 0)
-		return integer_rule(sc);
+		return bounded_integer_rule(sc, s);
 	if (strcmp(type, "boolean") == 0)
 	{
 		int			r = llm_grammar_rule(sc->b);
@@ -807,6 +888,10 @@ compile_schema(SchemaCompiler *sc, const LlmJson *s, int depth)
 	{
 		const char *t = implied_type(s);
 
+		/* a bound applies to any number the schema allows, and only integers can be bounded */
+		if (t == NULL && has_range_keyword(s))
+			return schema_fail(sc, LLM_ERR_UNSUPPORTED, "%s",
+							   "\"minimum\" and \"maximum\" (and the exclusive ones) need \"type\": \"integer\"");
 		return t != NULL ? typed_rule(sc, s, t, depth) : any_rule(sc, LLM_SCHEMA_ANY_DEPTH);
 	}
 	if (type->type == LLM_JSON_STRING)

@@ -7,16 +7,19 @@
  * additionalProperties (absent or false; only the listed properties are
  * written, each at most once, in any order; at most
  * LLM_SCHEMA_MAX_PROPERTIES of them per object), items, minItems, maxItems, minLength,
- * maxLength, enum, const, anyOf, and the annotations title, description,
- * default, examples, $schema, $id, $comment.  Any other keyword is refused
- * with its name and place (a JSON pointer), so a schema never means less
- * than it says.
+ * maxLength, enum, const, anyOf, minimum, maximum, exclusiveMinimum and
+ * exclusiveMaximum (for "type": "integer" only, bounds within int64_t; a
+ * bound that is not an integer rounds inward), and the annotations title,
+ * description, default, examples, $schema, $id, $comment.  Any other
+ * keyword is refused with its name and place (a JSON pointer), so a schema
+ * never means less than it says.
  *
  * What the grammar writes: compact JSON with optional whitespace after
  * '{', '[', ':' and ',' and before '}' and ']' (a space, or a newline and
  * up to LLM_SCHEMA_MAX_INDENT spaces); none before the value or after it.
  * Strings are UTF-8 with the escapes \" \\ \/ \b \f \n \r \t (no \u, so
- * never a NUL or a lone surrogate); integers have at most 16 digits,
+ * never a NUL or a lone surrogate); integers have at most 16 digits (but
+ * a range's as many as its bounds have, and any number past an open side),
  * numbers at most 16 digits before the point, 16 after it and 3 in the
  * exponent, so a model cannot run on in a number.  A schema without a type
  * (true, {}) allows any JSON value nested at most LLM_SCHEMA_ANY_DEPTH deep.
