@@ -74,9 +74,19 @@ SCHEMAS = [
         "type": "integer"}, "maxItems": 2}, "maxItems": 2}}, "required": ["items"]},
     {"type": "string", "maxLength": 3, "minLength": 0},
     # an issue's schema: an optional property beside a required one, which a model may write first
-    # (the rating also had "minimum": 1, "maximum": 5, keywords the engine refuses as unsupported)
+    # (without the rating's "minimum" and "maximum", which the engine once refused; the last schema has them)
     {"type": "object", "properties": {"product": {"type": "string", "maxLength": 30},
                                       "rating": {"type": "integer"}},
+     "required": ["product"]},
+    # integer ranges: negative, one-sided, wide, exclusive and fractional bounds
+    {"type": "array", "items": {"type": "integer", "minimum": -50, "exclusiveMaximum": -3}, "maxItems": 4},
+    {"type": "object", "properties": {"count": {"type": "integer", "minimum": 0},
+                                      "delta": {"type": "integer", "maximum": 10.5},
+                                      "big": {"type": "integer", "minimum": -1000000, "maximum": 1000000000}},
+     "required": ["count", "big"]},
+    # the schema whole, run on SmolLM2 with a review to extract from
+    {"type": "object", "properties": {"product": {"type": "string"},
+                                      "rating": {"type": "integer", "minimum": 1, "maximum": 5}},
      "required": ["product"]},
 ]
 

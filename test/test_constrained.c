@@ -38,6 +38,10 @@ static const char *const schemas[] = {
 	"{\"type\":\"object\",\"properties\":{\"product\":{\"type\":\"string\",\"maxLength\":30},\"rating\":{\"type\":\"integer\"},"
 	"\"tags\":{\"properties\":{\"a\":{\"type\":\"boolean\"},\"ab\":{\"type\":\"null\"}},\"required\":[\"ab\"]}},"
 	"\"required\":[\"product\"]}",
+	/* integer ranges: small, negative, wide and one-sided */
+	"{\"type\":\"object\",\"properties\":{\"rating\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5},"
+	"\"t\":{\"type\":\"integer\",\"minimum\":-40,\"exclusiveMaximum\":-7},\"n\":{\"type\":\"integer\","
+	"\"minimum\":-1000000,\"maximum\":1000000000},\"k\":{\"type\":\"integer\",\"minimum\":3}},\"required\":[\"rating\"]}",
 	NULL
 };
 
