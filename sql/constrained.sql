@@ -60,7 +60,8 @@ SELECT * FROM llm_rank('q', ARRAY['a', NULL]);
 
 -- Bad schemas and choices: each a clear error naming what is wrong, before anything is queued.
 SELECT llm_generate('x', json_schema => '{"type":"string","pattern":"^a"}');
-SELECT llm_generate('x', json_schema => '{"type":"object","properties":{"n":{"type":"integer","minimum":0}}}');
+SELECT llm_generate('x', json_schema => '{"type":"object","properties":{"n":{"type":"integer","multipleOf":2}}}');
+SELECT llm_generate('x', json_schema => '{"type":"object","properties":{"n":{"type":"integer","maximum":1e30}}}');
 SELECT llm_generate('x', json_schema => '{"type":"array","items":{"format":"date"}}');
 SELECT llm_generate('x', json_schema => '{"type":"object","additionalProperties":true}');
 SELECT llm_generate('x', json_schema => '{"type":"object","properties":{},"required":["a"]}');
