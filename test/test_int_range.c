@@ -315,13 +315,35 @@ compile_range(const LlmIntRange *r, char *schema, size_t size)
 	return g;
 }
 
+/*
+ * The range a schema with one bound means: its open side ends where a plain
+ * integer's 16 digits do, or at int64's end when the bound lies past them.
+ */
+static LlmIntRange
+schema_range(const LlmIntRange *given)
+{
+	const int64_t open_end = INT64_C(9999999999999999);
+	LlmIntRange r = *given;
+
+	if (!r.has_lo && !r.has_hi)
+		return r;				/* built directly, not through a schema */
+	if (!r.has_hi)
+		r.hi = r.lo > open_end ? INT64_MAX : open_end;
+	if (!r.has_lo)
+		r.lo = r.hi < -open_end ? INT64_MIN : -open_end;
+	r.has_lo = r.has_hi = true;
+	return r;
+}
+
 /* Check range r against the reference at every point of interest and at random. */
 static void
-check_range(const LlmIntRange *r)
+check_range(const LlmIntRange *given)
 {
 	char		schema[256];
-	LlmGrammar *g = compile_range(r, schema, sizeof(schema));
-	int64_t		points[8];
+	LlmGrammar *g = compile_range(given, schema, sizeof(schema));
+	LlmIntRange closed = schema_range(given);
+	const LlmIntRange *r = &closed;
+	int64_t		points[10];
 	int			n_points = 0;
 
 	if (g == NULL)

@@ -541,6 +541,9 @@ range_keyword(SchemaCompiler *sc, const LlmJson *s, const char *name, bool up, b
 	return true;
 }
 
+/* The largest magnitude of a plain integer (integer_rule's 16 digits). */
+#define LLM_SCHEMA_OPEN_INT INT64_C(9999999999999999)
+
 /* An integer within s's minimum, maximum, exclusiveMinimum and exclusiveMaximum, if any. */
 static int
 bounded_integer_rule(SchemaCompiler *sc, const LlmJson *s)
@@ -562,6 +565,12 @@ bounded_integer_rule(SchemaCompiler *sc, const LlmJson *s)
 		snprintf(what, sizeof(what), "\"%s\" and \"%s\"", lo_kw, hi_kw);
 		return schema_fail(sc, LLM_ERR_INVALID, "no integer satisfies both %s", what);
 	}
+	/* an open side ends where a plain integer does (16 digits), or at int64's end past that */
+	if (!range.has_hi)
+		range.hi = range.lo > LLM_SCHEMA_OPEN_INT ? INT64_MAX : LLM_SCHEMA_OPEN_INT;
+	if (!range.has_lo)
+		range.lo = range.hi < -LLM_SCHEMA_OPEN_INT ? INT64_MIN : -LLM_SCHEMA_OPEN_INT;
+	range.has_lo = range.has_hi = true;
 	return llm_int_range_rule(sc->b, &range);
 }
 
