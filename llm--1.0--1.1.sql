@@ -78,3 +78,69 @@ COMMENT ON VIEW llm_progress IS
 'one row per backend with work in the llm worker: its query, rows answered of the total (NULL when unknown; total_is_estimate while it is a plan''s estimate), tokens in and out (running requests'' included), completion tokens per second, elapsed time and the time left at the rate of rows answered';
 
 GRANT SELECT ON llm_progress TO PUBLIC;
+
+-- The label functions are calibrated by default (contextual calibration,
+-- Zhao et al. 2021): each also scores its labels for content-free inputs
+-- ("N/A", "", "[MASK]"), once per instruction and labels in a statement,
+-- and divides that prior out of the labels' probabilities, each label
+-- scored by its mean log-probability per token.  calibrate => false gives
+-- the raw probabilities, as 1.0 did.
+DROP FUNCTION llm_classify(text, text[], text);
+
+CREATE FUNCTION llm_classify(input text, labels text[], instruction text DEFAULT NULL,
+                             calibrate boolean DEFAULT true)
+RETURNS text
+AS 'MODULE_PATHNAME', 'llm_classify'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION llm_classify(text, text[], text, boolean) IS
+'the label the model finds likeliest as its whole answer about input (one scoring pass per label over a shared prompt; no sampling); calibrated against content-free inputs unless calibrate is false';
+
+DROP FUNCTION llm_classify_scores(text, text[], text);
+
+CREATE FUNCTION llm_classify_scores(input text, labels text[], instruction text DEFAULT NULL,
+                                    calibrate boolean DEFAULT true)
+RETURNS TABLE(label text, probability float8)
+AS 'MODULE_PATHNAME', 'llm_classify_scores'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000 ROWS 4;
+
+COMMENT ON FUNCTION llm_classify_scores(text, text[], text, boolean) IS
+'each label with its probability as the model''s answer about input, in label order (the probabilities sum to 1); calibrated against content-free inputs unless calibrate is false';
+
+DROP FUNCTION llm_filter(text, text, float8);
+
+CREATE FUNCTION llm_filter(input text, question text, threshold float8 DEFAULT 0.5,
+                           calibrate boolean DEFAULT true)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'llm_filter'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION llm_filter(text, text, float8, boolean) IS
+'whether the model answers Yes to question about input with at least threshold probability against No; calibrated against content-free inputs unless calibrate is false';
+
+DROP FUNCTION llm_probability(text, text);
+
+CREATE FUNCTION llm_probability(input text, question text, calibrate boolean DEFAULT true)
+RETURNS float8
+AS 'MODULE_PATHNAME', 'llm_probability'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION llm_probability(text, text, boolean) IS
+'the probability that the model answers Yes (against No) to question about input; calibrated against content-free inputs unless calibrate is false';
+
+DROP FUNCTION llm_rank(text, text[], text);
+
+CREATE FUNCTION llm_rank(query text, candidates text[], instruction text DEFAULT NULL,
+                         calibrate boolean DEFAULT true)
+RETURNS TABLE(rank int, candidate text, score float8)
+AS 'MODULE_PATHNAME', 'llm_rank'
+LANGUAGE C VOLATILE PARALLEL SAFE COST 10000 ROWS 10;
+
+COMMENT ON FUNCTION llm_rank(text, text[], text, boolean) IS
+'the candidates, best first, scored by the probability that the model answers Yes (against No) to whether each is relevant to query; all candidates are scored in one batch; calibrated against content-free inputs about the query unless calibrate is false';
+
+COMMENT ON FUNCTION llm_classify_scores_from(text[], float8[]) IS
+'llm_classify_scores'' rows from its labels'' log-scores (one per label; their softmax is the probabilities), for the LLM Batch node';
+
+COMMENT ON FUNCTION llm_rank_from(text[], float8[]) IS
+'llm_rank''s rows from its log-scores (Yes, then No, per candidate), for the LLM Batch node';

@@ -9,7 +9,9 @@
  * jobs are what the function itself queues when it runs row by row
  * (functions.c for llm_generate, semantic.c for the scoring functions), so
  * a row gets the same checks, errors and answer either way.  A call with no
- * jobs has a NULL result and makes no request.
+ * jobs has a NULL result and makes no request.  (A definition of an older
+ * version of the extension, with fewer arguments, is not batched; it runs
+ * row by row until ALTER EXTENSION llm UPDATE.)
  */
 #include "postgres.h"
 
@@ -35,11 +37,11 @@ typedef struct LlmBatchFuncInfo
 static const LlmBatchFuncInfo LlmBatchFuncs[] = {
 	[LLM_BATCH_GENERATE] = {llm_generate, LLM_GENERATE_NARGS},
 	[LLM_BATCH_SCORE] = {llm_score, 4},
-	[LLM_BATCH_CLASSIFY] = {llm_classify, 3},
-	[LLM_BATCH_FILTER] = {llm_filter, 3},
-	[LLM_BATCH_PROBABILITY] = {llm_probability, 2},
-	[LLM_BATCH_CLASSIFY_SCORES] = {llm_classify_scores, 3},
-	[LLM_BATCH_RANK] = {llm_rank, 3},
+	[LLM_BATCH_CLASSIFY] = {llm_classify, 4},
+	[LLM_BATCH_FILTER] = {llm_filter, 4},
+	[LLM_BATCH_PROBABILITY] = {llm_probability, 3},
+	[LLM_BATCH_CLASSIFY_SCORES] = {llm_classify_scores, 4},
+	[LLM_BATCH_RANK] = {llm_rank, 4},
 };
 
 /* The function that makes a set-returning one's rows from its result in the node: its name and entry point. */

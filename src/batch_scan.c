@@ -30,7 +30,9 @@
  * row's failed request into NULL.  A job that asks exactly what an earlier
  * job in the ring asks (the same prompt, continuation, parameters, stop
  * strings and grammar, and seed unless greedy) makes no request: it takes
- * that job's answer (EXPLAIN ANALYZE counts them).
+ * that job's answer (EXPLAIN ANALYZE counts them).  Nor does a shared job
+ * (a content-free calibration job, calibrate.c) whose answer the statement
+ * has kept: so a whole table asks each distinct one once.
  *
  * Giving up.  At the end of the scan (a LIMIT above stops reading early),
  * at a rescan, and when the query's memory goes away on an error, a cancel
@@ -572,6 +574,7 @@ batch_copy_answer(BatchState *bs, const LlmJob *from, BatchRow *row, int j)
 	job->failed = from->failed;
 	job->finish_reason = from->finish_reason;
 	job->logprob = from->logprob;
+	job->n_scored = from->n_scored;
 	job->completion = from->completion ? MemoryContextStrdup(row->cxt, from->completion) : NULL;
 	batch_answered(bs, row, j);
 }
@@ -652,6 +655,13 @@ batch_fill(BatchState *bs)
 			int			j = row->n_submitted;
 			LlmJob	   *job = &row->jobs[j];
 
+			if (job->shared && LlmKeptAnswer(job))
+			{
+				bs->n_deduplicated++;
+				row->n_submitted++;
+				batch_answered(bs, row, j);
+				continue;
+			}
 			if (batch_dedup(bs, i, j))
 			{
 				row->n_submitted++;
@@ -682,6 +692,8 @@ batch_take_answer(BatchState *bs, BatchRow *row, int j)
 	bs->cached_tokens += job->cached_tokens;
 	bs->run_us += job->run_us;
 	bs->n_failed += job->failed;
+	if (job->shared)
+		LlmKeepAnswer(job);
 	batch_answered(bs, row, j);
 	for (BatchRef d = row->next_dup[j]; d.row != NULL; d = d.row->next_dup[d.job])
 		batch_copy_answer(bs, job, d.row, d.job);

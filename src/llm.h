@@ -285,6 +285,7 @@ typedef struct LlmJob
 	int			n_stop;
 	const char *grammar;		/* params.grammar: the JSON Schema's UTF-8 text, or the choices NUL-terminated */
 	bool		error_as_null;	/* on_error => 'null': a failed request gives a NULL completion */
+	bool		shared;			/* params.score: a content-free calibration job, whose answer the statement keeps */
 
 	/* queue bookkeeping */
 	int			slot;			/* -1 when not in a slot */
@@ -297,6 +298,7 @@ typedef struct LlmJob
 	int32		completion_tokens;
 	int32		cached_tokens;
 	double		logprob;		/* params.score: natural log of the continuation's probability */
+	int32		n_scored;		/* params.score: the continuation's tokens (copied with the answer) */
 	int64		run_us;
 	LlmFinishReason finish_reason;
 } LlmJob;
@@ -356,6 +358,15 @@ extern PGDLLEXPORT Datum llm_rank_from(PG_FUNCTION_ARGS);
 /* semantic.c: the scoring functions' jobs and results (f is not LLM_BATCH_GENERATE) */
 extern LlmJob *LlmSemanticJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs);
 extern Datum LlmSemanticResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs, int n_jobs);
+
+/* calibrate.c: contextual calibration of label scores, content-free answers kept per statement */
+#define LLM_CONTENT_FREE_INPUTS 3
+extern const char *const LlmContentFreeInputs[LLM_CONTENT_FREE_INPUTS];
+extern bool LlmKeptAnswer(LlmJob *job);
+extern void LlmKeepAnswer(const LlmJob *job);
+extern void LlmQueueRunKept(LlmJob *jobs, int n_jobs);
+extern void LlmSoftmax(const double *logprobs, int n, double *probs);
+extern void LlmLabelScores(const LlmJob *jobs, const LlmJob *cf_jobs, int n, double *scores);
 
 /* batch_plan.c and batch_scan.c: the "LLM Batch" plan node */
 extern void LlmBatchPlanInit(void);

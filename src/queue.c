@@ -364,6 +364,7 @@ LlmQueueWait(LlmJob *job)
 		job->completion_tokens = slot->completion_tokens;
 		job->cached_tokens = slot->cached_tokens;
 		job->logprob = slot->logprob;
+		job->n_scored = job->params.score ? slot->completion_tokens : 0;
 		job->run_us = slot->run_us;
 		job->finish_reason = slot->finish_reason;
 	}

@@ -14,11 +14,16 @@
  * computes it once; they are queued together, and the worker batches them.
  * Probabilities over labels are the softmax of those sums.  NULL inputs
  * give NULL without a request.  Every answer depends only on (model,
- * input, labels, instruction), as for llm_generate.
+ * input, labels, instruction, calibrate), as for llm_generate.
+ *
+ * Calibrated (calibrate => true, the default): each call also scores its
+ * labels for a few content-free inputs, whose answers the statement keeps,
+ * and divides that prior out (calibrate.c); calibrate => false gives the
+ * raw probabilities.  The calibrated jobs follow the call's own.
  *
  * The set-returning ones (llm_classify_scores(), llm_rank()) are batched
  * over a table too: the LLM Batch node runs their jobs and hands their
- * log-probabilities, as a float8[], to llm_classify_scores_from() or
+ * log-scores, as a float8[], to llm_classify_scores_from() or
  * llm_rank_from(), which the planner calls in their place (batch_plan.c)
  * and which make the same rows from them.
  */
@@ -161,30 +166,46 @@ LlmLabelJobs(const char *instruction, const char *input, Size input_len,
 	}
 }
 
-/* The softmax of n log-probabilities, in order, into probs. */
+/*
+ * The jobs of a call that calibrates, after its own: the n labels' jobs
+ * for each content-free input in turn, asked as the call asks about its
+ * input (shared: the statement keeps their answers).
+ */
 static void
-LlmSoftmax(const double *logprobs, int n, double *probs)
+LlmContentFreeJobs(const char *instruction, const char *const *labels, const Size *lens, int n, bool chat,
+				   LlmJob *jobs)
 {
-	double		best = -INFINITY;
-	double		sum = 0;
+	for (int k = 0; k < LLM_CONTENT_FREE_INPUTS; k++)
+	{
+		const char *input = LlmContentFreeInputs[k];
 
-	for (int i = 0; i < n; i++)
-		best = Max(best, logprobs[i]);
-	for (int i = 0; i < n; i++)
-		sum += probs[i] = exp(logprobs[i] - best);
-	for (int i = 0; i < n; i++)
-		probs[i] /= sum;
+		LlmLabelJobs(instruction, input, strlen(input), labels, lens, n, chat, &jobs[k * n]);
+		for (int i = 0; i < n; i++)
+			jobs[k * n + i].shared = true;
+	}
 }
 
-/* P(Yes) against P(No) from the two answered jobs of a yes-or-no question. */
-static double
-LlmYesProbability(const LlmJob *jobs)
+/* Whether a call of scoring function f with args calibrates (its calibrate argument; NULL: true). */
+static bool
+LlmCalibrates(LlmBatchFunc f, const NullableDatum *args)
 {
-	double		logprobs[2] = {jobs[0].logprob, jobs[1].logprob};
-	double		probs[2];
+	int			a;
 
-	LlmSoftmax(logprobs, 2, probs);
-	return probs[0];
+	switch (f)
+	{
+		case LLM_BATCH_CLASSIFY:
+		case LLM_BATCH_CLASSIFY_SCORES:
+		case LLM_BATCH_FILTER:
+		case LLM_BATCH_RANK:
+			a = 3;
+			break;
+		case LLM_BATCH_PROBABILITY:
+			a = 2;
+			break;
+		default:
+			return false;
+	}
+	return args[a].isnull || DatumGetBool(args[a].value);
 }
 
 #define LLM_CLASSIFY_INSTRUCTION "Classify the text."
@@ -225,26 +246,43 @@ LlmScoreCallJobs(const NullableDatum *args, int *n_jobs)
 	return job;
 }
 
-/* llm_classify(input, labels, instruction): a job per label, or none for a NULL input or labels. */
+/*
+ * The jobs of a question with n labels about input: one per label, then,
+ * when calibrate, those of the content-free inputs.
+ */
 static LlmJob *
-LlmClassifyCallJobs(const NullableDatum *args, int *n_jobs)
+LlmQuestionJobs(const char *instruction, const char *input, Size input_len, const char *const *labels,
+				const Size *lens, int n, bool calibrate, int *n_jobs)
+{
+	bool		chat = LlmModelChats();
+	LlmJob	   *jobs;
+
+	*n_jobs = n * (calibrate ? 1 + LLM_CONTENT_FREE_INPUTS : 1);
+	jobs = palloc(sizeof(LlmJob) * *n_jobs);
+	LlmLabelJobs(instruction, input, input_len, labels, lens, n, chat, jobs);
+	if (calibrate)
+		LlmContentFreeJobs(instruction, labels, lens, n, chat, &jobs[n]);
+	return jobs;
+}
+
+/* llm_classify(input, labels, instruction, calibrate): LlmQuestionJobs, or none for a NULL input or labels. */
+static LlmJob *
+LlmClassifyCallJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs)
 {
 	const char **labels;
 	Size	   *lens;
 	Size		input_len;
 	const char *input;
 	const char *instruction;
-	LlmJob	   *jobs;
+	int			n;
 
 	*n_jobs = 0;
 	if (args[0].isnull || args[1].isnull)
 		return NULL;
-	labels = LlmGetLabels(args[1].value, n_jobs, &lens);
+	labels = LlmGetLabels(args[1].value, &n, &lens);
 	instruction = args[2].isnull ? LLM_CLASSIFY_INSTRUCTION : LlmTextUtf8(args[2].value, NULL);
 	input = LlmTextUtf8(args[0].value, &input_len);
-	jobs = palloc(sizeof(LlmJob) * *n_jobs);
-	LlmLabelJobs(instruction, input, input_len, labels, lens, *n_jobs, LlmModelChats(), jobs);
-	return jobs;
+	return LlmQuestionJobs(instruction, input, input_len, labels, lens, n, LlmCalibrates(f, args), n_jobs);
 }
 
 /* llm_filter's threshold argument (args[2]; NULL: 0.5), checked. */
@@ -260,15 +298,14 @@ LlmFilterThreshold(const NullableDatum *args)
 	return threshold;
 }
 
-/* llm_filter or llm_probability(input, question, ...): the Yes and No jobs, or none for a NULL input or question. */
+/* llm_filter or llm_probability(input, question, ...): the Yes and No jobs (LlmQuestionJobs), or none for a NULL input or question. */
 static LlmJob *
-LlmYesNoCallJobs(const NullableDatum *args, int *n_jobs)
+LlmYesNoCallJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs)
 {
 	Size		input_len;
 	Size		question_len;
 	const char *input;
 	const char *question;
-	LlmJob	   *jobs;
 
 	*n_jobs = 0;
 	if (args[0].isnull || args[1].isnull)
@@ -279,10 +316,7 @@ LlmYesNoCallJobs(const NullableDatum *args, int *n_jobs)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("question must not be empty")));
-	jobs = palloc(sizeof(LlmJob) * 2);
-	LlmLabelJobs(question, input, input_len, LlmYesNo, LlmYesNoLen, 2, LlmModelChats(), jobs);
-	*n_jobs = 2;
-	return jobs;
+	return LlmQuestionJobs(question, input, input_len, LlmYesNo, LlmYesNoLen, 2, LlmCalibrates(f, args), n_jobs);
 }
 
 /* A candidate of llm_rank() with its score, for sorting. */
@@ -307,12 +341,13 @@ LlmRankedCompare(const void *a, const void *b)
 #define LLM_RANK_INSTRUCTION "Is the text relevant to the query?"
 
 /*
- * llm_rank(query, candidates, instruction): the Yes and No jobs of each
- * candidate (2 per candidate, in order), or none for a NULL query or
- * candidates or no candidates.
+ * llm_rank(query, candidates, instruction, calibrate): the Yes and No jobs
+ * of each candidate (2 per candidate, in order), then, when calibrate,
+ * those of the content-free inputs asked about the query; none for a NULL
+ * query or candidates or no candidates.
  */
 static LlmJob *
-LlmRankCallJobs(const NullableDatum *args, int *n_jobs)
+LlmRankCallJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs)
 {
 	Datum	   *elems;
 	int			n;
@@ -320,6 +355,7 @@ LlmRankCallJobs(const NullableDatum *args, int *n_jobs)
 	StringInfoData q;
 	LlmJob	   *jobs;
 	bool		chat;
+	bool		calibrate = LlmCalibrates(f, args);
 
 	*n_jobs = 0;
 	if (args[0].isnull || args[1].isnull)
@@ -331,7 +367,8 @@ LlmRankCallJobs(const NullableDatum *args, int *n_jobs)
 	initStringInfo(&q);
 	appendStringInfo(&q, "%s\n\nQuery: %s", instruction, LlmTextUtf8(args[0].value, NULL));
 	chat = LlmModelChats();
-	jobs = palloc(sizeof(LlmJob) * 2 * n);
+	*n_jobs = 2 * n + (calibrate ? 2 * LLM_CONTENT_FREE_INPUTS : 0);
+	jobs = palloc(sizeof(LlmJob) * *n_jobs);
 	for (int i = 0; i < n; i++)
 	{
 		Size		len;
@@ -339,18 +376,19 @@ LlmRankCallJobs(const NullableDatum *args, int *n_jobs)
 
 		LlmLabelJobs(q.data, cand, len, LlmYesNo, LlmYesNoLen, 2, chat, &jobs[2 * i]);
 	}
-	*n_jobs = 2 * n;
+	if (calibrate)
+		LlmContentFreeJobs(q.data, LlmYesNo, LlmYesNoLen, 2, chat, &jobs[2 * n]);
 	return jobs;
 }
 
-/* The log-probabilities of n answered jobs as a float8[]. */
+/* n log-scores as a float8[]. */
 static Datum
-LlmLogprobArray(const LlmJob *jobs, int n)
+LlmScoreArray(const double *scores, int n)
 {
 	Datum	   *elems = palloc(sizeof(Datum) * n);
 
 	for (int i = 0; i < n; i++)
-		elems[i] = Float8GetDatum(jobs[i].logprob);
+		elems[i] = Float8GetDatum(scores[i]);
 	return PointerGetDatum(construct_array(elems, n, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
@@ -363,32 +401,58 @@ LlmSemanticJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs)
 		case LLM_BATCH_SCORE:
 			return LlmScoreCallJobs(args, n_jobs);
 		case LLM_BATCH_CLASSIFY:
-			return LlmClassifyCallJobs(args, n_jobs);
+		case LLM_BATCH_CLASSIFY_SCORES:
+			return LlmClassifyCallJobs(f, args, n_jobs);
 		case LLM_BATCH_FILTER:
 			LlmFilterThreshold(args);	/* checked even for a NULL input, as row by row */
-			return LlmYesNoCallJobs(args, n_jobs);
+			return LlmYesNoCallJobs(f, args, n_jobs);
 		case LLM_BATCH_PROBABILITY:
-			return LlmYesNoCallJobs(args, n_jobs);
-		case LLM_BATCH_CLASSIFY_SCORES:
-			return LlmClassifyCallJobs(args, n_jobs);
+			return LlmYesNoCallJobs(f, args, n_jobs);
 		case LLM_BATCH_RANK:
-			return LlmRankCallJobs(args, n_jobs);
+			return LlmRankCallJobs(f, args, n_jobs);
 		default:
 			elog(ERROR, "not a scoring function: %d", (int) f);
 	}
 	return NULL;				/* keep the compiler quiet */
 }
 
-/* The likeliest of n run label jobs (the first of equals). */
+/* The likeliest of n labels by their log-scores (the first of equals). */
 static int
-LlmBestLabel(const LlmJob *jobs, int n)
+LlmBestLabel(const double *scores, int n)
 {
 	int			best = 0;
 
 	for (int i = 1; i < n; i++)
-		if (jobs[i].logprob > jobs[best].logprob)
+		if (scores[i] > scores[best])
 			best = i;
 	return best;
+}
+
+/*
+ * The log-scores of a call of a label function f (not llm_score) from its
+ * n_jobs answered jobs, whose softmax over a question's labels is their
+ * probability (LlmLabelScores); for llm_rank, Yes then No for each
+ * candidate.  *n: how many.
+ */
+static double *
+LlmCallScores(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs, int n_jobs, int *n)
+{
+	bool		calibrate = LlmCalibrates(f, args);
+	int			n_cf = calibrate ? LLM_CONTENT_FREE_INPUTS : 0;
+	double	   *scores;
+
+	if (f == LLM_BATCH_RANK)
+	{
+		*n = n_jobs - 2 * n_cf;
+		scores = palloc(sizeof(double) * *n);
+		for (int i = 0; i < *n; i += 2)
+			LlmLabelScores(&jobs[i], calibrate ? &jobs[*n] : NULL, 2, &scores[i]);
+		return scores;
+	}
+	*n = n_jobs / (1 + n_cf);
+	scores = palloc(sizeof(double) * *n);
+	LlmLabelScores(jobs, calibrate ? &jobs[*n] : NULL, *n, scores);
+	return scores;
 }
 
 /* The result of a call of scoring function f with args from its n_jobs (> 0) answered jobs. */
@@ -398,29 +462,52 @@ LlmSemanticResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs,
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
+	double	   *scores;
+	double		p_yes[2];
 
+	if (f == LLM_BATCH_SCORE)
+		return Float8GetDatum(jobs[0].logprob);
+	scores = LlmCallScores(f, args, jobs, n_jobs, &n);
 	switch (f)
 	{
-		case LLM_BATCH_SCORE:
-			return Float8GetDatum(jobs[0].logprob);
 		case LLM_BATCH_CLASSIFY:
 			/* the label as given, in the server encoding */
 			deconstruct_array(DatumGetArrayTypeP(args[1].value), TEXTOID, -1, false, TYPALIGN_INT,
 							  &elems, &nulls, &n);
-			Assert(n == n_jobs);
-			return elems[LlmBestLabel(jobs, n_jobs)];
+			return elems[LlmBestLabel(scores, n)];
 		case LLM_BATCH_FILTER:
-			return BoolGetDatum(LlmYesProbability(jobs) >= LlmFilterThreshold(args));
+			LlmSoftmax(scores, 2, p_yes);
+			return BoolGetDatum(p_yes[0] >= LlmFilterThreshold(args));
 		case LLM_BATCH_PROBABILITY:
-			return Float8GetDatum(LlmYesProbability(jobs));
+			LlmSoftmax(scores, 2, p_yes);
+			return Float8GetDatum(p_yes[0]);
 		case LLM_BATCH_CLASSIFY_SCORES:
 		case LLM_BATCH_RANK:
 			/* what llm_classify_scores_from() or llm_rank_from() makes the rows from */
-			return LlmLogprobArray(jobs, n_jobs);
+			return LlmScoreArray(scores, n);
 		default:
 			elog(ERROR, "not a scoring function: %d", (int) f);
 	}
 	return (Datum) 0;			/* keep the compiler quiet */
+}
+
+/*
+ * The arguments of a row-by-row call of scoring function f: fcinfo's, and
+ * NULL for those a definition of an older version of the extension lacks
+ * (calibrate, until ALTER EXTENSION llm UPDATE).
+ */
+static NullableDatum *
+LlmSemanticArgs(FunctionCallInfo fcinfo, LlmBatchFunc f)
+{
+	int			nargs = LlmBatchFuncNargs(f);
+	NullableDatum *args = palloc(sizeof(NullableDatum) * nargs);
+
+	for (int a = 0; a < nargs; a++)
+	{
+		args[a].isnull = a >= PG_NARGS() || fcinfo->args[a].isnull;
+		args[a].value = args[a].isnull ? (Datum) 0 : fcinfo->args[a].value;
+	}
+	return args;
 }
 
 /* Run a scoring function row by row: its jobs, through the queue, to its result. */
@@ -428,12 +515,13 @@ static Datum
 LlmSemanticCall(FunctionCallInfo fcinfo, LlmBatchFunc f)
 {
 	int			n_jobs;
-	LlmJob	   *jobs = LlmSemanticJobs(f, fcinfo->args, &n_jobs);
+	NullableDatum *args = LlmSemanticArgs(fcinfo, f);
+	LlmJob	   *jobs = LlmSemanticJobs(f, args, &n_jobs);
 
 	if (n_jobs == 0)
 		PG_RETURN_NULL();
-	LlmQueueRun(jobs, n_jobs);
-	return LlmSemanticResult(f, fcinfo->args, jobs, n_jobs);
+	LlmQueueRunKept(jobs, n_jobs);
+	return LlmSemanticResult(f, args, jobs, n_jobs);
 }
 
 /*
@@ -447,7 +535,7 @@ llm_score(PG_FUNCTION_ARGS)
 }
 
 /*
- * llm_classify(input, labels, instruction)
+ * llm_classify(input, labels, instruction, calibrate)
  *		The label the model finds likeliest as its answer (the first of equals).
  */
 Datum
@@ -457,7 +545,7 @@ llm_classify(PG_FUNCTION_ARGS)
 }
 
 /*
- * llm_filter(input, question, threshold)
+ * llm_filter(input, question, threshold, calibrate)
  *		Whether the model answers Yes to question about input with at least
  *		threshold probability (against No).
  */
@@ -468,7 +556,7 @@ llm_filter(PG_FUNCTION_ARGS)
 }
 
 /*
- * llm_probability(input, question)
+ * llm_probability(input, question, calibrate)
  *		The probability that the model answers Yes (against No) to question about input.
  */
 Datum
@@ -477,7 +565,7 @@ llm_probability(PG_FUNCTION_ARGS)
 	return LlmSemanticCall(fcinfo, LLM_BATCH_PROBABILITY);
 }
 
-/* The float8[] argument of log-probabilities (no NULLs), which must have n elements. */
+/* The float8[] argument of log-scores (no NULLs), which must have n elements. */
 static const float8 *
 LlmGetLogprobs(Datum arr, int n)
 {
@@ -490,7 +578,7 @@ LlmGetLogprobs(Datum arr, int n)
 	return (float8 *) ARR_DATA_PTR(a);
 }
 
-/* llm_classify_scores' rows from its labels (a text[]) and their log-probabilities: (label, probability) in label order. */
+/* llm_classify_scores' rows from its labels (a text[]) and their log-scores: (label, probability) in label order. */
 static void
 LlmClassifyScoresRows(FunctionCallInfo fcinfo, Datum labels, Datum logprobs)
 {
@@ -509,7 +597,7 @@ LlmClassifyScoresRows(FunctionCallInfo fcinfo, Datum labels, Datum logprobs)
 	}
 }
 
-/* llm_rank's rows from its candidates (a text[]) and their Yes and No log-probabilities: (rank, candidate, score), best first. */
+/* llm_rank's rows from its candidates (a text[]) and their Yes and No log-scores: (rank, candidate, score), best first. */
 static void
 LlmRankRows(FunctionCallInfo fcinfo, Datum candidates, Datum logprobs)
 {
@@ -539,29 +627,32 @@ LlmRankRows(FunctionCallInfo fcinfo, Datum candidates, Datum logprobs)
 
 /*
  * Run a set-returning scoring function f row by row: its jobs, through the
- * queue, to its rows, made from its log-probabilities as the LLM Batch node
- * has the _from function make them.
+ * queue, to its rows, made from its log-scores as the LLM Batch node has
+ * the _from function make them.
  */
 static Datum
 LlmSemanticSetCall(FunctionCallInfo fcinfo, LlmBatchFunc f)
 {
 	int			n_jobs;
+	NullableDatum *args = LlmSemanticArgs(fcinfo, f);
 	LlmJob	   *jobs;
+	Datum		scores;
 
 	InitMaterializedSRF(fcinfo, 0);
-	jobs = LlmSemanticJobs(f, fcinfo->args, &n_jobs);
+	jobs = LlmSemanticJobs(f, args, &n_jobs);
 	if (n_jobs == 0)
 		PG_RETURN_NULL();
-	LlmQueueRun(jobs, n_jobs);
+	LlmQueueRunKept(jobs, n_jobs);
+	scores = LlmSemanticResult(f, args, jobs, n_jobs);
 	if (f == LLM_BATCH_CLASSIFY_SCORES)
-		LlmClassifyScoresRows(fcinfo, PG_GETARG_DATUM(1), LlmLogprobArray(jobs, n_jobs));
+		LlmClassifyScoresRows(fcinfo, PG_GETARG_DATUM(1), scores);
 	else
-		LlmRankRows(fcinfo, PG_GETARG_DATUM(1), LlmLogprobArray(jobs, n_jobs));
+		LlmRankRows(fcinfo, PG_GETARG_DATUM(1), scores);
 	PG_RETURN_NULL();
 }
 
 /*
- * llm_classify_scores(input, labels, instruction)
+ * llm_classify_scores(input, labels, instruction, calibrate)
  *		One row per label, in order: (label, probability).
  */
 Datum
@@ -571,7 +662,7 @@ llm_classify_scores(PG_FUNCTION_ARGS)
 }
 
 /*
- * llm_rank(query, candidates, instruction)
+ * llm_rank(query, candidates, instruction, calibrate)
  *		One row per candidate, best first: (rank, candidate, score), the
  *		score being the probability that the model answers Yes (against No)
  *		to whether the candidate is relevant to the query.  Every
@@ -586,8 +677,9 @@ llm_rank(PG_FUNCTION_ARGS)
 
 /*
  * llm_classify_scores_from(labels, logprobs)
- *		llm_classify_scores' rows from the log-probabilities of its label
- *		jobs, which the LLM Batch node ran (no rows for NULL logprobs: a
+ *		llm_classify_scores' rows from its labels' log-scores (the raw
+ *		log-probabilities of its label jobs, or the calibrated ones), made
+ *		from the jobs the LLM Batch node ran (no rows for NULL logprobs: a
  *		NULL input).
  */
 Datum
@@ -601,8 +693,8 @@ llm_classify_scores_from(PG_FUNCTION_ARGS)
 
 /*
  * llm_rank_from(candidates, logprobs)
- *		llm_rank's rows from the log-probabilities of its Yes and No jobs,
- *		which the LLM Batch node ran (no rows for NULL logprobs).
+ *		llm_rank's rows from the log-scores of its Yes and No answers, made
+ *		from the jobs the LLM Batch node ran (no rows for NULL logprobs).
  */
 Datum
 llm_rank_from(PG_FUNCTION_ARGS)
