@@ -7,17 +7,35 @@ SELECT llm_score('Once upon a time', ' there') = llm_score('Once upon a time', '
 SELECT llm_score('Once upon a time', ' there') < 0 AS negative;
 
 -- Labels: the likeliest as the answer; their probabilities sum to 1, in label order.
+-- Uncalibrated (calibrate => false): the raw probabilities, the numbers of 1.0 to the last digit shown.
+SELECT llm_classify('Lily was very happy and she smiled.', ARRAY['happy', 'sad'], calibrate => false);
+SELECT label, round(probability::numeric, 4) AS probability
+FROM llm_classify_scores('Lily was very happy and she smiled.', ARRAY['happy', 'sad', 'angry'], 'How does Lily feel?', false);
+SELECT round(sum(probability)::numeric, 10) AS total
+FROM llm_classify_scores('Tom lost his toy.', ARRAY['happy', 'sad', 'angry', 'scared'], calibrate => false);
+-- Calibrated (the default): the prior of the content-free inputs divided
+-- out; other probabilities, still summing to 1, the likeliest still the answer.
 SELECT llm_classify('Lily was very happy and she smiled.', ARRAY['happy', 'sad']);
 SELECT label, round(probability::numeric, 4) AS probability
 FROM llm_classify_scores('Lily was very happy and she smiled.', ARRAY['happy', 'sad', 'angry'], 'How does Lily feel?');
 SELECT round(sum(probability)::numeric, 10) AS total
 FROM llm_classify_scores('Tom lost his toy.', ARRAY['happy', 'sad', 'angry', 'scared']);
+SELECT (SELECT label FROM llm_classify_scores('Tom lost his toy.', ARRAY['happy', 'sad', 'angry', 'scared'])
+        ORDER BY probability DESC LIMIT 1) = llm_classify('Tom lost his toy.', ARRAY['happy', 'sad', 'angry', 'scared'])
+       AS classify_is_likeliest;
+SELECT calibrate IS NULL AS as_default, label, round(probability::numeric, 4) AS probability
+FROM (VALUES (NULL::boolean), (true)) c(calibrate),
+     llm_classify_scores('Lily was very happy and she smiled.', ARRAY['happy', 'sad', 'angry'], 'How does Lily feel?', c.calibrate)
+ORDER BY 1, 2;
 
 -- Yes or no.
 SELECT llm_filter('The dog ran to the park.', 'Is there a dog?') IS NOT NULL AS answered;
-SELECT round(llm_probability('The dog ran to the park.', 'Is there a dog?')::numeric, 4) AS p_yes;
+SELECT round(llm_probability('The dog ran to the park.', 'Is there a dog?', calibrate => false)::numeric, 4) AS p_yes_raw,
+       round(llm_probability('The dog ran to the park.', 'Is there a dog?')::numeric, 4) AS p_yes;
 SELECT llm_filter('The dog ran to the park.', 'Is there a dog?', 0) AS at_zero,
        llm_filter('The dog ran to the park.', 'Is there a dog?', 1) AS at_one;
+SELECT llm_filter('The dog ran to the park.', 'Is there a dog?', 0.5, false) AS raw_at_half,
+       llm_filter('The dog ran to the park.', 'Is there a dog?', 0.5) AS at_half;
 
 -- Over a table: one answer per row, NULL for a NULL input.
 CREATE TABLE stories (id int PRIMARY KEY, body text);
@@ -60,8 +78,28 @@ BEGIN
   requests := jsonb_path_query_first(plan, 'lax $.**."Requests"');
   deduplicated := jsonb_path_query_first(plan, 'lax $.**."Deduplicated Calls"');
 END $$;
--- 4 inputs, 3 distinct: Yes and No for each
+-- 4 inputs, 3 distinct: Yes and No for each; calibrated, Yes and No for
+-- each of the 3 content-free inputs too, asked once for the table
+SELECT * FROM batch_requests($$SELECT id FROM notes WHERE llm_filter(body, 'Is there a dog?', calibrate => false)$$);
 SELECT * FROM batch_requests($$SELECT id FROM notes WHERE llm_filter(body, 'Is there a dog?')$$);
+-- 40 distinct texts, 2 labels: 80 requests, and 6 for the content-free
+-- inputs, whichever window the rows fall in (the other rows' 6 each are
+-- taken from the kept answers); row by row the same 86
+CREATE TABLE many AS SELECT i AS id, 'Tom had ' || i || ' red balls.' AS body FROM generate_series(1, 40) i;
+SET llm.batch_rows = 4;
+SELECT * FROM batch_requests($$SELECT id, llm_classify(body, ARRAY['happy', 'sad']) FROM many$$);
+SELECT * FROM batch_requests($$SELECT id, llm_classify(body, ARRAY['happy', 'sad'], calibrate => false) FROM many$$);
+CREATE TEMP TABLE many_batched AS SELECT id, llm_classify(body, ARRAY['happy', 'sad']) AS label,
+    llm_probability(body, 'Is it about balls?') AS p FROM many;
+SET llm.batch_rows = 1;
+SELECT completed_requests AS before FROM llm_stats \gset
+CREATE TEMP TABLE many_alone AS SELECT id, llm_classify(body, ARRAY['happy', 'sad']) AS label FROM many;
+SELECT completed_requests - :before AS row_by_row_requests FROM llm_stats;
+CREATE TEMP TABLE many_alone_p AS SELECT id, llm_probability(body, 'Is it about balls?') AS p FROM many;
+RESET llm.batch_rows;
+SELECT count(*) AS rows, count(*) FILTER (WHERE b.label = a.label AND b.p = p.p) AS as_alone
+FROM many_batched b JOIN many_alone a USING (id) JOIN many_alone_p p USING (id);
+DROP TABLE many;
 -- a bad row's arguments fail the query with the error row by row gives
 SELECT id, llm_classify(body, CASE WHEN id = 4 THEN ARRAY['happy', 'happy'] ELSE labels END) FROM notes;
 SELECT id FROM notes WHERE llm_filter(body, 'Is there a dog?', CASE WHEN id = 2 THEN 1.5 ELSE 0.5 END);
@@ -86,7 +124,10 @@ SELECT (SELECT count(*) FROM ranked_batched) AS ranked_rows, (SELECT count(*) FR
        AND NOT EXISTS (SELECT * FROM ranked_alone EXCEPT ALL SELECT * FROM ranked_batched) AS ranked_as_alone,
        NOT EXISTS (SELECT * FROM listed_batched EXCEPT ALL SELECT * FROM listed_alone)
        AND NOT EXISTS (SELECT * FROM listed_alone EXCEPT ALL SELECT * FROM listed_batched) AS listed_as_alone;
--- a job per label of notes 1 and 2 (3 and 5 have a NULL), notes 4 asking what 1 asks; Yes and No per candidate of 1, 2, 5
+-- a job per label of notes 1 and 2 (3 and 5 have a NULL), notes 4 asking what 1 asks (calibrated:
+-- and per label of each content-free input, for the label sets of 1 and 2); Yes and No per candidate
+-- of 1, 2, 5 (and for each content-free input about each query)
+SELECT * FROM batch_requests($$SELECT id, llm_classify_scores(body, labels, calibrate => false) FROM notes$$);
 SELECT * FROM batch_requests($$SELECT id, llm_classify_scores(body, labels) FROM notes$$);
 SELECT * FROM batch_requests($$SELECT * FROM notes, LATERAL llm_rank(body, ARRAY['a dog', 'a toy', 'a smile'])$$);
 -- a bad row's arguments: the error row by row gives

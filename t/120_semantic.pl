@@ -3,8 +3,9 @@
 # probabilities are the same alone and from four concurrent sessions, the
 # probabilities are those of llm_score on the rendered answer, a cancelled
 # classification frees the worker for the next query, and a table of rows
-# gets the labels, probabilities and rankings it gets row by row.  tools/pg-test.sh passes the models'
-# folder as LLM_REAL_MODEL_DIR.
+# gets the labels, probabilities and rankings it gets row by row (calibrated,
+# the default, which changes the probabilities and keeps their sum at 1).
+# tools/pg-test.sh passes the models' folder as LLM_REAL_MODEL_DIR.
 use strict;
 use warnings;
 use FindBin;
@@ -54,6 +55,18 @@ for my $i (0 .. $#texts)
 	my $label = $node->safe_psql('postgres',
 		"SELECT llm_classify('$texts[$i]', $labels, 'What is the sentiment of the text?')");
 	ok(defined $p{$label} && $p{$label} == $p{$best}, "text $i: llm_classify gives the likeliest label ($label)");
+}
+
+# calibrated (the default) against raw: other probabilities, still summing to 1
+for my $i (0 .. $#texts)
+{
+	my ($raw, $cal, $sum) = split /\|/, $node->safe_psql('postgres',
+		"SELECT string_agg(r.label || '=' || r.probability, ' ' ORDER BY r.label), "
+		  . "string_agg(c.label || '=' || c.probability, ' ' ORDER BY c.label), round(sum(c.probability)::numeric, 12) "
+		  . "FROM llm_classify_scores('$texts[$i]', $labels, 'What is the sentiment of the text?', false) r "
+		  . "JOIN llm_classify_scores('$texts[$i]', $labels, 'What is the sentiment of the text?') c USING (label)");
+	isnt($cal, $raw, "text $i: calibration changes the probabilities");
+	is($sum, '1.000000000000', "text $i: the calibrated probabilities sum to 1");
 }
 
 # a yes/no question's probability is between 0 and 1, and the filter agrees with it
