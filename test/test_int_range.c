@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "grammar.h"
-#include "int_range.h"
 #include "json_schema.h"
 #include "test.h"
 
@@ -35,6 +34,15 @@ typedef struct Num
 	uint64_t	mag;
 } Num;
 
+/* The bounds a schema gives: lo..hi, a side without its has_ flag not given. */
+typedef struct Bounds
+{
+	bool		has_lo;
+	int64_t		lo;
+	bool		has_hi;
+	int64_t		hi;
+} Bounds;
+
 /* The magnitude of v (2^63 for INT64_MIN). */
 static uint64_t
 magnitude(int64_t v)
@@ -42,25 +50,23 @@ magnitude(int64_t v)
 	return v < 0 ? (uint64_t) (-(v + 1)) + 1 : (uint64_t) v;
 }
 
-/* The magnitudes of range on the side of sign neg, as lo..hi (open: no upper); false when none. */
+/* The magnitudes of closed range r on the side of sign neg, as lo..hi; false when none. */
 static bool
-side(const LlmIntRange *r, bool neg, uint64_t *lo, uint64_t *hi, bool *open)
+side(const Bounds *r, bool neg, uint64_t *lo, uint64_t *hi)
 {
 	if (neg)
 	{
-		if (r->has_lo && r->lo >= 0)
+		if (r->lo >= 0)
 			return false;
-		*lo = r->has_hi && r->hi < 0 ? magnitude(r->hi) : 1;
-		*open = !r->has_lo;
-		*hi = r->has_lo ? magnitude(r->lo) : 0;
+		*lo = r->hi < 0 ? magnitude(r->hi) : 1;
+		*hi = magnitude(r->lo);
 	}
 	else
 	{
-		if (r->has_hi && r->hi < 0)
+		if (r->hi < 0)
 			return false;
-		*lo = r->has_lo && r->lo > 0 ? (uint64_t) r->lo : 0;
-		*open = !r->has_hi;
-		*hi = r->has_hi ? (uint64_t) r->hi : 0;
+		*lo = r->lo > 0 ? (uint64_t) r->lo : 0;
+		*hi = (uint64_t) r->hi;
 	}
 	return true;
 }
@@ -87,37 +93,35 @@ parse_digits(const char *p, size_t n, Num *num)
 
 /* Reference: whether the n bytes at p are exactly an integer of r, as JSON writes it. */
 static bool
-ref_member(const LlmIntRange *r, const char *p, size_t n)
+ref_member(const Bounds *r, const char *p, size_t n)
 {
 	Num			num;
 	uint64_t	lo,
 				hi;
-	bool		open;
 
 	num.neg = n > 0 && p[0] == '-';
 	if (!parse_digits(p + num.neg, n - num.neg, &num))
 		return false;
 	if (p[num.neg] == '0' && (n - num.neg > 1 || num.neg))
 		return false;			/* a leading zero, or "-0" */
-	if (!side(r, num.neg, &lo, &hi, &open))
+	if (!side(r, num.neg, &lo, &hi))
 		return false;
-	return num.big ? open : num.mag >= lo && (open || num.mag <= hi);
+	return !num.big && num.mag >= lo && num.mag <= hi;
 }
 
 /* Reference: whether some integer of r, as JSON writes it, starts with the n bytes at p. */
 static bool
-ref_viable(const LlmIntRange *r, const char *p, size_t n)
+ref_viable(const Bounds *r, const char *p, size_t n)
 {
 	Num			num;
 	uint64_t	lo,
 				hi,
 				scale = 1;
-	bool		open;
 
 	if (n == 0)
 		return true;
 	num.neg = p[0] == '-';
-	if (!side(r, num.neg, &lo, &hi, &open))
+	if (!side(r, num.neg, &lo, &hi))
 		return false;
 	if (n == (size_t) num.neg)
 		return true;			/* "-" alone: the side has some integer */
@@ -125,8 +129,6 @@ ref_viable(const LlmIntRange *r, const char *p, size_t n)
 		return false;
 	if (p[num.neg] == '0')
 		return ref_member(r, p, n);	/* "0" cannot go on */
-	if (open)
-		return true;			/* enough digits more reach any lower bound */
 	if (num.big)
 		return false;
 	/* the integers with these digits and m more: mag * 10^m .. mag * 10^m + 10^m - 1 */
@@ -150,7 +152,7 @@ ref_viable(const LlmIntRange *r, const char *p, size_t n)
  * next_bytes is taken iff some integer of r starts with prefix + byte.
  */
 static void
-check_text(const LlmGrammar *g, const LlmIntRange *r, const char *label, const char *text)
+check_text(const LlmGrammar *g, const Bounds *r, const char *label, const char *text)
 {
 	LlmGrammarState a,
 				b;
@@ -203,7 +205,7 @@ add_checked(int64_t c, int64_t k, int64_t *out)
 
 /* Check every integer within WINDOW of c. */
 static void
-check_window(const LlmGrammar *g, const LlmIntRange *r, const char *label, int64_t c)
+check_window(const LlmGrammar *g, const Bounds *r, const char *label, int64_t c)
 {
 	for (int64_t k = -WINDOW; k <= WINDOW; k++)
 	{
@@ -232,7 +234,7 @@ random_int(void)
 	return (int64_t) (x % mod) * (test_rng_next() % 2 ? -1 : 1);
 }
 
-/* Texts no range may take whole, and some past int64 that an open side takes. */
+/* Texts no range may take whole, and some past int64. */
 static const char *const odd_texts[] = {
 	"", "-", "--1", "+1", "00", "-0", "-00", "01", "-01", "1.0", "1e3", " 1", "1 ", "0x1",
 	"9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
@@ -280,7 +282,7 @@ bound_text(char *out, size_t size, int64_t v, bool lower, int form, const char *
 
 /* Compile range r as an integer schema, bounds written in random forms (NULL on error, counted). */
 static LlmGrammar *
-compile_range(const LlmIntRange *r, char *schema, size_t size)
+compile_range(const Bounds *r, char *schema, size_t size)
 {
 	char		lo[MAX_TEXT],
 				hi[MAX_TEXT];
@@ -290,16 +292,6 @@ compile_range(const LlmIntRange *r, char *schema, size_t size)
 	LlmError	err;
 	size_t		at;
 
-	if (!r->has_lo && !r->has_hi)
-	{
-		/* no bound: only the builder makes it (a schema without one has 16-digit integers) */
-		LlmGrammarBuilder *b = llm_grammar_builder_new();
-		int			root = llm_int_range_rule(b, r);
-
-		snprintf(schema, size, "(both sides open)");
-		TEST_CHECK(llm_grammar_builder_finish(b, root, &g, &err) == LLM_OK, "open range: %s", err.msg);
-		return g;
-	}
 	bound_text(lo, sizeof(lo), r->lo, true, (int) (test_rng_next() % 6), &lo_kw);
 	bound_text(hi, sizeof(hi), r->hi, false, (int) (test_rng_next() % 6), &hi_kw);
 	at = (size_t) snprintf(schema, size, "{\"type\":\"integer\"");
@@ -316,17 +308,16 @@ compile_range(const LlmIntRange *r, char *schema, size_t size)
 }
 
 /*
- * The range a schema with one bound means: its open side ends where a plain
- * integer's 16 digits do, or at int64's end when the bound lies past them.
+ * The range a schema's bounds mean: a side not given ends where a plain
+ * integer's 16 digits do, or at int64's end when the other bound lies past
+ * them.
  */
-static LlmIntRange
-schema_range(const LlmIntRange *given)
+static Bounds
+schema_range(const Bounds *given)
 {
 	const int64_t open_end = INT64_C(9999999999999999);
-	LlmIntRange r = *given;
+	Bounds		r = *given;
 
-	if (!r.has_lo && !r.has_hi)
-		return r;				/* built directly, not through a schema */
 	if (!r.has_hi)
 		r.hi = r.lo > open_end ? INT64_MAX : open_end;
 	if (!r.has_lo)
@@ -337,12 +328,12 @@ schema_range(const LlmIntRange *given)
 
 /* Check range r against the reference at every point of interest and at random. */
 static void
-check_range(const LlmIntRange *given)
+check_range(const Bounds *given)
 {
 	char		schema[256];
 	LlmGrammar *g = compile_range(given, schema, sizeof(schema));
-	LlmIntRange closed = schema_range(given);
-	const LlmIntRange *r = &closed;
+	Bounds closed = schema_range(given);
+	const Bounds *r = &closed;
 	int64_t		points[10];
 	int			n_points = 0;
 
@@ -416,7 +407,7 @@ random_bound(void)
 static void
 test_ranges(void)
 {
-	static const LlmIntRange edges[] = {
+	static const Bounds edges[] = {
 		{true, 0, true, 0}, {true, 5, true, 5}, {true, -5, true, -5}, {true, 1, true, 5}, {true, 0, true, 9},
 		{true, 10, true, 99}, {true, 100, true, 999}, {true, -99, true, -10}, {true, -1, true, 0}, {true, -1, true, 1},
 		{true, -1000000, true, 1000000000}, {true, 19, true, 7251}, {true, -7251, true, -19}, {true, 99, true, 100},
@@ -425,7 +416,7 @@ test_ranges(void)
 		{true, 0, false, 0}, {true, 1, false, 0}, {true, 100, false, 0}, {true, -10, false, 0},
 		{true, INT64_MAX, false, 0}, {true, INT64_MIN, false, 0},
 		{false, 0, true, 0}, {false, 0, true, -1}, {false, 0, true, 10}, {false, 0, true, -100},
-		{false, 0, true, INT64_MIN}, {false, 0, true, INT64_MAX}, {false, 0, false, 0},
+		{false, 0, true, INT64_MIN}, {false, 0, true, INT64_MAX},
 	};
 	int			n_random = 200;
 
@@ -433,7 +424,7 @@ test_ranges(void)
 		check_range(&edges[i]);
 	for (int i = 0; i < n_random; i++)
 	{
-		LlmIntRange r = {true, random_bound(), true, random_bound()};
+		Bounds r = {true, random_bound(), true, random_bound()};
 		uint64_t	open = test_rng_next() % 6;
 
 		if (r.lo > r.hi)

@@ -113,50 +113,24 @@ digits_between(LlmGrammarBuilder *b, const char *x, const char *y, int n)
 	return r;
 }
 
-/* Any number of digits: "" | [0-9] rest (right recursion, so constant depth). */
+/* A rule for the magnitudes lo..hi (lo <= hi), no leading zeros: one alternative per number of digits. */
 static int
-any_digits(LlmGrammarBuilder *b)
-{
-	int			r = llm_grammar_rule(b);
-	int			a;
-
-	llm_grammar_alt(b, r);
-	a = llm_grammar_alt(b, r);
-	add_digits(b, a, '0', '9', 1);
-	llm_grammar_add_rule(b, a, r);
-	return r;
-}
-
-/*
- * A rule for the magnitudes lo..hi (open: lo and up), no leading zeros:
- * one alternative per number of digits, and when open, any number above
- * lo's count.
- */
-static int
-magnitudes(LlmGrammarBuilder *b, uint64_t lo, uint64_t hi, bool open)
+magnitudes(LlmGrammarBuilder *b, uint64_t lo, uint64_t hi)
 {
 	int			r = llm_grammar_rule(b);
 	int			d_lo = n_digits(lo);
-	int			d_hi = open ? d_lo : n_digits(hi);
+	int			d_hi = n_digits(hi);
 
 	for (int d = d_lo; d <= d_hi; d++)
 	{
 		char		x[MAX_DIGITS + 1],
 					y[MAX_DIGITS + 1];
 		uint64_t	first = d == d_lo ? lo : pow10_u64(d - 1);
-		uint64_t	last = d == d_hi && !open ? hi : pow10_u64(d) - 1;
+		uint64_t	last = d == d_hi ? hi : pow10_u64(d) - 1;
 
 		snprintf(x, sizeof(x), "%0*" PRIu64, d, first);
 		snprintf(y, sizeof(y), "%0*" PRIu64, d, last);
 		llm_grammar_add_rule(b, llm_grammar_alt(b, r), digits_between(b, x, y, d));
-	}
-	if (open)
-	{
-		int			a = llm_grammar_alt(b, r);
-
-		add_digits(b, a, '1', '9', 1);
-		add_digits(b, a, '0', '9', d_lo);
-		llm_grammar_add_rule(b, a, any_digits(b));
 	}
 	return r;
 }
@@ -168,27 +142,20 @@ magnitude_of_negative(int64_t v)
 	return (uint64_t) (-(v + 1)) + 1;
 }
 
-/* The integers of range: "-" and the negative ones' magnitudes, and the others'. */
+/* The integers lo..hi: "-" and the negative ones' magnitudes, and the others'. */
 int
-llm_int_range_rule(LlmGrammarBuilder *b, const LlmIntRange *range)
+llm_int_range_rule(LlmGrammarBuilder *b, int64_t lo, int64_t hi)
 {
 	int			r = llm_grammar_rule(b);
 
-	if (!range->has_lo || range->lo < 0)
+	if (lo < 0)
 	{
-		uint64_t	lo = range->has_hi && range->hi < 0 ? magnitude_of_negative(range->hi) : 1;
-		uint64_t	hi = range->has_lo ? magnitude_of_negative(range->lo) : 0;
 		int			a = llm_grammar_alt(b, r);
 
 		llm_grammar_add_literal(b, a, "-", 1);
-		llm_grammar_add_rule(b, a, magnitudes(b, lo, hi, !range->has_lo));
+		llm_grammar_add_rule(b, a, magnitudes(b, hi < 0 ? magnitude_of_negative(hi) : 1, magnitude_of_negative(lo)));
 	}
-	if (!range->has_hi || range->hi >= 0)
-	{
-		uint64_t	lo = range->has_lo && range->lo > 0 ? (uint64_t) range->lo : 0;
-		uint64_t	hi = range->has_hi ? (uint64_t) range->hi : 0;
-
-		llm_grammar_add_rule(b, llm_grammar_alt(b, r), magnitudes(b, lo, hi, !range->has_hi));
-	}
+	if (hi >= 0)
+		llm_grammar_add_rule(b, llm_grammar_alt(b, r), magnitudes(b, lo > 0 ? (uint64_t) lo : 0, (uint64_t) hi));
 	return r;
 }

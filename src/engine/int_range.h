@@ -18,25 +18,15 @@
 #ifndef LLM_INT_RANGE_H
 #define LLM_INT_RANGE_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #include "grammar.h"
 
-/* The integers lo..hi; a side without its has_ flag is unbounded (any number of digits). */
-typedef struct LlmIntRange
-{
-	bool		has_lo;
-	int64_t		lo;
-	bool		has_hi;
-	int64_t		hi;
-} LlmIntRange;
-
 /*
- * A new rule of b whose sentences are the integers of range (lo <= hi when
- * both are bounded) in JSON's form: "-" only before a nonzero magnitude,
- * no leading zeros.  Builder errors stay in b, as for its other rules.
+ * A new rule of b whose sentences are the integers lo..hi (lo <= hi) in
+ * JSON's form: "-" only before a nonzero magnitude, no leading zeros.
+ * Builder errors stay in b, as for its other rules.
  */
-int			llm_int_range_rule(LlmGrammarBuilder *b, const LlmIntRange *range);
+int			llm_int_range_rule(LlmGrammarBuilder *b, int64_t lo, int64_t hi);
 
 #endif							/* LLM_INT_RANGE_H */

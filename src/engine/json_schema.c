@@ -548,30 +548,32 @@ range_keyword(SchemaCompiler *sc, const LlmJson *s, const char *name, bool up, b
 static int
 bounded_integer_rule(SchemaCompiler *sc, const LlmJson *s)
 {
-	LlmIntRange range = {0};
+	bool		has_lo = false,
+				has_hi = false;
+	int64_t		lo = 0,
+				hi = 0;
 	const char *lo_kw = NULL,
 			   *hi_kw = NULL;
 	char		what[96];
 
-	if (!range_keyword(sc, s, "minimum", true, false, &range.has_lo, &range.lo, &lo_kw) ||
-		!range_keyword(sc, s, "exclusiveMinimum", true, true, &range.has_lo, &range.lo, &lo_kw) ||
-		!range_keyword(sc, s, "maximum", false, false, &range.has_hi, &range.hi, &hi_kw) ||
-		!range_keyword(sc, s, "exclusiveMaximum", false, true, &range.has_hi, &range.hi, &hi_kw))
+	if (!range_keyword(sc, s, "minimum", true, false, &has_lo, &lo, &lo_kw) ||
+		!range_keyword(sc, s, "exclusiveMinimum", true, true, &has_lo, &lo, &lo_kw) ||
+		!range_keyword(sc, s, "maximum", false, false, &has_hi, &hi, &hi_kw) ||
+		!range_keyword(sc, s, "exclusiveMaximum", false, true, &has_hi, &hi, &hi_kw))
 		return -1;
-	if (!range.has_lo && !range.has_hi)
+	if (!has_lo && !has_hi)
 		return integer_rule(sc);
-	if (range.has_lo && range.has_hi && range.lo > range.hi)
+	if (has_lo && has_hi && lo > hi)
 	{
 		snprintf(what, sizeof(what), "\"%s\" and \"%s\"", lo_kw, hi_kw);
 		return schema_fail(sc, LLM_ERR_INVALID, "no integer satisfies both %s", what);
 	}
 	/* an open side ends where a plain integer does (16 digits), or at int64's end past that */
-	if (!range.has_hi)
-		range.hi = range.lo > LLM_SCHEMA_OPEN_INT ? INT64_MAX : LLM_SCHEMA_OPEN_INT;
-	if (!range.has_lo)
-		range.lo = range.hi < -LLM_SCHEMA_OPEN_INT ? INT64_MIN : -LLM_SCHEMA_OPEN_INT;
-	range.has_lo = range.has_hi = true;
-	return llm_int_range_rule(sc->b, &range);
+	if (!has_hi)
+		hi = lo > LLM_SCHEMA_OPEN_INT ? INT64_MAX : LLM_SCHEMA_OPEN_INT;
+	if (!has_lo)
+		lo = hi < -LLM_SCHEMA_OPEN_INT ? INT64_MIN : -LLM_SCHEMA_OPEN_INT;
+	return llm_int_range_rule(sc->b, lo, hi);
 }
 
 /* Whether s has any of the keywords that bound a number. */

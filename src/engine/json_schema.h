@@ -19,7 +19,7 @@
  * up to LLM_SCHEMA_MAX_INDENT spaces); none before the value or after it.
  * Strings are UTF-8 with the escapes \" \\ \/ \b \f \n \r \t (no \u, so
  * never a NUL or a lone surrogate); integers have at most 16 digits (but
- * a range's as many as its bounds have, and any number past an open side),
+ * a range's as many as its bounds have, 16 past a side it leaves open),
  * numbers at most 16 digits before the point, 16 after it and 3 in the
  * exponent, so a model cannot run on in a number.  A schema without a type
  * (true, {}) allows any JSON value nested at most LLM_SCHEMA_ANY_DEPTH deep.
