@@ -91,18 +91,25 @@ LlmRequestKey(const LlmJob *job, StringInfo key)
 	appendBinaryStringInfo(key, job->continuation, job->continuation_len);
 }
 
+/* Find (HASH_FIND) or enter (HASH_ENTER, *found set) shared job's entry; key gets its request. */
+static LlmKept *
+LlmKeptEntry(const LlmJob *job, HASHACTION action, StringInfo key, bool *found)
+{
+	uint64		hash;
+
+	Assert(job->shared && job->params.score);
+	LlmRequestKey(job, key);
+	hash = hash_bytes_extended((const unsigned char *) key->data, key->len, 0);
+	return hash_search(LlmKeptTable(), &hash, action, found);
+}
+
 /* Give shared job its kept answer, if this statement has one; whether it had. */
 bool
 LlmKeptAnswer(LlmJob *job)
 {
 	StringInfoData key;
-	uint64		hash;
-	LlmKept    *kept;
+	LlmKept    *kept = LlmKeptEntry(job, HASH_FIND, &key, NULL);
 
-	Assert(job->shared && job->params.score);
-	LlmRequestKey(job, &key);
-	hash = hash_bytes_extended((const unsigned char *) key.data, key.len, 0);
-	kept = hash_search(LlmKeptTable(), &hash, HASH_FIND, NULL);
 	if (kept == NULL || kept->request_len != key.len || memcmp(kept->request, key.data, key.len) != 0)
 		return false;
 	job->logprob = kept->logprob;
@@ -115,14 +122,9 @@ void
 LlmKeepAnswer(const LlmJob *job)
 {
 	StringInfoData key;
-	uint64		hash;
-	LlmKept    *kept;
 	bool		found;
+	LlmKept    *kept = LlmKeptEntry(job, HASH_ENTER, &key, &found);
 
-	Assert(job->shared && job->params.score);
-	LlmRequestKey(job, &key);
-	hash = hash_bytes_extended((const unsigned char *) key.data, key.len, 0);
-	kept = hash_search(LlmKeptTable(), &hash, HASH_ENTER, &found);
 	if (found)
 		return;					/* the same request, or (never seen) another with its hash: keep the first */
 	kept->request = MemoryContextAlloc(KeptCxt, key.len);
@@ -207,8 +209,8 @@ LlmPerTokenLogProbs(const LlmJob *jobs, int n, double *logp)
 void
 LlmLabelScores(const LlmJob *jobs, const LlmJob *cf_jobs, int n, double *scores)
 {
-	double	   *cf = palloc(sizeof(double) * LLM_CONTENT_FREE_INPUTS * n);
-	double	   *prior = palloc(sizeof(double) * LLM_CONTENT_FREE_INPUTS);
+	double	   *cf;
+	double		prior[LLM_CONTENT_FREE_INPUTS];
 	double		total;
 
 	if (cf_jobs == NULL)
@@ -217,6 +219,7 @@ LlmLabelScores(const LlmJob *jobs, const LlmJob *cf_jobs, int n, double *scores)
 			scores[i] = jobs[i].logprob;
 		return;
 	}
+	cf = palloc(sizeof(double) * LLM_CONTENT_FREE_INPUTS * n);
 	/* the prior: each label's probability averaged over the content-free inputs, as a log */
 	for (int k = 0; k < LLM_CONTENT_FREE_INPUTS; k++)
 		LlmPerTokenLogProbs(&cf_jobs[k * n], n, &cf[k * n]);
@@ -232,5 +235,4 @@ LlmLabelScores(const LlmJob *jobs, const LlmJob *cf_jobs, int n, double *scores)
 	for (int i = 0; i < n; i++)
 		scores[i] -= total;
 	pfree(cf);
-	pfree(prior);
 }

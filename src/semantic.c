@@ -185,26 +185,18 @@ LlmContentFreeJobs(const char *instruction, const char *const *labels, const Siz
 	}
 }
 
-/* Whether a call of scoring function f with args calibrates (its calibrate argument; NULL: true). */
+/*
+ * Whether a call of scoring function f with args calibrates: its calibrate
+ * argument, the last of every label function's (NULL: true); llm_score
+ * never does.
+ */
 static bool
 LlmCalibrates(LlmBatchFunc f, const NullableDatum *args)
 {
-	int			a;
+	int			a = LlmBatchFuncNargs(f) - 1;
 
-	switch (f)
-	{
-		case LLM_BATCH_CLASSIFY:
-		case LLM_BATCH_CLASSIFY_SCORES:
-		case LLM_BATCH_FILTER:
-		case LLM_BATCH_RANK:
-			a = 3;
-			break;
-		case LLM_BATCH_PROBABILITY:
-			a = 2;
-			break;
-		default:
-			return false;
-	}
+	if (f == LLM_BATCH_SCORE)
+		return false;
 	return args[a].isnull || DatumGetBool(args[a].value);
 }
 

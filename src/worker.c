@@ -515,8 +515,8 @@ LlmWorkerCollect(void)
 		if (result.reason == LLM_FINISH_ERROR)
 			LlmWorkerAnswer(slotno, &result, LlmStatusErrcode(result.status),
 							result.error ? result.error : "generation failed", NULL,
-							result.status == LLM_ERR_LIMIT && result.error != NULL &&
-							strstr(result.error, "max_tokens") != NULL ?
+							result.status == LLM_ERR_LIMIT &&
+							result.n_generated >= LlmState->slots[slotno].params.max_tokens ?
 							"Raise max_tokens, or pass on_error => 'null' for NULL where a row fails." :
 							"Pass on_error => 'null' for NULL where a row fails.");
 		else
