@@ -49,6 +49,8 @@ ifeq ($(SANITIZE),1)
 ECFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ELDFLAGS += -fsanitize=address,undefined
 endif
+# for a program compiled and linked in one command, which keeps no .d file
+ECFLAGS_NODEP = $(filter-out -MMD -MP,$(ECFLAGS))
 
 # the extension (PGXS's all, below) and the CUDA module
 all: cuda-module
@@ -81,19 +83,19 @@ $(BIN)/llm-random-model: $(BUILD)/tools/llm-random-model.o $(ENGINE_LIB) | build
 # (compiled and linked in one: they depend on test/*.h and, through the
 # library, on the engine's headers)
 $(BUILD)/test/%: test/%.c $(wildcard test/*.h) $(ENGINE_LIB) | build-dirs
-	$(CC) $(filter-out -MMD -MP,$(ECFLAGS)) $(ELDFLAGS) -Itest -o $@ $< $(LINK_ENGINE)
+	$(CC) $(ECFLAGS_NODEP) $(ELDFLAGS) -Itest -o $@ $< $(LINK_ENGINE)
 
 # kernel micro-benchmarks (bench/bench_kernels.c)
 $(BUILD)/bench_kernels: bench/bench_kernels.c $(ENGINE_LIB) | build-dirs
-	$(CC) $(filter-out -MMD -MP,$(ECFLAGS)) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
+	$(CC) $(ECFLAGS_NODEP) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
 
 # attention in the shape of batched decode (bench/bench_attention.c)
 $(BUILD)/bench_attention: bench/bench_attention.c $(ENGINE_LIB) | build-dirs
-	$(CC) $(filter-out -MMD -MP,$(ECFLAGS)) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
+	$(CC) $(ECFLAGS_NODEP) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
 
 # constrained decoding against plain decoding (bench/bench_constrained.c)
 $(BUILD)/bench_constrained: bench/bench_constrained.c $(ENGINE_LIB) | build-dirs
-	$(CC) $(filter-out -MMD -MP,$(ECFLAGS)) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
+	$(CC) $(ECFLAGS_NODEP) $(ELDFLAGS) -o $@ $< $(LINK_ENGINE)
 
 build-dirs:
 	@mkdir -p $(BIN) $(BUILD)/src/engine/cpu $(BUILD)/tools $(BUILD)/test
