@@ -7,7 +7,7 @@ SELECT llm_score('Once upon a time', ' there') = llm_score('Once upon a time', '
 SELECT llm_score('Once upon a time', ' there') < 0 AS negative;
 
 -- Labels: the likeliest as the answer; their probabilities sum to 1, in label order.
--- Uncalibrated (calibrate => false): the raw probabilities, the numbers of 1.0 to the last digit shown.
+-- Uncalibrated (calibrate => false): the raw probabilities.
 SELECT llm_classify('Lily was very happy and she smiled.', ARRAY['happy', 'sad'], calibrate => false);
 SELECT label, round(probability::numeric, 4) AS probability
 FROM llm_classify_scores('Lily was very happy and she smiled.', ARRAY['happy', 'sad', 'angry'], 'How does Lily feel?', false);

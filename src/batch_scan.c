@@ -561,7 +561,7 @@ same_request(const LlmJob *a, const LlmJob *b)
 		(a->stops_len == 0 || memcmp(a->stops, b->stops, a->stops_len) == 0) &&
 		p->grammar == q->grammar && p->grammar_len == q->grammar_len &&
 		(p->grammar_len == 0 || memcmp(a->grammar, b->grammar, p->grammar_len) == 0) &&
-		p->score == q->score && p->score_eos == q->score_eos && a->continuation_len == b->continuation_len &&
+		p->score == q->score && a->continuation_len == b->continuation_len &&
 		(a->continuation_len == 0 || memcmp(a->continuation, b->continuation, a->continuation_len) == 0);
 }
 

@@ -83,7 +83,7 @@ static void
 LlmRequestKey(const LlmJob *job, StringInfo key)
 {
 	initStringInfo(key);
-	appendStringInfo(key, "%d %d %zu %zu %zu|", job->params.chat, job->params.score_eos,
+	appendStringInfo(key, "%d %zu %zu %zu|", job->params.chat,
 					 job->system != NULL ? job->system_len : (Size) -1, job->prompt_len, job->continuation_len);
 	if (job->system != NULL)
 		appendBinaryStringInfo(key, job->system, job->system_len);

@@ -89,7 +89,6 @@ typedef struct LlmParams
 	uint64		seed;
 	bool		chat;			/* wrap the prompt in the model's chat format */
 	bool		score;			/* score the continuation instead of generating (max_tokens unused) */
-	bool		score_eos;		/* score: the model's end-of-turn token closes the continuation */
 	LlmGrammarKind grammar;		/* what constrains the output: its text (grammar_len bytes) ends the input */
 	Size		grammar_len;
 } LlmParams;

@@ -8,10 +8,10 @@
  * the prompt, then feeds the whole continuation in one pass, summing the
  * log-probabilities of its tokens (LlmRequest.forced), so a label's
  * probability needs no decoding and no parsing.  A label is scored as the
- * model's whole answer: in the model's chat format when it has a template
- * (the label, then the end-of-turn token), else after "Answer:" in a plain
- * prompt.  The jobs of one call share the prompt, so the prefix cache
- * computes it once; they are queued together, and the worker batches them.
+ * answer after 'Text: "input"', the question and "Answer:", in plain text
+ * (LlmLabelJobs).  The jobs of one call share the prompt, so the prefix
+ * cache computes it once; they are queued together, and the worker batches
+ * them.
  * Probabilities over labels are the softmax of those sums.  NULL inputs
  * give NULL without a request.  Every answer depends only on (model,
  * input, labels, instruction, calibrate), as for llm_generate.
@@ -52,8 +52,7 @@ PG_FUNCTION_INFO_V1(llm_rank_from);
 
 /* A scoring job: prompt (chat or plain), then continuation; greedy parameters otherwise. */
 static void
-LlmScoreJob(LlmJob *job, const char *prompt, Size prompt_len, const char *cont, Size cont_len,
-			bool chat, bool end_of_turn)
+LlmScoreJob(LlmJob *job, const char *prompt, Size prompt_len, const char *cont, Size cont_len, bool chat)
 {
 	memset(job, 0, sizeof(*job));
 	job->slot = -1;
@@ -64,7 +63,6 @@ LlmScoreJob(LlmJob *job, const char *prompt, Size prompt_len, const char *cont, 
 	job->params.top_p = 1;
 	job->params.chat = chat;
 	job->params.score = true;
-	job->params.score_eos = end_of_turn;
 }
 
 /* The elements of a one-dimensional text[] argument named what (NULLs refused). */
@@ -121,48 +119,36 @@ LlmGetLabels(Datum arr, int *n_labels, Size **lens)
 
 /*
  * The scoring jobs (jobs[0..n)) for each of n labels as the model's answer
- * to the question made of instruction and input.  With a chat template the
- * question is the user's turn and a label the whole reply; without one, a
- * plain "...\nAnswer:" and " label".  The instruction and the labels come
- * before the input, so that over a table every row's prompt begins alike
- * and the prefix cache computes that part once.
+ * to question about input, after context (NULL: none) when given:
+ *
+ *     context + 'Text: "' input '"\nQuestion: ' question '\nAnswer:'
+ *
+ * continued by " label", in plain text whether or not the model chats:
+ * with the text first and quoted, even a 135M instruct model tells apart
+ * what a chat turn does not (bench/semantic_accuracy.sh).  The labels
+ * share the prompt, so the prefix cache computes it once.
  */
 static void
-LlmLabelJobs(const char *instruction, const char *input, Size input_len,
-			 const char *const *labels, const Size *lens, int n, bool chat, LlmJob *jobs)
+LlmLabelJobs(const char *context, const char *question, const char *input, Size input_len,
+			 const char *const *labels, const Size *lens, int n, LlmJob *jobs)
 {
 	StringInfoData q;
 
 	initStringInfo(&q);
-	appendStringInfoString(&q, instruction);
-	appendStringInfoString(&q, "\nAnswer with one of: ");
-	for (int i = 0; i < n; i++)
-	{
-		if (i > 0)
-			appendStringInfoString(&q, ", ");
-		appendBinaryStringInfo(&q, labels[i], lens[i]);
-	}
-	appendStringInfoString(&q, ".\n\nText: ");
+	if (context != NULL)
+		appendStringInfoString(&q, context);
+	appendStringInfoString(&q, "Text: \"");
 	appendBinaryStringInfo(&q, input, input_len);
-	if (!chat)
-		appendStringInfoString(&q, "\nAnswer:");
+	appendStringInfo(&q, "\"\nQuestion: %s\nAnswer:", question);
 
 	for (int i = 0; i < n; i++)
 	{
-		const char *cont = labels[i];
-		Size		cont_len = lens[i];
+		char	   *spaced = palloc(lens[i] + 2);
 
-		if (!chat)
-		{
-			char	   *spaced = palloc(lens[i] + 2);
-
-			spaced[0] = ' ';
-			memcpy(spaced + 1, labels[i], lens[i]);
-			spaced[lens[i] + 1] = '\0';
-			cont = spaced;
-			cont_len = lens[i] + 1;
-		}
-		LlmScoreJob(&jobs[i], q.data, q.len, cont, cont_len, chat, chat);
+		spaced[0] = ' ';
+		memcpy(spaced + 1, labels[i], lens[i]);
+		spaced[lens[i] + 1] = '\0';
+		LlmScoreJob(&jobs[i], q.data, q.len, spaced, lens[i] + 1, false);
 	}
 }
 
@@ -172,14 +158,14 @@ LlmLabelJobs(const char *instruction, const char *input, Size input_len,
  * input (shared: the statement keeps their answers).
  */
 static void
-LlmContentFreeJobs(const char *instruction, const char *const *labels, const Size *lens, int n, bool chat,
+LlmContentFreeJobs(const char *context, const char *question, const char *const *labels, const Size *lens, int n,
 				   LlmJob *jobs)
 {
 	for (int k = 0; k < LLM_CONTENT_FREE_INPUTS; k++)
 	{
 		const char *input = LlmContentFreeInputs[k];
 
-		LlmLabelJobs(instruction, input, strlen(input), labels, lens, n, chat, &jobs[k * n]);
+		LlmLabelJobs(context, question, input, strlen(input), labels, lens, n, &jobs[k * n]);
 		for (int i = 0; i < n; i++)
 			jobs[k * n + i].shared = true;
 	}
@@ -231,7 +217,7 @@ LlmScoreCallJobs(const NullableDatum *args, int *n_jobs)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("continuation must not be empty")));
 	job = palloc(sizeof(LlmJob));
-	LlmScoreJob(job, prompt, prompt_len, cont, cont_len, chat, false);
+	LlmScoreJob(job, prompt, prompt_len, cont, cont_len, chat);
 	if (!args[3].isnull)
 		job->system = LlmTextUtf8(args[3].value, &job->system_len);
 	*n_jobs = 1;
@@ -246,14 +232,13 @@ static LlmJob *
 LlmQuestionJobs(const char *instruction, const char *input, Size input_len, const char *const *labels,
 				const Size *lens, int n, bool calibrate, int *n_jobs)
 {
-	bool		chat = LlmModelChats();
 	LlmJob	   *jobs;
 
 	*n_jobs = n * (calibrate ? 1 + LLM_CONTENT_FREE_INPUTS : 1);
 	jobs = palloc(sizeof(LlmJob) * *n_jobs);
-	LlmLabelJobs(instruction, input, input_len, labels, lens, n, chat, jobs);
+	LlmLabelJobs(NULL, instruction, input, input_len, labels, lens, n, jobs);
 	if (calibrate)
-		LlmContentFreeJobs(instruction, labels, lens, n, chat, &jobs[n]);
+		LlmContentFreeJobs(NULL, instruction, labels, lens, n, &jobs[n]);
 	return jobs;
 }
 
@@ -334,9 +319,10 @@ LlmRankedCompare(const void *a, const void *b)
 
 /*
  * llm_rank(query, candidates, instruction, calibrate): the Yes and No jobs
- * of each candidate (2 per candidate, in order), then, when calibrate,
- * those of the content-free inputs asked about the query; none for a NULL
- * query or candidates or no candidates.
+ * of each candidate (2 per candidate, in order), the text of a question
+ * after the line 'Query: "query"', then, when calibrate, those of the
+ * content-free inputs asked alike; none for a NULL query or candidates or
+ * no candidates.
  */
 static LlmJob *
 LlmRankCallJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs)
@@ -344,9 +330,8 @@ LlmRankCallJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs)
 	Datum	   *elems;
 	int			n;
 	const char *instruction;
-	StringInfoData q;
+	StringInfoData context;
 	LlmJob	   *jobs;
-	bool		chat;
 	bool		calibrate = LlmCalibrates(f, args);
 
 	*n_jobs = 0;
@@ -356,9 +341,8 @@ LlmRankCallJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs)
 	if (n == 0)
 		return NULL;
 	instruction = args[2].isnull ? LLM_RANK_INSTRUCTION : LlmTextUtf8(args[2].value, NULL);
-	initStringInfo(&q);
-	appendStringInfo(&q, "%s\n\nQuery: %s", instruction, LlmTextUtf8(args[0].value, NULL));
-	chat = LlmModelChats();
+	initStringInfo(&context);
+	appendStringInfo(&context, "Query: \"%s\"\n", LlmTextUtf8(args[0].value, NULL));
 	*n_jobs = 2 * n + (calibrate ? 2 * LLM_CONTENT_FREE_INPUTS : 0);
 	jobs = palloc(sizeof(LlmJob) * *n_jobs);
 	for (int i = 0; i < n; i++)
@@ -366,10 +350,10 @@ LlmRankCallJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs)
 		Size		len;
 		const char *cand = LlmTextUtf8(elems[i], &len);
 
-		LlmLabelJobs(q.data, cand, len, LlmYesNo, LlmYesNoLen, 2, chat, &jobs[2 * i]);
+		LlmLabelJobs(context.data, instruction, cand, len, LlmYesNo, LlmYesNoLen, 2, &jobs[2 * i]);
 	}
 	if (calibrate)
-		LlmContentFreeJobs(q.data, LlmYesNo, LlmYesNoLen, 2, chat, &jobs[2 * n]);
+		LlmContentFreeJobs(context.data, instruction, LlmYesNo, LlmYesNoLen, 2, &jobs[2 * n]);
 	return jobs;
 }
 

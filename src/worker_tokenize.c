@@ -71,8 +71,7 @@ LlmTokenizeOne(LlmTokenizeJob *job)
 		return;
 	job->stage = LLM_TOKENIZE_CONTINUATION;
 	job->status = llm_continuation_tokenize(LlmWorkerModel, b + job->req.system_len + job->req.prompt_len,
-											job->req.continuation_len, job->req.params.score_eos,
-											&job->forced, &job->n_forced, &job->err);
+											job->req.continuation_len, &job->forced, &job->n_forced, &job->err);
 }
 
 /* The thread: take queued jobs, oldest first, until told to stop. */

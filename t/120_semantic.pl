@@ -1,7 +1,8 @@
 # The semantic functions through the worker on a real instruction model
-# (SmolLM2-135M-Instruct, scored in its chat format): a label's answer and
-# probabilities are the same alone and from four concurrent sessions, the
-# probabilities are those of llm_score on the rendered answer, a cancelled
+# (SmolLM2-135M-Instruct, scored as plain text after 'Text: "..."', the
+# question and "Answer:"): a label's answer and probabilities are the same
+# alone and from four concurrent sessions, the raw probabilities are the
+# softmax of llm_score on that prompt, glowing reviews are positive, a cancelled
 # classification frees the worker for the next query, and a table of rows
 # gets the labels, probabilities and rankings it gets row by row (calibrated,
 # the default, which changes the probabilities and keeps their sum at 1).
@@ -68,6 +69,30 @@ for my $i (0 .. $#texts)
 	isnt($cal, $raw, "text $i: calibration changes the probabilities");
 	is($sum, '1.000000000000', "text $i: the calibrated probabilities sum to 1");
 }
+
+# uncalibrated, the probabilities are the softmax of llm_score on the documented prompt
+for my $i (0, 1)
+{
+	my $prompt = "Text: \"$texts[$i]\"\nQuestion: What is the sentiment of the text?\nAnswer:";
+	my $same = $node->safe_psql('postgres',
+		"WITH s AS (SELECT l, llm_score(E'" . ($prompt =~ s/'/''/gr =~ s/\n/\\n/gr) . "', ' ' || l) AS lp "
+		  . "FROM unnest($labels) l), "
+		  . "p AS (SELECT l, exp(lp - (SELECT max(lp) FROM s)) / (SELECT sum(exp(lp - (SELECT max(lp) FROM s))) FROM s) AS p FROM s) "
+		  . "SELECT bool_and(abs(p.p - c.probability) < 1e-12) FROM p JOIN "
+		  . "llm_classify_scores('$texts[$i]', $labels, 'What is the sentiment of the text?', false) c ON c.label = p.l");
+	is($same, 't', "text $i: the raw probabilities are the softmax of llm_score on the prompt");
+}
+
+# calibrated, two glowing reviews are positive, and the four texts do not all get one label
+my %seen;
+for my $i (0 .. $#texts)
+{
+	my $label = $node->safe_psql('postgres',
+		"SELECT llm_classify('$texts[$i]', $labels, 'What is the sentiment of the text?')");
+	$seen{$label} = 1;
+	is($label, 'positive', "text $i, a glowing review, is positive") if $i == 0 || $i == 3;
+}
+ok(keys %seen > 1, 'the four texts get ' . join(', ', sort keys %seen));
 
 # a yes/no question's probability is between 0 and 1, and the filter agrees with it
 my $p = $node->safe_psql('postgres',

@@ -464,45 +464,10 @@ llm_chat_end_of_turn(const LlmChatFormat *f, const char *eos, char *out, size_t 
 
 /* Tokenize a continuation to score after a prompt (see engine.h). */
 LlmStatus
-llm_continuation_tokenize(const LlmModel *m, const char *text, size_t len, bool end_of_turn,
-						  int32_t **ids, int *n_ids, LlmError *err)
+llm_continuation_tokenize(const LlmModel *m, const char *text, size_t len, int32_t **ids, int *n_ids,
+						  LlmError *err)
 {
-	const LlmTokenizer *t = m->tokenizer;
-	int32_t		eos = llm_tokenizer_eos(t);
-	LlmStatus	st = llm_tokenize(t, text, len, false, false, ids, n_ids, err);
-	LlmChatFormat f = {0};
-	LlmError	ignored;
-	char		end[64];
-	int32_t    *end_ids = NULL;
-	int			n_end = 0;
-	int32_t    *grown;
-
-	if (st != LLM_OK || !end_of_turn)
-		return st;
-	/* the end of the model's turn as its template writes it, else EOS alone */
-	if (llm_chat_format_load(m->gguf, m->info.name, &f, &ignored) == LLM_OK)
-	{
-		llm_chat_end_of_turn(&f, llm_chat_token_text(t, eos), end, sizeof(end));
-		llm_chat_format_free(&f);
-		st = llm_tokenize(t, end, strlen(end), false, true, &end_ids, &n_end, err);
-	}
-	else if (eos >= 0 && (end_ids = malloc(sizeof(int32_t))) != NULL)
-		end_ids[n_end++] = eos;
-	else if (eos >= 0)
-		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory tokenizing a continuation");
-	grown = st == LLM_OK ? realloc(*ids, (size_t) (*n_ids + n_end + 1) * sizeof(int32_t)) : NULL;
-	if (grown == NULL)
-	{
-		free(*ids);
-		free(end_ids);
-		*ids = NULL;
-		return st != LLM_OK ? st : llm_error_set(err, LLM_ERR_NOMEM, "out of memory tokenizing a continuation");
-	}
-	memcpy(grown + *n_ids, end_ids, (size_t) n_end * sizeof(int32_t));
-	*n_ids += n_end;
-	*ids = grown;
-	free(end_ids);
-	return LLM_OK;
+	return llm_tokenize(m->tokenizer, text, len, false, false, ids, n_ids, err);
 }
 
 /* Whether model m has a chat template. */

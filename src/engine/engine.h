@@ -76,14 +76,11 @@ LlmStatus	llm_model_load_with(const char *path, const LlmModelLoadOptions *o, Ll
  */
 /*
  * Tokenize a continuation to score after a prompt (LlmRequest.forced): no
- * BOS, control tokens stay text; with end_of_turn, then the end of the
- * model's turn as its chat template writes it after a reply (its control
- * tokens recognised: llm_chat_end_of_turn), or EOS where it has no template
- * (nothing where it has no EOS either).  *ids is a new
- * malloc'd array of *n_ids tokens.
+ * BOS, control tokens stay text.  *ids is a new malloc'd array of *n_ids
+ * tokens.
  */
-LlmStatus	llm_continuation_tokenize(const LlmModel *m, const char *text, size_t len, bool end_of_turn,
-									  int32_t **ids, int *n_ids, LlmError *err);
+LlmStatus	llm_continuation_tokenize(const LlmModel *m, const char *text, size_t len, int32_t **ids, int *n_ids,
+									  LlmError *err);
 
 /* Whether model m has a chat template (tokenizer.chat_template); llm_chat_tokenize() may still refuse it. */
 bool		llm_model_has_chat_template(const LlmModel *m);
