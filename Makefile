@@ -289,8 +289,11 @@ DATA = $(wildcard llm--*.sql)
 OBJS = $(PG_SRCS:.c=.o)
 # the library's version is the extension's (llm.control's default_version)
 LLM_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" llm.control)
-PG_CPPFLAGS = -Isrc/engine -MMD -MP -DLLM_VERSION='"$(LLM_VERSION)"'
-PG_CFLAGS = -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers -Werror
+PG_CPPFLAGS = -Isrc/engine -DLLM_VERSION='"$(LLM_VERSION)"'
+# -MMD in the C flags, not the preprocessor's: the LLVM bitcode of a server
+# built with JIT is compiled with the same CPPFLAGS, and its src/x.d (naming
+# src/x.bc) would replace the object's, which then missed header changes
+PG_CFLAGS = -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers -Werror -MMD -MP
 SHLIB_LINK = $(LINK_ENGINE)
 
 # Tests: `make installcheck` after `make install` runs pg_regress on a
@@ -324,6 +327,8 @@ $(shell mkdir -p $(BUILD) && echo '$(PG_STAMP_TEXT)' > $(PG_STAMP))
 endif
 $(OBJS): $(PG_STAMP)
 src/llm.o: llm.control
+# the bitcode is rebuilt with its object, which tracks the headers
+$(PG_SRCS:.c=.bc): %.bc: %.o
 -include $(wildcard src/*.d)
 
 $(shlib): $(ENGINE_LIB)
