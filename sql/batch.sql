@@ -29,8 +29,10 @@ FROM llm_generate_batch(ARRAY['Once upon a time', repeat('Once upon a time there
 -- rest as the first ones are answered.
 SELECT count(*), sum(prompt_tokens), sum(completion_tokens)
 FROM llm_generate_batch(array_fill('Once upon a time'::text, ARRAY[300]), 0);
--- ... and so with requests that fail when admitted (prompts over the context), NULL by on_error.
-SELECT count(*), count(completion), min(finish_reason)
+-- ... and so with requests that fail when admitted (prompts over the context), NULL by on_error,
+-- each with the error's message.
+SELECT count(*), count(completion), min(finish_reason), count(error), min(error) = max(error) AS one_message,
+       min(error)
 FROM llm_generate_batch(array_fill(repeat('Once upon a time ', 700), ARRAY[100]), 4, on_error => 'null');
 
 -- Empty and NULL arrays give no rows.

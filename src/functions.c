@@ -364,10 +364,11 @@ llm_generate(PG_FUNCTION_ARGS)
  * llm_generate_batch(prompts, max_tokens, temperature, top_p, top_k, seed, stop, chat, on_error, system,
  *					  json_schema, choices)
  *		One row per prompt, in order: (ord, completion, prompt_tokens,
- *		completion_tokens, finish_reason).  Every prompt is queued before the
- *		first result is awaited, so the worker batches them.  With
- *		on_error => 'null' a failed prompt gives a NULL completion and the
- *		finish reason "error".
+ *		completion_tokens, finish_reason, error).  Every prompt is queued
+ *		before the first result is awaited, so the worker batches them.  With
+ *		on_error => 'null' a failed prompt gives a NULL completion, the
+ *		finish reason "error" and the error's message and detail; the
+ *		definition of 1.0 and 1.1 has no error column.
  */
 Datum
 llm_generate_batch(PG_FUNCTION_ARGS)
@@ -410,8 +411,8 @@ llm_generate_batch(PG_FUNCTION_ARGS)
 
 	for (int i = 0; i < n; i++)
 	{
-		Datum		values[5];
-		bool		isnull[5] = {false, false, false, false, false};
+		Datum		values[6];
+		bool		isnull[6] = {false, false, false, false, false, true};
 
 		values[0] = Int32GetDatum(i + 1);
 		if (jobs[i].prompt == NULL)
@@ -425,6 +426,8 @@ llm_generate_batch(PG_FUNCTION_ARGS)
 			values[2] = Int32GetDatum(jobs[i].prompt_tokens);
 			values[3] = Int32GetDatum(jobs[i].completion_tokens);
 			values[4] = CStringGetTextDatum(llm_finish_reason_name(jobs[i].finish_reason));
+			isnull[5] = !jobs[i].failed;
+			values[5] = jobs[i].failed ? CStringGetTextDatum(jobs[i].error) : (Datum) 0;
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
 	}
