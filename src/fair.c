@@ -367,6 +367,7 @@ LlmCountOutcome(LlmSlot *slot, LlmSlotState outcome)
 			r->c.completed++;
 			r->c.prompt_tokens += slot->prompt_tokens;
 			r->c.completion_tokens += slot->completion_tokens;
+			r->c.cached_tokens += slot->cached_tokens;
 			if (FairCharged != NULL && FairCharged[slotno] > 0)
 			{
 				double		work = slot->prompt_tokens - slot->cached_tokens + slot->completion_tokens;

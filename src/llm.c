@@ -33,6 +33,7 @@ char	   *llm_model = NULL;
 char	   *llm_model_dir = NULL;
 int			llm_device = LLM_DEVICE_AUTO;
 bool		llm_deterministic = false;
+bool		llm_prefix_cache_shared = false;
 bool		llm_gpu_fusion = true;
 bool		llm_gpu_pdl = true;
 int			llm_threads = 0;
@@ -246,6 +247,20 @@ LlmDefineSettings(void)
 							 "the decode kernel, at a cost in prefill and large-batch speed.  Takes effect when "
 							 "the worker next loads a model.",
 							 &llm_deterministic,
+							 false,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("llm.prefix_cache_shared",
+							 "Lets every role's requests reuse the prompt prefixes that other roles' requests left "
+							 "in the KV cache.",
+							 "Off, each role has its own prefix cache: a prompt is never computed faster, nor "
+							 "counted as cached, because another role sent the same text, so no role can tell what "
+							 "another asked.  On, roles that send the same instruction share its computation, and "
+							 "each can learn by timing or by EXPLAIN ANALYZE whether any role sent a prompt.  "
+							 "Answers are the same either way.",
+							 &llm_prefix_cache_shared,
 							 false,
 							 PGC_SIGHUP,
 							 0,

@@ -36,6 +36,7 @@ extern int	llm_device;
 extern bool llm_deterministic;
 extern bool llm_gpu_fusion;
 extern bool llm_gpu_pdl;
+extern bool llm_prefix_cache_shared;
 extern int	llm_threads;
 extern int	llm_max_batch_tokens;
 extern int	llm_step_time_ms;
@@ -100,6 +101,7 @@ typedef struct LlmSlot
 	uint64		request_id;		/* unique per submission, never 0 */
 	int			owner_pid;		/* the backend that submitted it */
 	int			role;			/* its role's entry in fair.c's table */
+	Oid			roleid;			/* its role (the session user), whose prefix cache it uses */
 	TimestampTz queued_at;
 
 	/* Written by the backend before FREE -> QUEUED. */
@@ -214,6 +216,7 @@ typedef struct LlmRoleCounters
 	int64		cancelled;
 	int64		prompt_tokens;	/* of completed requests */
 	int64		completion_tokens;
+	int64		cached_tokens;	/* of completed requests: prompt tokens the prefix cache saved */
 	int64		admitted;		/* requests the worker took from the queue */
 	int64		queue_us;		/* their time in the queue, summed */
 } LlmRoleCounters;
@@ -386,6 +389,7 @@ typedef struct LlmClaimed
 {
 	int			slotno;
 	uint64		request_id;		/* the slot's request when it was claimed */
+	Oid			roleid;			/* the slot's role */
 	LlmParams	params;
 	Size		input_len;
 	bool		has_system;

@@ -184,6 +184,7 @@ LlmQueueTrySubmit(LlmJob *job, LlmFairRefusal *why, LlmFairWaiter *waiter)
 		LlmSlot    *slot = &LlmState->slots[found];
 
 		slot->role = why->role;
+		slot->roleid = GetSessionUserId();
 		slot->request_id = LlmState->next_request_id++;
 		slot->owner_pid = MyProcPid;
 		slot->queued_at = GetCurrentTimestamp();

@@ -53,7 +53,28 @@ LlmResultDesc(FunctionCallInfo fcinfo)
 	return BlessTupleDesc(tupdesc);
 }
 
-/* llm_stats(): one row of queue, throughput and KV cache figures. */
+/* The prefix-cache hits of the session user's completed requests, when its role has an entry of its own. */
+static bool
+LlmOwnCachedTokens(int64 *cached)
+{
+	LlmRoleStats *roles = palloc(sizeof(LlmRoleStats) * LLM_ROLE_ENTRIES);
+	int			n = LlmRoleStatsSnapshot(roles);
+	Oid			me = GetSessionUserId();
+
+	for (int r = 0; r < n; r++)
+		if (roles[r].roleid == me)
+		{
+			*cached = roles[r].c.cached_tokens;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * llm_stats(): one row of queue, throughput and KV cache figures.  Each
+ * role has its own prefix cache (unless llm.prefix_cache_shared), and sees
+ * only its own hits unless it may read all statistics (pg_read_all_stats).
+ */
 Datum
 llm_stats(PG_FUNCTION_ARGS)
 {
@@ -63,6 +84,7 @@ llm_stats(PG_FUNCTION_ARGS)
 	Datum		values[17];
 	bool		nulls[17] = {0};
 	double		busy_s;
+	int64		own;
 	int			i = 0;
 
 	LlmShmemCheck();
@@ -95,7 +117,13 @@ llm_stats(PG_FUNCTION_ARGS)
 	values[i++] = Int32GetDatum(c.kv_blocks_used);
 	values[i++] = Int32GetDatum(c.kv_blocks_cached);
 	values[i++] = Int32GetDatum(c.kv_blocks_total);
-	values[i++] = Int64GetDatum(c.prefix_hit_tokens);
+	/* the prefix cache's hits: all of them, or the caller's role's (of its completed requests) */
+	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+		values[i++] = Int64GetDatum(c.prefix_hit_tokens);
+	else if (LlmOwnCachedTokens(&own))
+		values[i++] = Int64GetDatum(own);
+	else
+		nulls[i++] = true;
 	values[i++] = Int64GetDatum(c.preemptions);
 	values[i++] = Int64GetDatum(c.evicted_keys);
 	values[i++] = TimestampTzGetDatum(c.reset_at);

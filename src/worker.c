@@ -290,6 +290,8 @@ LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
 	req.top_p = (float) params->top_p;
 	req.top_k = params->top_k;
 	req.seed = params->seed;
+	/* each role its own prefix cache, unless llm.prefix_cache_shared (never 0, the shared one) */
+	req.cache_partition = llm_prefix_cache_shared ? 0 : ((uint64) job->req.roleid << 32) | 0x6c6c6d;
 	req.stop = stop;
 	req.n_stop = job->req.n_stop;
 	req.grammar = params->grammar;
@@ -425,6 +427,7 @@ LlmWorkerScanSlots(void)
 
 		c->req.slotno = picked[k];
 		c->req.request_id = slot->request_id;
+		c->req.roleid = slot->roleid;
 		c->req.params = slot->params;
 		c->req.input_len = slot->input_len;
 		c->req.has_system = slot->has_system;

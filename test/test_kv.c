@@ -146,6 +146,33 @@ main(void)
 		llm_kv_seq_free(&b);
 		llm_kv_seq_free(&c);
 	}
+
+	/* a prefix registered in one partition is found in that one only */
+	{
+		LlmKvSeq	a = {.partition = 7},
+					same = {.partition = 7},
+					other = {.partition = 8},
+					shared = {0};
+		int32_t		t[12] = {21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
+
+		llm_kv_seq_reserve(&kv, &a, 12, &err);
+		llm_kv_prefix_register(&kv, &a, t, 12);
+		llm_kv_seq_release(&kv, &a);
+		TEST_CHECK(a.partition == 7, "release should keep the partition");
+		TEST_CHECK(llm_kv_prefix_cached(&kv, 7, t, 11) == 8, "partition 7 should hold 8 positions");
+		TEST_CHECK(llm_kv_prefix_cached(&kv, 8, t, 11) == 0, "partition 8 should hold none of 7's");
+		TEST_CHECK(llm_kv_prefix_cached(&kv, 0, t, 11) == 0, "the shared partition should hold none of 7's");
+		TEST_CHECK(llm_kv_prefix_attach(&kv, &same, t, 11) == 8, "the same partition should reuse 8 positions");
+		TEST_CHECK(llm_kv_prefix_attach(&kv, &other, t, 11) == 0, "another partition should reuse nothing");
+		TEST_CHECK(llm_kv_prefix_attach(&kv, &shared, t, 11) == 0, "the shared partition should reuse nothing");
+		llm_kv_seq_release(&kv, &same);
+		llm_kv_seq_release(&kv, &other);
+		llm_kv_seq_release(&kv, &shared);
+		llm_kv_seq_free(&a);
+		llm_kv_seq_free(&same);
+		llm_kv_seq_free(&other);
+		llm_kv_seq_free(&shared);
+	}
 	llm_kv_free(&kv);
 	return test_summary("kv");
 }

@@ -551,6 +551,7 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 	}
 	s->max_tokens = r->max_tokens;
 	s->ignore_eos = r->ignore_eos;
+	s->kv.partition = r->cache_partition;
 	s->id = e->next_id++;
 	s->state = SEQ_WAITING;
 	if (s->max_tokens == 0)
@@ -991,7 +992,7 @@ admit_waiting(LlmEngine *e, int n_running)
 			continue;
 		cand[n].index = i;
 		cand[n].key = s->n_passed >= LLM_ADMIT_MAX_PASSED ? INT_MAX
-			: s->n_past == 0 ? llm_kv_prefix_cached(&e->kv, s->tokens, seq_first_wanted(s)) : 0;
+			: s->n_past == 0 ? llm_kv_prefix_cached(&e->kv, s->kv.partition, s->tokens, seq_first_wanted(s)) : 0;
 		n++;
 	}
 	qsort(cand, n, sizeof(cand[0]), admit_order);

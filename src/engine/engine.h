@@ -168,6 +168,7 @@ typedef struct LlmRequest
 	const char *const *stop;	/* (n_stop) stop strings, copied by add */
 	int			n_stop;
 	bool		ignore_eos;		/* keep going past EOS (benchmarks) */
+	uint64_t	cache_partition;	/* prefix cache: cached blocks are shared only within a partition (0: by all) */
 	bool		logprobs;		/* record each generated token's log-probability (LlmResult.logprobs) */
 	/*
 	 * (n_forced) tokens to take as the generation instead of sampling, for

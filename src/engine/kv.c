@@ -426,7 +426,7 @@ llm_kv_prefix_attach(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens, int m
 		return 0;
 	for (int i = 0; i < n_full; i++)
 	{
-		uint64_t	h = block_hash(seq->last_hash, tokens + (size_t) i * bs, bs);
+		uint64_t	h = block_hash(i == 0 ? seq->partition : seq->last_hash, tokens + (size_t) i * bs, bs);
 		int32_t		b = table_find(kv, h, tokens + (size_t) i * bs);
 
 		if (b < 0)
@@ -440,12 +440,12 @@ llm_kv_prefix_attach(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens, int m
 	return seq->n_blocks * bs;
 }
 
-/* How many of the first max_tokens tokens the prefix cache holds, in whole blocks (nothing is attached). */
+/* How many of the first max_tokens tokens partition's prefix cache holds, in whole blocks (nothing is attached). */
 int
-llm_kv_prefix_cached(const LlmKvCache *kv, const int32_t *tokens, int max_tokens)
+llm_kv_prefix_cached(const LlmKvCache *kv, uint64_t partition, const int32_t *tokens, int max_tokens)
 {
 	int			bs = kv->block_size;
-	uint64_t	h = 0;
+	uint64_t	h = partition;
 	int			n = 0;
 
 	if (!kv->prefix_cache)
@@ -472,7 +472,7 @@ llm_kv_prefix_register(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens, int
 	for (int i = seq->n_registered; i < n_full; i++)
 	{
 		const int32_t *bt = tokens + (size_t) i * bs;
-		uint64_t	h = block_hash(seq->last_hash, bt, bs);
+		uint64_t	h = block_hash(i == 0 ? seq->partition : seq->last_hash, bt, bs);
 		int32_t		b = seq->blocks[i];
 
 		/* a block with the same content already cached stays the one found; this one is private */

@@ -13,7 +13,10 @@
  * Prefix caching.  A full block is known by a hash of (its parent block's
  * hash, its token ids), so equal hashes mean equal prefixes up to and
  * including the block (the token ids are kept too, and compared, so a hash
- * collision cannot hand out wrong keys).  Blocks are reference-counted: a
+ * collision cannot hand out wrong keys).  The first block's parent is the
+ * sequence's partition: sequences share cached blocks only within one
+ * partition (0: all sequences), so that one user's prompt cannot tell
+ * another what is cached.  Blocks are reference-counted: a
  * new sequence whose prompt starts with cached blocks takes them by
  * reference and starts computing after them.  A block is only ever written
  * by the one sequence that filled it, before it was full and registered;
@@ -114,6 +117,7 @@ typedef struct LlmKvSeq
 	int32_t    *blocks;			/* (cap) block ids */
 	int			n_registered;	/* leading blocks known to the prefix cache */
 	uint64_t	last_hash;		/* hash of block n_registered - 1 (0 for none) */
+	uint64_t	partition;		/* the prefix cache's partition (0: shared by all); release keeps it */
 
 	/* eviction: slot = position - n_evicted (see the top of this file) */
 	int			n_evicted;		/* positions dropped from every (layer, KV head) */
@@ -166,8 +170,8 @@ int			llm_kv_available(const LlmKvCache *kv);
  */
 int			llm_kv_prefix_attach(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens, int max_tokens);
 
-/* How many of the first max_tokens tokens the prefix cache holds, in whole blocks (nothing is attached). */
-int			llm_kv_prefix_cached(const LlmKvCache *kv, const int32_t *tokens, int max_tokens);
+/* How many of the first max_tokens tokens partition's prefix cache holds, in whole blocks (nothing is attached). */
+int			llm_kv_prefix_cached(const LlmKvCache *kv, uint64_t partition, const int32_t *tokens, int max_tokens);
 
 /* Register seq's full blocks among its first n_filled positions (tokens are their ids). */
 void		llm_kv_prefix_register(LlmKvCache *kv, LlmKvSeq *seq, const int32_t *tokens, int n_filled);
