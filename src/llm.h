@@ -126,6 +126,9 @@ typedef struct LlmSlot
 	int			sqlerrcode;
 	char		errmsg[LLM_ERRMSG_LEN];
 	char		errdetail[LLM_ERRDETAIL_LEN];
+	char		errdetail_public[LLM_ERRDETAIL_LEN];	/* set: errdetail may name paths, and
+														 * this is what roles outside
+														 * pg_read_all_settings see */
 	char		errhint[LLM_ERRHINT_LEN];
 
 	/* Broadcast by the worker when the slot reaches DONE or ERROR. */
@@ -152,6 +155,9 @@ typedef struct LlmWorkerInfo
 	TimestampTz loaded_at;
 	char		model_path[LLM_NAME_LEN];	/* resolved path, or the setting when not loaded */
 	char		error[LLM_ERRDETAIL_LEN];	/* why no model is loaded, as a sentence */
+	char		error_public[LLM_ERRDETAIL_LEN];	/* error without paths or system texts:
+													 * what roles outside
+													 * pg_read_all_settings see */
 	bool		has_model;
 	bool		chat_template;	/* the model has a chat template */
 	LlmModelInfo model;
@@ -449,5 +455,6 @@ extern void LlmProgressReset(void);
 
 /* stats.c */
 extern const char *LlmWorkerStateName(LlmWorkerState state);
+extern bool LlmMaySeePaths(void);
 
 #endif							/* LLM_H */

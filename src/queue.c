@@ -207,6 +207,7 @@ LlmQueueTrySubmit(LlmJob *job, LlmFairRefusal *why, LlmFairWaiter *waiter)
 		slot->sqlerrcode = 0;
 		slot->errmsg[0] = '\0';
 		slot->errdetail[0] = '\0';
+		slot->errdetail_public[0] = '\0';
 		slot->errhint[0] = '\0';
 		slot->state = LLM_SLOT_QUEUED;
 
@@ -373,7 +374,9 @@ LlmQueueWait(LlmJob *job)
 	{
 		sqlerrcode = slot->sqlerrcode;
 		strlcpy(msg, slot->errmsg, sizeof(msg));
-		strlcpy(detail, slot->errdetail, sizeof(detail));
+		/* a detail that may name paths: for those who may see them (LlmMaySeePaths) */
+		strlcpy(detail, slot->errdetail_public[0] != '\0' && !LlmMaySeePaths() ?
+				slot->errdetail_public : slot->errdetail, sizeof(detail));
 		strlcpy(hint, slot->errhint, sizeof(hint));
 		if (DsaPointerIsValid(slot->result) && detail[0] == '\0')
 			LlmOutputSoFar(detail, sizeof(detail), dsa_get_address(LlmShmemDsa(), slot->result),

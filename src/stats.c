@@ -133,6 +133,19 @@ llm_stats(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Whether the current role may see paths under llm.model_dir and the
+ * system's error texts in the worker's errors: members of
+ * pg_read_all_settings, who may read llm.model_dir itself.  Others see the
+ * public version of such an error (llm_worker_status(), and the detail of a
+ * request answered "no model is loaded").
+ */
+bool
+LlmMaySeePaths(void)
+{
+	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_SETTINGS);
+}
+
+/*
  * llm_worker_status(): the worker's process, state, model and device.  The
  * SQL of version 1.0 (not yet updated) declares 13 columns, without the
  * device's two.
@@ -164,12 +177,10 @@ llm_worker_status(PG_FUNCTION_ARGS)
 	file = pstrdup(file != NULL ? file + 1 : w.model_path);
 
 	/* paths and system error texts are for those who may read every setting */
-	if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_SETTINGS))
+	if (!LlmMaySeePaths())
 	{
 		w.model_path[0] = '\0';
-		if (w.error[0] != '\0')
-			strlcpy(w.error, "The settings could not be applied (members of pg_read_all_settings see why).",
-					sizeof(w.error));
+		strlcpy(w.error, w.error_public, sizeof(w.error));
 	}
 
 	if (w.pid != 0)

@@ -86,12 +86,15 @@ LlmWorkerRegister(void)
 /*
  * Answer a slot the worker holds (RUNNING): with the error when msg is
  * given, else with result.  A failed request keeps result's text, its
- * output so far, for the error's detail.  A slot its backend cancelled in
- * the meantime is freed instead.  text is copied into the DSA area.
+ * output so far, for the error's detail.  A detail that may name paths
+ * comes with detail_public, what roles that may not see them get instead
+ * (LlmMaySeePaths); NULL: detail is for everyone.  A slot its backend
+ * cancelled in the meantime is freed instead.  text is copied into the DSA
+ * area.
  */
 static void
 LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
-				const char *msg, const char *detail, const char *hint)
+				const char *msg, const char *detail, const char *detail_public, const char *hint)
 {
 	LlmSlot    *slot = &LlmState->slots[slotno];
 	dsa_area   *area = LlmShmemDsa();
@@ -144,6 +147,7 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 			slot->sqlerrcode = sqlerrcode;
 			strlcpy(slot->errmsg, msg, sizeof(slot->errmsg));
 			strlcpy(slot->errdetail, detail ? detail : "", sizeof(slot->errdetail));
+			strlcpy(slot->errdetail_public, detail_public ? detail_public : "", sizeof(slot->errdetail_public));
 			strlcpy(slot->errhint, hint ? hint : "", sizeof(slot->errhint));
 			slot->state = LLM_SLOT_ERROR;
 			LlmCountOutcome(slot, LLM_SLOT_ERROR);
@@ -205,12 +209,15 @@ static void
 LlmWorkerNoModel(int slotno)
 {
 	const char *reason;
+	const char *reason_public;
 
 	LWLockAcquire(LlmState->lock, LW_SHARED);
 	reason = pstrdup(LlmState->worker.error);
+	reason_public = pstrdup(LlmState->worker.error_public);
 	LWLockRelease(LlmState->lock);
+	/* the reason may name paths under llm.model_dir */
 	LlmWorkerAnswer(slotno, NULL, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-					"no model is loaded", reason,
+					"no model is loaded", reason, reason[0] != '\0' ? reason_public : NULL,
 					"Set llm.model to a GGUF file in llm.model_dir and reload the configuration; "
 					"a change of llm.device takes a restart.");
 }
@@ -338,7 +345,8 @@ LlmWorkerStart(const LlmClaim *c)
 		free(job);
 		dsa_free(area, c->input);
 		LlmWorkerAnswer(c->req.slotno, NULL, ERRCODE_OUT_OF_MEMORY, "out of memory",
-						psprintf("Failed on request for %zu bytes to tokenize the prompt.", c->req.input_len), NULL);
+						psprintf("Failed on request for %zu bytes to tokenize the prompt.", c->req.input_len),
+						NULL, NULL);
 		return;
 	}
 	memcpy(job->bytes, dsa_get_address(area, c->input), c->req.input_len);
@@ -373,7 +381,7 @@ LlmWorkerAdmitTokenized(void)
 		else if (LlmWorkerEngine == NULL)
 			LlmWorkerNoModel(job->req.slotno);
 		else if (!LlmWorkerAdd(job, &id, &why))
-			LlmWorkerAnswer(job->req.slotno, NULL, why.sqlerrcode, why.msg, why.detail, why.hint);
+			LlmWorkerAnswer(job->req.slotno, NULL, why.sqlerrcode, why.msg, why.detail, NULL, why.hint);
 		else
 		{
 			WorkerSeqs[job->req.slotno].active = true;
@@ -517,13 +525,13 @@ LlmWorkerCollect(void)
 		}
 		if (result.reason == LLM_FINISH_ERROR)
 			LlmWorkerAnswer(slotno, &result, LlmStatusErrcode(result.status),
-							result.error ? result.error : "generation failed", NULL,
+							result.error ? result.error : "generation failed", NULL, NULL,
 							result.status == LLM_ERR_LIMIT &&
 							result.n_generated >= LlmState->slots[slotno].params.max_tokens ?
 							"Raise max_tokens, or pass on_error => 'null' for NULL where a row fails." :
 							"Pass on_error => 'null' for NULL where a row fails.");
 		else
-			LlmWorkerAnswer(slotno, &result, 0, NULL, NULL, NULL);
+			LlmWorkerAnswer(slotno, &result, 0, NULL, NULL, NULL, NULL);
 		LlmWorkerRelease(slotno);	/* after answering: result.text lives until here */
 	}
 }

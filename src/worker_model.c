@@ -114,15 +114,33 @@ LlmMessageAsSentence(const char *msg)
 	return s;
 }
 
-/* Record the worker's state (and why there is no model) for llm_worker_status(). */
+/* The last component of path: a model's file name, which anyone may see (SHOW llm.model). */
+static const char *
+LlmFileName(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash != NULL ? slash + 1 : path;
+}
+
+/*
+ * Record the worker's state for llm_worker_status(), and why there is no
+ * model: error, and error_public, the same without paths or system error
+ * texts, for roles that may not see those (LlmMaySeePaths).
+ */
 static void
-LlmWorkerSetState(LlmWorkerState state, const char *path, const char *error)
+LlmWorkerSetState(LlmWorkerState state, const char *path, const char *error, const char *error_public)
 {
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	LlmState->worker.state = state;
 	if (path)
 		strlcpy(LlmState->worker.model_path, path, sizeof(LlmState->worker.model_path));
 	strlcpy(LlmState->worker.error, error ? error : "", sizeof(LlmState->worker.error));
+	/* an error never goes without its public version */
+	if (error != NULL && error[0] != '\0' && (error_public == NULL || error_public[0] == '\0'))
+		error_public = "The settings could not be applied (members of pg_read_all_settings see why).";
+	strlcpy(LlmState->worker.error_public, error_public ? error_public : "",
+			sizeof(LlmState->worker.error_public));
 	if (state != LLM_WORKER_READY)
 		LlmState->worker.has_model = false;
 	LWLockRelease(LlmState->lock);
@@ -386,6 +404,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	strlcpy(LlmState->worker.device_note, llm_engine_device_note(engine), sizeof(LlmState->worker.device_note));
 	LlmState->worker.loaded_at = GetCurrentTimestamp();
 	LlmState->worker.error[0] = '\0';
+	LlmState->worker.error_public[0] = '\0';
 	LWLockRelease(LlmState->lock);
 
 	ereport(LOG,
@@ -426,7 +445,7 @@ LlmWorkerLoad(void)
 				(errmsg("llm worker has no model to load"),
 				 errhint("Set llm.model to a GGUF file in llm.model_dir and reload the configuration.")));
 		LlmWorkerFreeEngine();
-		LlmWorkerSetState(LLM_WORKER_NO_MODEL, "", "llm.model is not set.");
+		LlmWorkerSetState(LLM_WORKER_NO_MODEL, "", "llm.model is not set.", "llm.model is not set.");
 		return had_model;
 	}
 
@@ -434,7 +453,7 @@ LlmWorkerLoad(void)
 		LlmWorkerSetState(LLM_WORKER_LOADING,
 						  is_absolute_path(WorkerApplied.model) ? WorkerApplied.model
 						  : psprintf("%s/%s", WorkerApplied.model_dir, WorkerApplied.model),
-						  NULL);
+						  NULL, NULL);
 	PG_TRY();
 	{
 		LlmWorkerOpenModel(&WorkerApplied);
@@ -459,12 +478,16 @@ LlmWorkerLoad(void)
 			/* keep serving the model that works, and say so */
 			WorkerApplied = serving;
 			LlmWorkerSetState(LLM_WORKER_READY, serving_path,
-							  psprintf("The new settings were not applied: %s Still serving \"%s\".", why, serving_path));
+							  psprintf("The new settings were not applied: %s Still serving \"%s\".", why, serving_path),
+							  psprintf("The new settings were not applied (members of pg_read_all_settings see why). "
+									   "Still serving \"%s\".", LlmFileName(serving_path)));
 			ereport(LOG,
 					(errmsg("llm worker keeps serving model \"%s\"", serving_path)));
 		}
 		else
-			LlmWorkerSetState(LLM_WORKER_NO_MODEL, NULL, why);
+			LlmWorkerSetState(LLM_WORKER_NO_MODEL, NULL, why,
+							  psprintf("Model file \"%s\" could not be loaded (members of pg_read_all_settings see why).",
+									   LlmFileName(WorkerApplied.model)));
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
@@ -498,7 +521,7 @@ void
 LlmWorkerForgetFailedReload(void)
 {
 	if (LlmWorkerEngine != NULL)
-		LlmWorkerSetState(LLM_WORKER_READY, NULL, NULL);
+		LlmWorkerSetState(LLM_WORKER_READY, NULL, NULL, NULL);
 }
 
 /*

@@ -1,13 +1,16 @@
 # The model file: missing, invalid, outside llm.model_dir or not set, the
 # worker logs a clear error and keeps running without a model (no crash
 # loop), llm_generate says no model is loaded, and llm_worker_status()
-# says why; fixing the setting and reloading brings the model in.  Also:
-# the library refuses to load unless preloaded.
+# says why; fixing the setting and reloading brings the model in.  A role
+# outside pg_read_all_settings gets the model's file name and no path under
+# llm.model_dir, in errors as in llm_worker_status().  Also: the library
+# refuses to load unless preloaded.
 use strict;
 use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
+use Cwd qw(realpath);
 use LlmTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -19,6 +22,7 @@ my $model = $ENV{LLM_MODEL} // 'stories260K.gguf';
 my $node = llm_node('model', 'llm.model' => 'missing.gguf');
 llm_wait_state($node, 'no model');
 my $pid = llm_worker_pid($node);
+$node->safe_psql('postgres', 'CREATE ROLE llm_plain');
 
 # Point the worker at a model; check state, error, log and llm_generate.
 sub check_bad_model
@@ -39,6 +43,31 @@ sub check_bad_model
 		"SELECT llm_generate('Once upon a time', 4)");
 	like($err, qr/ERROR:  no model is loaded\nDETAIL:  .*$why.*\nHINT:  Set llm.model/i,
 		"$name: llm_generate says no model is loaded, and why");
+	check_plain_role($name, $dir, $file);
+}
+
+# A role outside pg_read_all_settings: the file's name, no path under the directory.
+sub check_plain_role
+{
+	my ($name, $dir, $file) = @_;
+	my $base = $file =~ s{.*/}{}r;
+	my $paths = join('|', map { quotemeta } grep { defined } $dir, realpath($dir), $model_dir, realpath($model_dir));
+	my ($rc, $out, $err) = $node->psql('postgres',
+		"SET ROLE llm_plain; SELECT llm_generate('Once upon a time', 4)");
+	like($err,
+		qr/ERROR:  no model is loaded\nDETAIL:  Model file "\Q$base\E" could not be loaded \(members of pg_read_all_settings see why\)\.\nHINT:  Set llm.model/,
+		"$name: a plain role is told the file's name");
+	unlike($err, qr/$paths/, "$name: and no path under llm.model_dir");
+	($rc, $out, $err) = $node->psql('postgres',
+		"SET ROLE llm_plain; SELECT error FROM llm_generate_batch(ARRAY['Once upon a time'], 4, on_error => 'null')");
+	like($out, qr/^no model is loaded: Model file "\Q$base\E" could not be loaded/,
+		"$name: llm_generate_batch's error column tells a plain role the file's name");
+	unlike($out, qr/$paths/, "$name: and no path under llm.model_dir");
+	my $status = $node->safe_psql('postgres',
+		"SET ROLE llm_plain; SELECT error, model_path IS NULL FROM llm_worker_status()");
+	like($status, qr/^Model file "\Q$base\E" could not be loaded.*\|t$/,
+		"$name: llm_worker_status() tells a plain role the same");
+	unlike($status, qr/$paths/, "$name: and no path under llm.model_dir");
 }
 
 my $bad_dir = PostgreSQL::Test::Utils::tempdir;
@@ -50,6 +79,11 @@ like($node->safe_psql('postgres', 'SELECT error FROM llm_worker_status()'),
 	qr/Could not access model file ".*missing\.gguf": No such file or directory/,
 	'missing file: llm_worker_status says why');
 check_bad_model('missing file', $model_dir, 'missing.gguf', 'missing\.gguf');
+check_bad_model('missing secret file', $model_dir, 'nonexistent-secret-name.gguf',
+	'nonexistent-secret-name\.gguf');
+my ($rc, $out, $err) = $node->psql('postgres', "SELECT llm_generate('Once upon a time', 4)");
+like($err, qr/DETAIL:  Could not access model file "\Q$model_dir\E\/nonexistent-secret-name\.gguf": No such file/,
+	'a superuser sees the full path');
 check_bad_model('garbage file', $bad_dir, 'garbage.gguf', 'garbage\.gguf');
 check_bad_model('truncated file', $bad_dir, 'truncated.gguf', 'truncated\.gguf');
 check_bad_model('outside the directory', $bad_dir, "$model_dir/$model",
@@ -105,7 +139,7 @@ $node->stop;
 my $plain = PostgreSQL::Test::Cluster->new('plain');
 $plain->init;
 $plain->start;
-my ($rc, $out, $err) = $plain->psql('postgres', 'CREATE EXTENSION llm');
+($rc, $out, $err) = $plain->psql('postgres', 'CREATE EXTENSION llm');
 like($err, qr/ERROR:  llm must be loaded via shared_preload_libraries\nHINT:  Add "llm" to shared_preload_libraries and restart the server\./,
 	'CREATE EXTENSION without preloading fails with a hint');
 $plain->stop;
