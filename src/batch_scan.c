@@ -210,11 +210,22 @@ batch_cancel_all(BatchState *bs)
 		LlmQueueCancel(bs->rows[r].jobs, bs->rows[r].n_jobs);
 }
 
-/* Reset callback of the node's memory context: the query is over, or failed. */
+/*
+ * Reset callback of the node's memory context: the query is over, or
+ * failed.  A failed query never calls batch_end(), but its memory goes at
+ * the abort of the (sub)transaction it ran in, so its llm_progress row
+ * ends here, not at the end of a transaction that goes on after ROLLBACK TO
+ * SAVEPOINT.
+ */
 static void
 batch_cancel_callback(void *arg)
 {
-	batch_cancel_all((BatchState *) arg);
+	BatchState *bs = (BatchState *) arg;
+
+	batch_cancel_all(bs);
+	if (bs->in_progress)
+		LlmProgressEnd();
+	bs->in_progress = false;
 }
 
 /* The window: llm.batch_rows (-1: twice llm.max_sequences), within the request slots and the plan's bound. */

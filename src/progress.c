@@ -24,8 +24,12 @@
  * PL/pgSQL function called by a query whose own node is running), so an
  * entry counts its starts: the first start resets it, the last end clears
  * it, and the rows and tokens in between add up.  An error ends work
- * without its end call; LlmProgressReset() (at transaction end) clears the
- * entry then.
+ * without its end call, so each start has an end on the error path too: an
+ * LLM Batch node's in the reset callback of its memory, which goes at the
+ * abort of the (sub)transaction it ran in; LlmQueueRun()'s in its error
+ * cleanup.  A transaction that goes on after ROLLBACK TO SAVEPOINT thus
+ * shows no row for the failed statement.  LlmProgressReset() (at
+ * transaction end) clears whatever is left.
  */
 #include "postgres.h"
 

@@ -451,13 +451,18 @@ LlmQueueCancel(LlmJob *jobs, int n_jobs)
 		LlmWakeWorker();
 }
 
-/* Cleanup callback of LlmQueueRun(): runs on ERROR and at process exit while it is active. */
+/*
+ * Cleanup callback of LlmQueueRun(): runs on ERROR and at process exit
+ * while it is active; the work's llm_progress row ends with it, even when
+ * its transaction goes on (ROLLBACK TO SAVEPOINT, an exception block).
+ */
 static void
 LlmQueueCleanup(int code, Datum arg)
 {
 	LlmQueueRunState *run = (LlmQueueRunState *) DatumGetPointer(arg);
 
 	LlmQueueCancel(run->jobs, run->n_jobs);
+	LlmProgressEnd();
 }
 
 /* Raise the error for a request that finds every slot taken while the backend has none in flight. */

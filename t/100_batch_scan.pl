@@ -1,12 +1,14 @@
 # The LLM Batch plan node under load: the llm_progress view while a 64-row
-# job runs, a LIMIT that cancels the requests it will not use, and a query
+# job runs, a LIMIT that cancels the requests it will not use, a query
 # cancel or statement timeout in the middle of a window, after which every
-# sequence is freed within a step.
+# sequence is freed within a step, and a failed statement rolled back to a
+# savepoint, after which its llm_progress row is gone.
 use strict;
 use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
+use IPC::Run;
 use LlmTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -92,6 +94,37 @@ is($node->safe_psql('postgres', 'SELECT count(llm_generate(body, 4)) FROM articl
 	'3', 'later queries work');
 is(llm_stat($node, 'failed_requests'), '0', 'no request failed');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM llm_progress'), '0', 'no progress row is left');
+
+# A statement that fails mid-way in a transaction that goes on after
+# ROLLBACK TO SAVEPOINT: its llm_progress row is gone at once, for the
+# session itself and for another, not at the end of the transaction.
+sub check_savepoint
+{
+	my ($name, $sql, $error) = @_;
+	my ($out, $err) = ('', '');
+	my $script = "BEGIN;\nSAVEPOINT s;\n$sql;\nROLLBACK TO s;\n"
+	  . "SELECT 'mine', count(*) FROM llm_progress WHERE pid = pg_backend_pid();\n"
+	  . "SELECT 'waited', pg_sleep(2);\nCOMMIT;\n";
+	my $h = IPC::Run::start([ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-f', '-' ],
+		'<', \$script, '>', \$out, '2>', \$err,
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	llm_poll($node,
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'SELECT ''waited''%' AND state = 'active'");
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM llm_progress'), '0',
+		"$name: another session sees no progress row while the transaction goes on");
+	$h->finish;
+	like($err, $error, "$name: the statement fails");
+	like($out, qr/^mine\|0$/m, "$name: after ROLLBACK TO the session sees no progress row of its own");
+	like($out, qr/^waited\|$/m, "$name: the transaction goes on");
+}
+
+check_savepoint('LLM Batch node',
+	'SELECT id, length(llm_generate(CASE WHEN id = 2 THEN repeat(body, 400) ELSE body END, 24)) FROM articles',
+	qr/ERROR:  prompt is too long\n.*\nCONTEXT:  row 2 of the LLM Batch node/);
+check_savepoint('llm_generate_batch',
+	"SELECT count(*) FROM llm_generate_batch(ARRAY['Once upon a time', repeat('Once upon a time ', 1000)], 24)",
+	qr/ERROR:  prompt is too long/);
+llm_poll($node, 'SELECT running_requests = 0 AND queued_requests = 0 FROM llm_stats');
 
 $node->stop;
 done_testing();
