@@ -112,6 +112,20 @@ llm_wait_state($node);
 is($node->safe_psql('postgres', "SELECT llm_generate('Once upon a time', 4)"),
 	', there was a', 'after fixing the setting the model serves');
 is(llm_worker_pid($node), $pid, 'in the same worker');
+
+# A failed reload beside a serving model: a plain role is told the serving
+# model's file name and no path under llm.model_dir; a superuser sees why.
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET llm.model = 'nonexistent-secret-name.gguf'; SELECT pg_reload_conf()");
+llm_poll($node, 'SELECT error IS NOT NULL FROM llm_worker_status()');
+is($node->safe_psql('postgres', 'SET ROLE llm_plain; SELECT state, error FROM llm_worker_status()'),
+	qq{ready|The new settings were not applied (members of pg_read_all_settings see why). Still serving "$model".},
+	'a failed reload: a plain role sees the serving file name, no path');
+like($node->safe_psql('postgres', 'SELECT error FROM llm_worker_status()'),
+	qr/^The new settings were not applied: Could not access model file "\Q$model_dir\E\/nonexistent-secret-name\.gguf"/,
+	'a failed reload: a superuser sees the path');
+$node->safe_psql('postgres', "ALTER SYSTEM SET llm.model = '$model'; SELECT pg_reload_conf()");
+llm_poll($node, 'SELECT error IS NULL FROM llm_worker_status()');
 like(slurp_file($node->logfile), qr/llm worker loaded model ".*\Q$model\E"\n.*DETAIL:  Architecture llama, \d+ parameters/,
 	'the load is logged with the model\'s description');
 

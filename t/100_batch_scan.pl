@@ -105,9 +105,10 @@ sub check_savepoint
 	my $script = "BEGIN;\nSAVEPOINT s;\n$sql;\nROLLBACK TO s;\n"
 	  . "SELECT 'mine', count(*) FROM llm_progress WHERE pid = pg_backend_pid();\n"
 	  . "SELECT 'waited', pg_sleep(2);\nCOMMIT;\n";
-	my $h = IPC::Run::start([ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-f', '-' ],
-		'<', \$script, '>', \$out, '2>', \$err,
-		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	my $file = PostgreSQL::Test::Utils::tempdir . '/savepoint.sql';
+	append_to_file($file, $script);
+	my $h = IPC::Run::start([ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-f', $file ],
+		'>', \$out, '2>', \$err, IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 	llm_poll($node,
 		"SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'SELECT ''waited''%' AND state = 'active'");
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM llm_progress'), '0',
