@@ -114,7 +114,7 @@ LlmMessageAsSentence(const char *msg)
 	return s;
 }
 
-/* The last component of path: a model's file name, which anyone may see (SHOW llm.model). */
+/* The last component of path: a model's file name, which anyone sees (SHOW llm.model, llm_worker_status()'s model). */
 static const char *
 LlmFileName(const char *path)
 {
