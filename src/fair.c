@@ -55,7 +55,13 @@
  * starts at the next step even while the engine is full of another role's
  * long generations, which would otherwise make it wait for one of them to
  * finish.  The engine's own admission order (cached prefixes first)
- * still applies, among the requests the worker admits together.
+ * still applies, among the requests the worker admits together.  Inside
+ * the engine each request is in its role's share group with the role's
+ * weight (LlmFairRoleWeight): the step's prompt budget goes to the group
+ * with the least prompt tokens fed per weight, and a full KV pool is
+ * taken back from the group holding the most per weight (engine share.h),
+ * so a newcomer's prompt starts within a step or two and is not the one
+ * preempted.
  *
  * Roles tracked.  LLM_ROLE_ENTRIES entries in shared memory; entry 0
  * stands for "other roles".  A role gets an entry on its first request;
@@ -533,6 +539,13 @@ LlmFairPick(int *picked, int capacity)
 		r->c.queue_us += Max(0, now - slot->queued_at);
 	}
 	return n_picked;
+}
+
+/* The weight of role entry e (lock held), for the engine's share groups. */
+int
+LlmFairRoleWeight(int e)
+{
+	return LlmFair->roles[e].weight;
 }
 
 /*

@@ -274,6 +274,7 @@ extern void LlmSlotFree(LlmSlot *slot);
 extern void LlmCountOutcome(LlmSlot *slot, LlmSlotState outcome);
 extern void LlmFairWorkerInit(void);
 extern int	LlmFairPick(int *picked, int capacity);
+extern int	LlmFairRoleWeight(int e);
 extern int	LlmRoleStatsSnapshot(LlmRoleStats *out);
 extern void LlmRoleStatsReset(void);
 
@@ -396,6 +397,7 @@ typedef struct LlmClaimed
 	int			slotno;
 	uint64		request_id;		/* the slot's request when it was claimed */
 	Oid			roleid;			/* the slot's role */
+	int			weight;			/* its role's llm.role_weight */
 	LlmParams	params;
 	Size		input_len;
 	bool		has_system;

@@ -299,6 +299,9 @@ LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
 	req.seed = params->seed;
 	/* each role its own prefix cache, unless llm.prefix_cache_shared (never 0, the shared one) */
 	req.cache_partition = llm_prefix_cache_shared ? 0 : ((uint64) job->req.roleid << 32) | 0x6c6c6d;
+	/* the engine shares its prompt budget and KV pool by role, as the queue does (fair.c) */
+	req.share_group = job->req.roleid;
+	req.share_weight = (float) job->req.weight;
 	req.stop = stop;
 	req.n_stop = job->req.n_stop;
 	req.grammar = params->grammar;
@@ -436,6 +439,7 @@ LlmWorkerScanSlots(void)
 		c->req.slotno = picked[k];
 		c->req.request_id = slot->request_id;
 		c->req.roleid = slot->roleid;
+		c->req.weight = LlmFairRoleWeight(slot->role);
 		c->req.params = slot->params;
 		c->req.input_len = slot->input_len;
 		c->req.has_system = slot->has_system;

@@ -1,6 +1,6 @@
 # Fair shares among roles: while one role floods the worker with 10,000
 # requests, another role's request gets a slot without 53000 and starts
-# within a few engine steps; two flooding roles share the engine by their
+# within a few engine steps, and so beside another role's long prompts; two flooding roles share the engine by their
 # llm.role_weight; a role's own limit (llm.max_requests_per_role) fails
 # its lone requests beyond it and runs its batches through it; and
 # llm_role_stats counts each role.
@@ -154,6 +154,25 @@ llm_finish_query($_) for @slow;
 is($_->{rc}, 0, 'the requests within the limit are served') for @slow;
 my $batch = run_as('carol', "SELECT count(completion) FROM llm_generate_batch(ARRAY['a', 'b', 'c', 'd', 'e'], 4)");
 is($batch->{out}, '5', 'a batch runs through the role\'s limit');
+
+# long prompts: alice's 64 distinct prompts of ~1,350 tokens wait for the
+# steps' prompt budget; bob's short request gets its prompt fed within a
+# step or two (the engine shares that budget by role), not after hers
+my $long = "SELECT count(*) FROM llm_generate_batch(ARRAY(SELECT i || '. ' || "
+  . "repeat('Once upon a time there was a little girl. ', 130) FROM generate_series(1, 64) i), max_tokens => 1)";
+my $fl = start_as('alice', $long);
+llm_poll($node, "SELECT running_requests > 0 FROM llm_role_stats WHERE role = 'alice'");
+Time::HiRes::sleep(1.5);
+my $beside = run_as('bob', $probe);
+my $alice_left = $node->safe_psql('postgres',
+	"SELECT queued_requests + running_requests FROM llm_role_stats WHERE role = 'alice'");
+is($beside->{out}, $idle->{out}, 'bob, beside alice\'s long prompts, gets his answer');
+cmp_ok($beside->{steps}, '<=', $idle->{steps} + 5,
+	"within a few engine steps of his own ($beside->{steps} against $idle->{steps} alone)");
+cmp_ok($alice_left, '>', 0, "while alice's prompts were still being fed ($alice_left requests left)");
+note(sprintf('bob beside 64 long prompts: %.3f s, %d engine steps', $beside->{elapsed}, $beside->{steps}));
+llm_finish_query($fl);
+is($fl->{out}, '64', 'alice\'s long prompts are all answered');
 
 # the counts per role
 is($node->safe_psql('postgres',

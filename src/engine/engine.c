@@ -9,9 +9,10 @@
  * first, so prompts never stall generation).  When a chunk reaches the end
  * of the sequence's tokens, its last position yields logits and a new token.
  * Prefill and decode are the same operation, which also makes preemption
- * simple: when the KV pool runs dry, the newest running sequence gives back
- * its blocks (n_past = 0) and waits; later it recomputes its tokens
- * (Kwon et al., SOSP 2023, recomputation).
+ * simple: when the KV pool runs dry, a running sequence gives back its
+ * blocks (n_past = 0) and waits; later it recomputes its tokens (Kwon et
+ * al., SOSP 2023, recomputation).  Which prompt gets the step's chunks and
+ * which sequence gives way follow the groups' fair shares (share.h).
  *
  * A scored continuation (LlmRequest.forced) is known in advance, so it is
  * fed with its prompt, as one more chunk of it: every position from the
@@ -42,6 +43,7 @@
 #include "model.h"
 #include "pace.h"
 #include "sampler.h"
+#include "share.h"
 #include "utf8.h"
 
 #define DEFAULT_KV_CAP_BYTES ((size_t) 1 << 30)
@@ -67,6 +69,9 @@ typedef struct Seq
 	int			n_passed;		/* admissions that went to sequences queued after this one */
 	int			max_tokens;
 	bool		ignore_eos;
+	uint32_t	share_group;	/* whose fair share it uses (share.h) */
+	float		share_weight;
+	int			share_index;	/* during a step: its group's index in e->shares, or -1 */
 	int32_t    *forced;			/* (max_tokens) the generation to score instead of sampling, or NULL;
 								 * all but its last token follow the prompt in tokens from the start */
 	LlmConstraint *constraint;	/* the grammar the output follows, or NULL */
@@ -97,6 +102,8 @@ struct LlmEngine
 	Seq		  **seqs;			/* (n_seqs) every unreleased sequence, in arrival order */
 	int			n_seqs;
 	int			seqs_cap;
+	int		   *prompt_order;	/* (seqs_cap) a step's running prompts, in the order of their shares */
+	LlmShares	shares;			/* the groups' virtual times (share.h) */
 	int64_t		next_id;
 
 	LlmEvictRule evict;			/* budget 0: no eviction */
@@ -307,6 +314,8 @@ llm_engine_free(LlmEngine *e)
 	for (int i = 0; i < e->n_seqs; i++)
 		seq_free(e, e->seqs[i]);
 	free(e->seqs);
+	free(e->prompt_order);
+	llm_shares_free(&e->shares);
 	llm_constraint_cache_free(e->constraints);
 	llm_run_state_free(&e->run);
 	llm_kv_free(&e->kv);
@@ -513,10 +522,15 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 	{
 		int			cap = e->seqs_cap ? 2 * e->seqs_cap : 64;
 		Seq		  **seqs = realloc(e->seqs, (size_t) cap * sizeof(Seq *));
+		int		   *order;
 
 		if (seqs == NULL)
 			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for sequences");
 		e->seqs = seqs;
+		order = realloc(e->prompt_order, (size_t) cap * sizeof(int));
+		if (order == NULL)
+			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for sequences");
+		e->prompt_order = order;
 		e->seqs_cap = cap;
 	}
 	s = calloc(1, sizeof(*s));
@@ -551,6 +565,8 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 	}
 	s->max_tokens = r->max_tokens;
 	s->ignore_eos = r->ignore_eos;
+	s->share_group = r->share_group;
+	s->share_weight = r->share_weight > 0 ? r->share_weight : 1;
 	s->kv.partition = r->cache_partition;
 	s->id = e->next_id++;
 	s->state = SEQ_WAITING;
@@ -597,38 +613,114 @@ seq_preempt(LlmEngine *e, Seq *s)
 	s->state = SEQ_WAITING;
 }
 
-/* The most recently admitted running sequence other than except, or NULL. */
-static Seq *
-newest_running(LlmEngine *e, const Seq *except)
+/* KV blocks per unit of weight that group holds in running sequences. */
+static double
+group_load(const LlmEngine *e, uint32_t group)
 {
-	for (int i = e->n_seqs - 1; i >= 0; i--)
-		if (e->seqs[i]->state == SEQ_RUNNING && e->seqs[i] != except)
-			return e->seqs[i];
-	return NULL;
+	double		load = 0;
+
+	for (int i = 0; i < e->n_seqs; i++)
+		if (e->seqs[i]->state == SEQ_RUNNING && e->seqs[i]->share_group == group)
+			load += e->seqs[i]->kv.n_blocks / (double) e->seqs[i]->share_weight;
+	return load;
 }
 
 /*
- * Reserve KV for s to hold n_tokens positions, preempting newer running
- * sequences while the pool is short.  Returns false when s itself had to
- * be preempted (it is then the newest and nothing else can give way).
+ * The running sequence to give way so that s gets KV (share.h): the newest
+ * of the group holding the most blocks per weight, among those with no
+ * tokens in this step's batch (its first batch_start), s itself included;
+ * s when that one is older than s in s's group, or there is none.
+ */
+static Seq *
+preemption_victim(LlmEngine *e, Seq *s, int batch_start)
+{
+	Seq		   *victim = NULL;
+	double		victim_load = -1;
+	int			victim_index = -1;
+	int			s_index = -1;
+
+	for (int i = e->n_seqs - 1; i >= 0; i--)
+	{
+		Seq		   *c = e->seqs[i];
+		bool		in_batch = false;
+		double		load;
+
+		if (c == s)
+			s_index = i;
+		if (c->state != SEQ_RUNNING && c != s)
+			continue;
+		for (int b = 0; b < batch_start && !in_batch; b++)
+			in_batch = e->b_owner[b] == c;
+		if (in_batch)
+			continue;
+		/* the newest of each group comes first: an older one of the same group never wins */
+		load = group_load(e, c->share_group);
+		if (load > victim_load)
+		{
+			victim = c;
+			victim_load = load;
+			victim_index = i;
+		}
+	}
+	if (victim == NULL || (victim->share_group == s->share_group && victim_index < s_index))
+		return s;
+	return victim;
+}
+
+/*
+ * Put the indices of the running sequences with prompt tokens to feed in
+ * e->prompt_order, least virtual time of their group first, then oldest
+ * first (share.h); returns how many.  Enters their groups for the step.
+ */
+static int
+prompt_order(LlmEngine *e)
+{
+	int			n = 0;
+
+	llm_shares_begin(&e->shares);
+	for (int i = 0; i < e->n_seqs; i++)
+	{
+		Seq		   *s = e->seqs[i];
+		double		vtime;
+		int			j;
+
+		s->share_index = -1;
+		if (s->state != SEQ_RUNNING || s->n_tokens - s->n_past <= 1)
+			continue;
+		/* out of memory for a new group: it goes first, uncharged */
+		s->share_index = llm_shares_enter(&e->shares, s->share_group);
+		vtime = s->share_index >= 0 ? e->shares.groups[s->share_index].vtime : 0;
+		/* insertion: after every earlier one of no greater time (stable) */
+		for (j = n; j > 0; j--)
+		{
+			const Seq  *p = e->seqs[e->prompt_order[j - 1]];
+			double		pt = p->share_index >= 0 ? e->shares.groups[p->share_index].vtime : 0;
+
+			if (pt <= vtime)
+				break;
+			e->prompt_order[j] = e->prompt_order[j - 1];
+		}
+		e->prompt_order[j] = i;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Reserve KV for s to hold n_tokens positions, preempting other running
+ * sequences (preemption_victim) while the pool is short.  Returns false
+ * when s itself had to be preempted.
  */
 static bool
 reserve_or_preempt(LlmEngine *e, Seq *s, int n_tokens, int batch_start)
 {
 	while (llm_kv_seq_reserve(&e->kv, &s->kv, n_tokens, NULL) != LLM_OK)
 	{
-		Seq		   *victim = newest_running(e, NULL);
+		Seq		   *victim = preemption_victim(e, s, batch_start);
 
-		/* never preempt a sequence that already has tokens in this step's batch */
-		for (int i = 0; i < batch_start; i++)
-			if (e->b_owner[i] == victim)
-				victim = NULL;
-		if (victim == NULL || victim == s)
-		{
-			seq_preempt(e, s);
-			return false;
-		}
 		seq_preempt(e, victim);
+		if (victim == s)
+			return false;
 	}
 	return true;
 }
@@ -1034,6 +1126,7 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 	int			n_batch = 0;
 	int			n_out = 0;
 	int			budget = e->config.max_batch_tokens;
+	int			n_prompts;
 	bool		any_prompt = false;
 	LlmBatch	batch;
 	LlmStatus	st;
@@ -1044,15 +1137,17 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 	admit_waiting(e, n_running);
 
 	/*
-	 * decoding sequences first (one token each), then prompt chunks, while
-	 * the step's time (pace.h) lasts; tokens that want logits only while
-	 * the logits rows last (batch_add_seq)
+	 * decoding sequences first (one token each), then prompt chunks in the
+	 * order of the groups' shares (share.h), while the step's time (pace.h)
+	 * lasts; tokens that want logits only while the logits rows last
+	 * (batch_add_seq)
 	 */
 	llm_pace_begin(&e->pace);
+	n_prompts = prompt_order(e);
 	for (int pass = 0; pass < 2; pass++)
-		for (int i = 0; i < e->n_seqs && n_batch < budget; i++)
+		for (int k = 0; k < (pass == 0 ? e->n_seqs : n_prompts) && n_batch < budget; k++)
 		{
-			Seq		   *s = e->seqs[i];
+			Seq		   *s = e->seqs[pass == 0 ? k : e->prompt_order[k]];
 			bool		decoding = s->n_tokens - s->n_past == 1;
 			int			added;
 			int			limit = budget - n_batch;
@@ -1069,12 +1164,15 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 			}
 			added = batch_add_seq(e, s, n_batch, limit, e->max_out - n_out);
 			llm_pace_add(&e->pace, s->n_past, added, !decoding);
+			if (!decoding && s->share_index >= 0)
+				llm_shares_charge(&e->shares, s->share_index, s->share_weight, added);
 			for (int j = 0; j < added; j++)
 				n_out += e->b_want[n_batch + j];
 			if (s->n_past < s->n_prompt)
 				e->stats.tokens_prefilled += added < s->n_prompt - s->n_past ? added : s->n_prompt - s->n_past;
 			n_batch += added;
 		}
+	llm_shares_end(&e->shares);
 	if (n_batch == 0)
 		return LLM_OK;
 

@@ -169,6 +169,8 @@ typedef struct LlmRequest
 	int			n_stop;
 	bool		ignore_eos;		/* keep going past EOS (benchmarks) */
 	uint64_t	cache_partition;	/* prefix cache: cached blocks are shared only within a partition (0: by all) */
+	uint32_t	share_group;	/* fair shares (share.h): the prompt budget and the KV pool go by group */
+	float		share_weight;	/* the group's weight (<= 0: 1) */
 	bool		logprobs;		/* record each generated token's log-probability (LlmResult.logprobs) */
 	/*
 	 * (n_forced) tokens to take as the generation instead of sampling, for
