@@ -460,6 +460,7 @@ test_any_order(void)
 
 	check_many_properties(20, 0);
 	check_many_properties(20, 7);
+	check_many_properties(64, 0);	/* issue 37: a chain of optional rules, before the group, failed from 62 */
 	check_many_properties(LLM_SCHEMA_MAX_PROPERTIES, 0);
 	check_many_properties(LLM_SCHEMA_MAX_PROPERTIES, LLM_SCHEMA_MAX_PROPERTIES);
 	schema = many_properties_schema(LLM_SCHEMA_MAX_PROPERTIES + 1, 0);
@@ -549,6 +550,146 @@ test_builder(void)
 	TEST_CHECK(llm_grammar_builder_finish(b, root, &g, NULL) == LLM_ERR_INVALID, "a rule without alternatives is refused");
 }
 
+/* Whether g accepts each of the n strings, no state passing max_stacks stacks; the most seen into *most. */
+static bool
+accepts_strings(const LlmGrammar *g, char **strs, int n, int max_stacks, int *most)
+{
+	bool		ok = true;
+
+	*most = 0;
+	for (int i = 0; i < n && ok; i++)
+	{
+		int			m = 0;
+
+		ok = accepts_within(g, strs[i], max_stacks, &m);
+		if (m > *most)
+			*most = m;
+	}
+	return ok;
+}
+
+/* A schema of one enum of the values "v0" .. "v<n-1>", between head and tail, in a malloc'd string. */
+static char *
+enum_schema(const char *head, int n, const char *tail)
+{
+	char	   *s = malloc(strlen(head) + strlen(tail) + 16 * (size_t) n + 1);
+	size_t		at = (size_t) sprintf(s, "%s", head);
+
+	for (int i = 0; i < n; i++)
+		at += (size_t) sprintf(s + at, "%s\"v%d\"", i ? "," : "", i);
+	sprintf(s + at, "%s", tail);
+	return s;
+}
+
+/*
+ * Many strings as one rule (llm_grammar_strings_rule): choices and enums of
+ * thousands, once refused for passing the recognizer's bound on stacks
+ * (an alternative each, issue 37), follow a trie with a stack per next byte.
+ */
+static void
+test_strings_rule(void)
+{
+	enum
+	{
+		N = 5000
+	};
+	char	  **strs = malloc(N * sizeof(char *));
+	size_t	   *lens = malloc(N * sizeof(size_t));
+	LlmGrammarBuilder *b;
+	LlmGrammar *g = NULL;
+	LlmError	err;
+	LlmGrammarState st;
+	bool		prefix;
+	int			most = 0;
+	char	   *schema;
+
+	/* "v0" .. "v4999": "v1" is a prefix of "v10", "v100" and "v1000" */
+	for (int i = 0; i < N; i++)
+	{
+		strs[i] = malloc(16);
+		lens[i] = (size_t) sprintf(strs[i], "v%d", i);
+	}
+	b = llm_grammar_builder_new();
+	TEST_CHECK(llm_grammar_builder_finish(b, llm_grammar_strings_rule(b, (const char *const *) strs, lens, N), &g,
+										  &err) == LLM_OK, "5000 strings build: %s", err.msg);
+	llm_grammar_state_init(&st);
+	TEST_CHECK(g != NULL && llm_grammar_start(g, &st, NULL) == LLM_OK && st.n_stacks == 1,
+			   "their start is one stack (%d)", st.n_stacks);
+	llm_grammar_state_free(&st);
+	/* a stack per next byte: ten digits and the end */
+	TEST_CHECK(accepts_strings(g, strs, N, 11, &most), "each of 5000 strings is a sentence (%d stacks at most)", most);
+	TEST_CHECK(!grammar_accepts(g, "v", &prefix) && prefix, "a common prefix is a prefix, not a sentence");
+	TEST_CHECK(!grammar_accepts(g, "v5000", &prefix) && !prefix && !grammar_accepts(g, "v01", &prefix) &&
+			   !grammar_accepts(g, "v10000", &prefix) && !grammar_accepts(g, "w", &prefix),
+			   "strings not in the list are refused");
+	llm_grammar_free(g);
+
+	/* duplicates, the empty string, a prefix of another, and bytes past ASCII */
+	{
+		const char *some[] = {"yes", "no", "yes", "", "yes please", "\xc3\xa9t\xc3\xa9"};
+		size_t		some_lens[] = {3, 2, 3, 0, 10, 5};
+
+		b = llm_grammar_builder_new();
+		TEST_CHECK(llm_grammar_builder_finish(b, llm_grammar_strings_rule(b, some, some_lens, 6), &g, NULL) == LLM_OK,
+				   "strings with duplicates and the empty one build");
+		TEST_CHECK(grammar_accepts(g, "", &prefix) && grammar_accepts(g, "yes", &prefix) &&
+				   grammar_accepts(g, "yes please", &prefix) && grammar_accepts(g, "no", &prefix) &&
+				   grammar_accepts(g, "\xc3\xa9t\xc3\xa9", &prefix), "each is a sentence");
+		TEST_CHECK(!grammar_accepts(g, "yes p", &prefix) && prefix && !grammar_accepts(g, "yess", &prefix) &&
+				   !prefix && !grammar_accepts(g, "\xc3\xa9", &prefix) && prefix, "and nothing else");
+		llm_grammar_free(g);
+	}
+
+	/* "a", "aa", ... : a trie node per string, built without recursion */
+	for (int i = 0; i < N; i++)
+	{
+		free(strs[i]);
+		strs[i] = malloc((size_t) i + 2);
+		memset(strs[i], 'a', (size_t) i + 1);
+		strs[i][i + 1] = '\0';
+		lens[i] = (size_t) i + 1;
+	}
+	b = llm_grammar_builder_new();
+	TEST_CHECK(llm_grammar_builder_finish(b, llm_grammar_strings_rule(b, (const char *const *) strs, lens, N), &g,
+										  &err) == LLM_OK, "a, aa, ... (5000 nested nodes) build: %s", err.msg);
+	TEST_CHECK(grammar_accepts(g, strs[N - 1], &prefix) && grammar_accepts(g, strs[0], &prefix) &&
+			   !grammar_accepts(g, "", &prefix), "the longest and the shortest are sentences");
+	llm_grammar_free(g);
+	for (int i = 0; i < N; i++)
+		free(strs[i]);
+	free(strs);
+	free(lens);
+
+	/* an enum of 5000 values, as a property's, with values of other types; and alone */
+	schema = enum_schema("{\"properties\":{\"k\":{\"enum\":[", N, ",7,null]}},\"required\":[\"k\"]}");
+	TEST_CHECK(llm_json_schema_check(schema, strlen(schema), &err) == LLM_OK, "an enum of 5000 values: %s", err.msg);
+	check_schema(schema, (const char *[]) {"{\"k\":\"v0\"}", "{\"k\": \"v4999\"}", "{\"k\":7}", "{\"k\":null}", NULL},
+				 (const char *[]) {"{\"k\":\"v5000\"}", "{\"k\":\"v\"}", "{\"k\":8}", "{\"k\":\"v1\"\"}", NULL});
+	TEST_CHECK(llm_json_schema_compile(schema, strlen(schema), &g, NULL) == LLM_OK &&
+			   accepts_within(g, "{\"k\": \"v1234\"}", 16, &most), "its value with few stacks (%d)", most);
+	llm_grammar_free(g);
+	free(schema);
+	schema = enum_schema("{\"type\":\"string\",\"enum\":[", N, ",1]}");
+	TEST_CHECK(llm_json_schema_check(schema, strlen(schema), &err) == LLM_OK, "a bare enum of 5000 values: %s",
+			   err.msg);
+	free(schema);
+	check_schema_error("{\"type\":\"integer\",\"enum\":[\"a\",\"b\"]}", LLM_ERR_INVALID, "no value of \"enum\" has");
+	check_schema_error("{\"enum\":[\"a\",\"b\\u0000\"]}", LLM_ERR_INVALID, "NUL character cannot be written at #/enum/1");
+
+	/* anyOf keeps an alternative per subschema: past the bound, the check says so before any text */
+	{
+		char	   *any = malloc(32 * 300 + 32);
+		size_t		at = (size_t) sprintf(any, "{\"anyOf\":[");
+
+		for (int i = 0; i < 300; i++)
+			at += (size_t) sprintf(any + at, "%s{\"const\":\"v%d\"}", i ? "," : "", i);
+		sprintf(any + at, "]}");
+		TEST_CHECK(llm_json_schema_check(any, strlen(any), &err) == LLM_ERR_LIMIT &&
+				   strstr(err.msg, "may start in more than 256 ways") != NULL, "anyOf of 300 at the start: %s", err.msg);
+		free(any);
+	}
+}
+
 int
 main(void)
 {
@@ -557,5 +698,6 @@ main(void)
 	test_schema_errors();
 	test_any_order();
 	test_builder();
+	test_strings_rule();
 	return test_summary("test_grammar");
 }

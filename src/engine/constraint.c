@@ -171,31 +171,50 @@ trie_build(const LlmTokenizer *tok, LlmVocabTrie **out, LlmError *err)
 	return LLM_OK;
 }
 
-/* The grammar whose sentences are the choices (len bytes, each NUL-terminated). */
+/*
+ * The grammar whose sentences are the choices (len bytes, each
+ * NUL-terminated, the last one perhaps not), one trie over them
+ * (llm_grammar_strings_rule()), so that any number of choices keeps the
+ * recognizer's stacks within their bound.
+ */
 static LlmStatus
 choices_grammar(const char *text, size_t len, LlmGrammar **out, LlmError *err)
 {
-	LlmGrammarBuilder *b = llm_grammar_builder_new();
-	int			root;
+	LlmGrammarBuilder *b;
+	const char **strs;
+	size_t	   *lens;
+	int			n = 0;
 	size_t		at = 0;
+	LlmStatus	st = LLM_OK;
 
-	if (b == NULL)
-		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a grammar");
-	root = llm_grammar_rule(b);
-	while (at < len)
+	if (len == 0)
+		return llm_error_set(err, LLM_ERR_INVALID, "choices must not be empty");
+	/* at most one choice per two bytes (one and its NUL), and one more for an unterminated last one */
+	if (len / 2 + 1 > (size_t) INT32_MAX)
+		return llm_error_set(err, LLM_ERR_LIMIT, "too many choices");
+	strs = malloc((len / 2 + 1) * sizeof(char *));
+	lens = malloc((len / 2 + 1) * sizeof(size_t));
+	b = llm_grammar_builder_new();
+	if (strs == NULL || lens == NULL || b == NULL)
+		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a grammar");
+	while (st == LLM_OK && at < len)
 	{
 		const char *end = memchr(text + at, '\0', len - at);
-		size_t		n = end != NULL ? (size_t) (end - (text + at)) : len - at;
+		size_t		k = end != NULL ? (size_t) (end - (text + at)) : len - at;
 
-		if (n == 0)
-		{
-			llm_grammar_builder_free(b);
-			return llm_error_set(err, LLM_ERR_INVALID, "a choice must not be empty");
-		}
-		llm_grammar_add_literal(b, llm_grammar_alt(b, root), text + at, n);
-		at += n + 1;
+		if (k == 0)
+			st = llm_error_set(err, LLM_ERR_INVALID, "a choice must not be empty");
+		strs[n] = text + at;
+		lens[n++] = k;
+		at += k + 1;
 	}
-	return llm_grammar_builder_finish(b, root, out, err);
+	if (st == LLM_OK)
+		st = llm_grammar_builder_finish(b, llm_grammar_strings_rule(b, strs, lens, n), out, err);
+	else
+		llm_grammar_builder_free(b);
+	free(strs);
+	free(lens);
+	return st;
 }
 
 /* Drop c's automaton (its states and masks); cursors find their states again. */
@@ -508,8 +527,7 @@ constraint_new(LlmConstraintCache *cache, LlmGrammarKind kind, const char *text,
 	if (kind == LLM_GRAMMAR_JSON_SCHEMA)
 		st = llm_json_schema_compile(text, len, &g, err);
 	else if (kind == LLM_GRAMMAR_CHOICES)
-		st = len == 0 ? llm_error_set(err, LLM_ERR_INVALID, "choices must not be empty") :
-			choices_grammar(text, len, &g, err);
+		st = choices_grammar(text, len, &g, err);
 	else
 		st = llm_error_set(err, LLM_ERR_INVALID, "unknown grammar kind %d", (int) kind);
 	if (st != LLM_OK)
@@ -603,13 +621,41 @@ llm_constraint_cache_counts(const LlmConstraintCache *cache, int64_t *states, in
 	*masks = cache->n_masks;
 }
 
-/* Check a JSON Schema by compiling it. */
+/* Build g's start state and drop it: what a cursor on g will first need. */
+static LlmStatus
+grammar_start_check(const LlmGrammar *g, LlmError *err)
+{
+	LlmGrammarState s;
+	LlmStatus	st;
+
+	llm_grammar_state_init(&s);
+	st = llm_grammar_start(g, &s, err);
+	llm_grammar_state_free(&s);
+	return st;
+}
+
+/* Check a JSON Schema by compiling it and building its start. */
 LlmStatus
 llm_json_schema_check(const char *schema, size_t len, LlmError *err)
 {
 	LlmGrammar *g = NULL;
 	LlmStatus	st = llm_json_schema_compile(schema, len, &g, err);
 
+	if (st == LLM_OK)
+		st = grammar_start_check(g, err);
+	llm_grammar_free(g);
+	return st;
+}
+
+/* Check choices as llm_engine_add() compiles them. */
+LlmStatus
+llm_choices_check(const char *text, size_t len, LlmError *err)
+{
+	LlmGrammar *g = NULL;
+	LlmStatus	st = choices_grammar(text, len, &g, err);
+
+	if (st == LLM_OK)
+		st = grammar_start_check(g, err);
 	llm_grammar_free(g);
 	return st;
 }

@@ -150,9 +150,18 @@ typedef enum LlmGrammarKind
 /*
  * Check a JSON Schema as llm_engine_add() compiles it, without a model:
  * LLM_ERR_INVALID or LLM_ERR_UNSUPPORTED with a message naming the keyword
- * and its place (a JSON pointer such as #/properties/name).
+ * and its place (a JSON pointer such as #/properties/name); LLM_ERR_LIMIT
+ * when it is too big, or when its grammar cannot even start (a value that
+ * may begin in more ways than the recognizer follows at once).
  */
 LlmStatus	llm_json_schema_check(const char *schema, size_t len, LlmError *err);
+
+/*
+ * Check choices (len bytes, each NUL-terminated) as llm_engine_add()
+ * compiles them, without a model: LLM_ERR_INVALID for an empty list or an
+ * empty choice, LLM_ERR_LIMIT when the grammar would be too big.
+ */
+LlmStatus	llm_choices_check(const char *text, size_t len, LlmError *err);
 
 typedef struct LlmRequest
 {

@@ -314,6 +314,114 @@ llm_grammar_literal_rule(LlmGrammarBuilder *b, const char *s, size_t n)
 	return r;
 }
 
+/* One string of llm_grammar_strings_rule(). */
+typedef struct TrieString
+{
+	const char *s;
+	size_t		len;
+} TrieString;
+
+/* A trie node still to build: rule, for strings[lo .. hi), which share their first depth bytes. */
+typedef struct TrieWork
+{
+	int			rule;
+	int			lo;
+	int			hi;
+	size_t		depth;
+} TrieWork;
+
+/* qsort order of TrieStrings: bytewise, a prefix before what extends it. */
+static int
+trie_string_cmp(const void *pa, const void *pb)
+{
+	const TrieString *a = pa;
+	const TrieString *b = pb;
+	int			c = memcmp(a->s, b->s, a->len < b->len ? a->len : b->len);
+
+	if (c != 0)
+		return c;
+	return a->len < b->len ? -1 : a->len > b->len;
+}
+
+/*
+ * A rule for exactly the strings: sorted and deduplicated, so the strings
+ * under a trie node are a run of them, and a node's bytes shared by its
+ * whole run are one literal up to the next branching point.  Built from a
+ * list of pending nodes rather than by recursion, since strings such as
+ * "a", "aa", "aaa", ... nest a node per string.
+ */
+int
+llm_grammar_strings_rule(LlmGrammarBuilder *b, const char *const *strs, const size_t *lens, int n)
+{
+	TrieString *ts;
+	TrieWork   *work = NULL;
+	int			n_work = 0,
+				work_cap = 0,
+				m = 0;
+	int			root = llm_grammar_rule(b);
+
+	if (b->nomem)
+		return root;
+	if ((ts = malloc((size_t) (n > 0 ? n : 1) * sizeof(TrieString))) == NULL)
+	{
+		b->nomem = true;
+		return root;
+	}
+	for (int i = 0; i < n; i++)
+		ts[i] = (TrieString) {strs[i], lens[i]};
+	qsort(ts, (size_t) n, sizeof(TrieString), trie_string_cmp);
+	for (int i = 0; i < n; i++)
+		if (m == 0 || trie_string_cmp(&ts[m - 1], &ts[i]) != 0)
+			ts[m++] = ts[i];
+	if (m > 0 && grow((void **) &work, &work_cap, 1, sizeof(TrieWork)))
+		work[n_work++] = (TrieWork) {root, 0, m, 0};
+	else if (m > 0)
+		b->nomem = true;
+	while (n_work > 0 && !b->nomem && !b->too_big)
+	{
+		TrieWork	w = work[--n_work];
+		int			i = w.lo;
+
+		/* the string that ends here (one, after deduplication, and first in the run) */
+		if (ts[i].len == w.depth)
+		{
+			llm_grammar_alt(b, w.rule);
+			i++;
+		}
+		while (i < w.hi)
+		{
+			uint8_t		c = (uint8_t) ts[i].s[w.depth];
+			int			j = i + 1;
+			size_t		end = w.depth + 1;
+			int			alt;
+
+			while (j < w.hi && (uint8_t) ts[j].s[w.depth] == c)
+				j++;
+			/* the run's common prefix is its first and last strings' */
+			while (end < ts[i].len && end < ts[j - 1].len && ts[i].s[end] == ts[j - 1].s[end])
+				end++;
+			alt = llm_grammar_alt(b, w.rule);
+			llm_grammar_add_literal(b, alt, ts[i].s + w.depth, end - w.depth);
+			if (j - i > 1)
+			{
+				int			child = llm_grammar_rule(b);
+
+				llm_grammar_add_rule(b, alt, child);
+				if (!grow((void **) &work, &work_cap, n_work + 1, sizeof(TrieWork)))
+				{
+					b->nomem = true;
+					break;
+				}
+				work[n_work++] = (TrieWork) {child, i, j, end};
+			}
+			i = j;
+		}
+	}
+	free(work);
+	free(ts);
+	return root;
+}
+
 /* Freeze the rules into a grammar. */
 LlmStatus
 llm_grammar_builder_finish(LlmGrammarBuilder *b, int root, LlmGrammar **out, LlmError *err)
@@ -610,7 +718,17 @@ llm_grammar_start(const LlmGrammar *g, LlmGrammarState *out, LlmError *err)
 	out->len = 0;
 	out->n_stacks = 0;
 	if (!expand_rule(g, NULL, 0, g->root, out, 0))
-		return llm_error_set(err, LLM_ERR_LIMIT, "the grammar's start is too ambiguous or recursive");
+	{
+		bool		wide = out->n_stacks >= LLM_GRAMMAR_MAX_STACKS;
+
+		out->len = 0;
+		out->n_stacks = 0;
+		if (wide)
+			return llm_error_set(err, LLM_ERR_LIMIT,
+								 "the grammar may start in more than %d ways, more than the recognizer follows at once",
+								 LLM_GRAMMAR_MAX_STACKS);
+		return llm_error_set(err, LLM_ERR_LIMIT, "the grammar's start nests its rules too deeply");
+	}
 	return LLM_OK;
 }
 

@@ -105,6 +105,15 @@ void		llm_grammar_add_any_order(LlmGrammarBuilder *b, int alt, const int *member
 									  int sep);
 /* A rule of one alternative holding the n bytes of s. */
 int			llm_grammar_literal_rule(LlmGrammarBuilder *b, const char *s, size_t n);
+/*
+ * A rule whose sentences are exactly the n strings strs[i] (lens[i] bytes
+ * each; duplicates and the empty string allowed), built as a trie: a rule
+ * per branching point with an alternative per distinct next byte, so a
+ * state holds a stack per byte that may come next (at most 256), however
+ * many strings there are; an alternative per string would hold one per
+ * string that fits the bytes so far, and pass LLM_GRAMMAR_MAX_STACKS.
+ */
+int			llm_grammar_strings_rule(LlmGrammarBuilder *b, const char *const *strs, const size_t *lens, int n);
 
 /*
  * Freeze the rules into a grammar whose sentences are those of rule root;

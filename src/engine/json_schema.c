@@ -15,6 +15,9 @@
  * The recognizer keeps which are written; the grammar stays linear in n.
  * An integer with minimum or maximum (or the exclusive ones) is a range
  * of digit strings (int_range.h), its bounds read exactly from their text.
+ * The values of an enum are one trie of their texts
+ * (llm_grammar_strings_rule), not an alternative each, so an enum of
+ * thousands keeps the recognizer at a stack per byte that may come next.
  * Bounded repetition (maxItems, maxLength) unrolls into a chain of
  * optional rules, unbounded repetition into right recursion.
  */
@@ -811,42 +814,80 @@ value_in_type(SchemaCompiler *sc, const LlmJson *v, const LlmJson *type)
 }
 
 /*
- * A rule with one alternative per element of list, each compiled by
- * compile_schema or (literals) as a literal; a literal not of type (enum
- * beside "type") is left out, and a list that leaves none fails.
+ * A rule with one alternative per subschema of anyOf's list, each compiled
+ * by compile_schema.
  */
 static int
-alternatives_rule(SchemaCompiler *sc, const LlmJson *list, const char *keyword, bool literals, const LlmJson *type,
-				  int depth)
+any_of_rule(SchemaCompiler *sc, const LlmJson *list, int depth)
 {
 	int			r;
-	int			n_alts = 0;
 
 	if (list->type != LLM_JSON_ARRAY || list->n == 0)
-		return schema_fail(sc, LLM_ERR_INVALID, "\"%s\" must be a non-empty array", keyword);
+		return schema_fail(sc, LLM_ERR_INVALID, "\"%s\" must be a non-empty array", "anyOf");
 	r = llm_grammar_rule(sc->b);
 	for (int i = 0; i < list->n && sc->st == LLM_OK; i++)
 	{
 		char		index[16];
-		size_t		old = path_push(sc, keyword);
-		int			alt = -1;
+		size_t		old = path_push(sc, "anyOf");
+		int			alt;
 
 		snprintf(index, sizeof(index), "%d", i);
 		path_push(sc, index);
-		if (!literals)
-			alt = compile_schema(sc, &list->items[i], depth + 1);
-		else if (value_in_type(sc, &list->items[i], type))
-			alt = literal_value_rule(sc, &list->items[i]);
+		alt = compile_schema(sc, &list->items[i], depth + 1);
 		sc->path[old] = '\0';
 		if (alt >= 0)
-		{
 			llm_grammar_add_rule(sc->b, llm_grammar_alt(sc->b, r), alt);
-			n_alts++;
-		}
 	}
-	if (sc->st == LLM_OK && n_alts == 0)
-		return schema_fail(sc, LLM_ERR_INVALID, "no value of \"%s\" has the schema's \"type\"", keyword);
 	return sc->st == LLM_OK ? r : -1;
+}
+
+/*
+ * A rule writing exactly one value of enum's list, as text
+ * (llm_json_write), all of them in one trie (llm_grammar_strings_rule), so
+ * an enum of thousands of values is followed with a stack per next byte
+ * rather than one per value; a value not of type (enum beside "type") is
+ * left out, and a list that leaves none fails.
+ */
+static int
+enum_rule(SchemaCompiler *sc, const LlmJson *list, const LlmJson *type)
+{
+	char	  **texts;
+	size_t	   *lens;
+	int			n = 0,
+				r = -1;
+
+	if (list->type != LLM_JSON_ARRAY || list->n == 0)
+		return schema_fail(sc, LLM_ERR_INVALID, "\"%s\" must be a non-empty array", "enum");
+	texts = calloc((size_t) list->n, sizeof(char *));
+	lens = calloc((size_t) list->n, sizeof(size_t));
+	if (texts == NULL || lens == NULL)
+		sc->st = llm_error_set(sc->err, LLM_ERR_NOMEM, "out of memory compiling a JSON Schema");
+	for (int i = 0; i < list->n && sc->st == LLM_OK; i++)
+	{
+		const LlmJson *v = &list->items[i];
+		char		index[16];
+		size_t		old = path_push(sc, "enum");
+
+		snprintf(index, sizeof(index), "%d", i);
+		path_push(sc, index);
+		if (value_in_type(sc, v, type))
+		{
+			if (v->type == LLM_JSON_STRING && memchr(v->str, '\0', v->len) != NULL)
+				schema_fail(sc, LLM_ERR_INVALID, "%s", "a string with a NUL character cannot be written");
+			else if ((sc->st = llm_json_write(v, &texts[n], &lens[n], sc->err)) == LLM_OK)
+				n++;
+		}
+		sc->path[old] = '\0';
+	}
+	if (sc->st == LLM_OK && n == 0)
+		schema_fail(sc, LLM_ERR_INVALID, "no value of \"%s\" has the schema's \"type\"", "enum");
+	if (sc->st == LLM_OK)
+		r = llm_grammar_strings_rule(sc->b, (const char *const *) texts, lens, n);
+	for (int i = 0; i < n; i++)
+		free(texts[i]);
+	free(texts);
+	free(lens);
+	return r;
 }
 
 /* The rule for subschema s. */
@@ -876,7 +917,7 @@ compile_schema(SchemaCompiler *sc, const LlmJson *s, int depth)
 	{
 		if (n_assertions > 1)
 			return schema_fail(sc, LLM_ERR_UNSUPPORTED, "%s", "\"anyOf\" beside other assertions is not supported");
-		return alternatives_rule(sc, v, "anyOf", false, NULL, depth);
+		return any_of_rule(sc, v, depth);
 	}
 	type = llm_json_member(s, "type");
 	if ((v = llm_json_member(s, "const")) != NULL || (v = llm_json_member(s, "enum")) != NULL)
@@ -888,7 +929,7 @@ compile_schema(SchemaCompiler *sc, const LlmJson *s, int depth)
 			return schema_fail(sc, LLM_ERR_UNSUPPORTED, "\"%s\" beside assertions other than \"type\" is not supported",
 							   keyword);
 		if (strcmp(keyword, "enum") == 0)
-			return alternatives_rule(sc, v, "enum", true, type, depth);
+			return enum_rule(sc, v, type);
 		if (!value_in_type(sc, v, type))
 			return sc->st != LLM_OK ? -1 :
 				schema_fail(sc, LLM_ERR_INVALID, "%s", "the value of \"const\" does not have the schema's \"type\"");
