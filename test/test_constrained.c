@@ -347,6 +347,69 @@ check_requests(LlmModel *m)
 }
 
 /*
+ * 1,000 choices and an enum of 5,000 values (issue 37: past 256 they once
+ * failed to start): greedy and sampled, each output one of them; and the
+ * enum's masks against the reference.
+ */
+static void
+check_large_literals(LlmModel *m, const char *name)
+{
+	enum
+	{
+		N_CHOICES = 1000,
+		N_ENUM = 5000
+	};
+	char	   *choices = malloc(N_CHOICES * 16);
+	char	   *schema = malloc(N_ENUM * 16 + 128);
+	size_t		len = 0,
+				at;
+	LlmEngine  *e = test_engine_new(m, 4, 256);
+	Outcome		out[4];
+	int64_t		rid[4];
+	LlmStatus	st;
+
+	for (int i = 0; i < N_CHOICES; i++)
+		len += (size_t) sprintf(choices + len, "choice %d", i) + 1;
+	at = (size_t) sprintf(schema, "{\"type\":\"object\",\"properties\":{\"place\":{\"enum\":[");
+	for (int i = 0; i < N_ENUM; i++)
+		at += (size_t) sprintf(schema + at, "%s\"c%d\"", i ? "," : "", i);
+	sprintf(schema + at, "]}},\"required\":[\"place\"]}");
+
+	memset(out, 0, sizeof(out));
+	for (int i = 0; i < 2; i++)
+	{
+		rid[i] = add_constrained(e, m, "Once upon a time", LLM_GRAMMAR_CHOICES, choices, len, 16, i ? 1.0f : 0,
+								 (uint64_t) i, &st);
+		TEST_CHECK(st == LLM_OK, "%s: 1000 choices are queued", name);
+		rid[2 + i] = add_constrained(e, m, "Lily lived in", LLM_GRAMMAR_JSON_SCHEMA, schema, strlen(schema), 64,
+									 i ? 1.0f : 0, (uint64_t) i, &st);
+		TEST_CHECK(st == LLM_OK, "%s: an enum of 5000 is queued", name);
+	}
+	test_run_to_idle(e);
+	collect(e, rid, out, 4);
+	for (int i = 0; i < 2; i++)
+	{
+		int			k = -1;
+		char		tail;
+
+		TEST_CHECK(out[i].reason == LLM_FINISH_STOP && out[i].text != NULL &&
+				   sscanf(out[i].text, "choice %d%c", &k, &tail) == 1 && k >= 0 && k < N_CHOICES,
+				   "%s: output %d is one of 1000 choices: %s", name, i, out[i].text ? out[i].text : "(none)");
+		k = -1;
+		TEST_CHECK(out[2 + i].reason == LLM_FINISH_STOP && out[2 + i].text != NULL && parses(out[2 + i].text) &&
+				   strstr(out[2 + i].text, "\"c") != NULL &&
+				   sscanf(strstr(out[2 + i].text, "\"c"), "\"c%d\"", &k) == 1 && k >= 0 && k < N_ENUM,
+				   "%s: output %d has one of 5000 values: %s", name, i, out[2 + i].text ? out[2 + i].text : "(none)");
+	}
+	for (int i = 0; i < 4; i++)
+		free(out[i].text);
+	llm_engine_free(e);
+	check_masks(m, schema, 12, LLM_CONSTRAINT_BUDGET_BYTES);
+	free(choices);
+	free(schema);
+}
+
+/*
  * The greedy shortcut (argmax over the allowed tokens only) against the
  * masked sampler, which logprobs forces: the same tokens for every schema.
  */
@@ -429,6 +492,7 @@ main(void)
 	check_generations(m, "stories260K");
 	check_greedy_paths(m);
 	check_requests(m);
+	check_large_literals(m, "stories260K");
 	llm_model_free(m);
 
 	/* a BPE vocabulary of 49k tokens (LLM_TEST_SMOLLM2, from tools/fetch-model.sh), on fewer steps */
@@ -438,6 +502,7 @@ main(void)
 		check_masks(m, schemas[0], 12, LLM_CONSTRAINT_BUDGET_BYTES);
 		check_masks(m, schemas[2], 12, LLM_CONSTRAINT_BUDGET_BYTES);
 		check_masks(m, schemas[5], 12, LLM_CONSTRAINT_BUDGET_BYTES);
+		check_large_literals(m, "SmolLM2-135M");
 		printf("SmolLM2-135M: masks checked against the reference\n");
 		llm_model_free(m);
 	}
