@@ -676,16 +676,27 @@ test_strings_rule(void)
 	check_schema_error("{\"type\":\"integer\",\"enum\":[\"a\",\"b\"]}", LLM_ERR_INVALID, "no value of \"enum\" has");
 	check_schema_error("{\"enum\":[\"a\",\"b\\u0000\"]}", LLM_ERR_INVALID, "NUL character cannot be written at #/enum/1");
 
-	/* anyOf keeps an alternative per subschema: past the bound, the check says so before any text */
+	/* anyOf keeps an alternative per subschema: more than the bound is refused, and so is a start past it */
 	{
-		char	   *any = malloc(32 * 300 + 32);
+		char	   *any = malloc(32 * 320 + 64);
 		size_t		at = (size_t) sprintf(any, "{\"anyOf\":[");
 
-		for (int i = 0; i < 300; i++)
+		for (int i = 0; i < 257; i++)
 			at += (size_t) sprintf(any + at, "%s{\"const\":\"v%d\"}", i ? "," : "", i);
 		sprintf(any + at, "]}");
+		check_schema_error(any, LLM_ERR_LIMIT, "\"anyOf\" with more than 256 subschemas is not supported");
+		at = (size_t) sprintf(any, "{\"anyOf\":[");
+		for (int i = 0; i < 40; i++)
+		{
+			at += (size_t) sprintf(any + at, "%s{\"anyOf\":[", i ? "," : "");
+			for (int k = 0; k < 8; k++)
+				at += (size_t) sprintf(any + at, "%s{\"const\":%d}", k ? "," : "", i * 8 + k);
+			at += (size_t) sprintf(any + at, "]}");
+		}
+		sprintf(any + at, "]}");
 		TEST_CHECK(llm_json_schema_check(any, strlen(any), &err) == LLM_ERR_LIMIT &&
-				   strstr(err.msg, "may start in more than 256 ways") != NULL, "anyOf of 300 at the start: %s", err.msg);
+				   strstr(err.msg, "may begin in more than 256 ways") != NULL, "40 anyOf of 8 at the start: %s",
+				   err.msg);
 		free(any);
 	}
 }

@@ -209,7 +209,12 @@ choices_grammar(const char *text, size_t len, LlmGrammar **out, LlmError *err)
 		at += k + 1;
 	}
 	if (st == LLM_OK)
+	{
 		st = llm_grammar_builder_finish(b, llm_grammar_strings_rule(b, strs, lens, n), out, err);
+		if (st == LLM_ERR_LIMIT)
+			llm_error_set(err, st, "the choices need more than %d grammar elements, about one per byte that "
+						  "does not share a prefix with another choice", LLM_GRAMMAR_MAX_ELEMS);
+	}
 	else
 		llm_grammar_builder_free(b);
 	free(strs);
@@ -641,8 +646,9 @@ llm_json_schema_check(const char *schema, size_t len, LlmError *err)
 	LlmGrammar *g = NULL;
 	LlmStatus	st = llm_json_schema_compile(schema, len, &g, err);
 
-	if (st == LLM_OK)
-		st = grammar_start_check(g, err);
+	if (st == LLM_OK && (st = grammar_start_check(g, err)) == LLM_ERR_LIMIT)
+		llm_error_set(err, st, "the schema's value may begin in more than %d ways at once (a subschema of "
+					  "\"anyOf\" is one each), more than the recognizer follows", LLM_GRAMMAR_MAX_STACKS);
 	llm_grammar_free(g);
 	return st;
 }

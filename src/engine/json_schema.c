@@ -815,7 +815,8 @@ value_in_type(SchemaCompiler *sc, const LlmJson *v, const LlmJson *type)
 
 /*
  * A rule with one alternative per subschema of anyOf's list, each compiled
- * by compile_schema.
+ * by compile_schema; at most LLM_GRAMMAR_MAX_STACKS of them, the most the
+ * recognizer follows at once.
  */
 static int
 any_of_rule(SchemaCompiler *sc, const LlmJson *list, int depth)
@@ -824,6 +825,15 @@ any_of_rule(SchemaCompiler *sc, const LlmJson *list, int depth)
 
 	if (list->type != LLM_JSON_ARRAY || list->n == 0)
 		return schema_fail(sc, LLM_ERR_INVALID, "\"%s\" must be a non-empty array", "anyOf");
+	/* each subschema's value starts a stack of its own wherever the value may begin */
+	if (list->n > LLM_GRAMMAR_MAX_STACKS)
+	{
+		char		what[64];
+
+		snprintf(what, sizeof(what), "more than %d subschemas", LLM_GRAMMAR_MAX_STACKS);
+		return schema_fail(sc, LLM_ERR_LIMIT, "\"anyOf\" with %s is not supported (for literal values, use \"enum\")",
+						   what);
+	}
 	r = llm_grammar_rule(sc->b);
 	for (int i = 0; i < list->n && sc->st == LLM_OK; i++)
 	{
