@@ -24,6 +24,23 @@ SELECT llm_generate('Once upon a time', max_tokens => 8, choices => ARRAY['yes',
 SELECT llm_generate('Lily was', max_tokens => 8, temperature => 2, seed => 3, choices => ARRAY['happy', 'sad'])
        IN ('happy', 'sad') AS one_of;
 
+-- Many choices and large enums: each list is one trie in the grammar, so 300 choices or an enum of
+-- 5,000 values (which once failed to start) are followed like three.
+SELECT llm_generate('Once upon a time', max_tokens => 8,
+                    choices => ARRAY(SELECT 'choice ' || i FROM generate_series(1, 300) i)) ~ '^choice [0-9]+$' AS one_of_300;
+SELECT llm_generate('Lily lived in', max_tokens => 32,
+                    json_schema => jsonb_build_object('enum', (SELECT jsonb_agg('c' || i) FROM generate_series(1, 5000) i)))::jsonb #>> '{}'
+       ~ '^c[0-9]+$' AS one_of_5000;
+SELECT llm_generate('Lily lived in', max_tokens => 32,
+                    json_schema => jsonb_build_object('type', 'object', 'required', '["place"]'::jsonb, 'properties',
+                                                      jsonb_build_object('place', jsonb_build_object('enum',
+                                                          (SELECT jsonb_agg('c' || i) FROM generate_series(1, 5000) i)))))::jsonb ->> 'place'
+       ~ '^c[0-9]+$' AS place_of_5000;
+-- An object of 128 optional properties, the most supported (from 64 they once failed in the worker).
+SELECT jsonb_typeof(llm_generate('Once upon a time', max_tokens => 64,
+                                 json_schema => jsonb_build_object('type', 'object', 'properties',
+                                     (SELECT jsonb_object_agg('p' || i, '{"type":"integer"}'::jsonb) FROM generate_series(1, 128) i)))::jsonb) AS object_of_128;
+
 -- In one batch, calls that differ only in their grammar are different requests.
 SELECT llm_generate(p, max_tokens => 8, choices => ARRAY['red']) AS a,
        llm_generate(p, max_tokens => 8, choices => ARRAY['blue']) AS b,
@@ -77,3 +94,16 @@ SELECT llm_generate('x', choices => ARRAY['a', '']);
 SELECT llm_generate('x', choices => ARRAY['a'], stop => ARRAY['b']);
 SELECT llm_generate('x', choices => ARRAY['a'], json_schema => '{}');
 SELECT llm_generate(NULL, json_schema => '{"type":"string","pattern":"x"}');
+-- Past the grammar's limits, before anything is queued, the limit named: 129 properties in an object,
+-- anyOf of 257 subschemas, 320 ways to begin a value, choices of more than 4,194,304 grammar elements.
+SELECT llm_generate('x', json_schema => jsonb_build_object('type', 'object', 'properties',
+                             (SELECT jsonb_object_agg('p' || i, '{"type":"integer"}'::jsonb) FROM generate_series(1, 129) i)));
+SELECT llm_extract('x', jsonb_build_object('properties', jsonb_build_object('inner', jsonb_build_object('properties',
+                            (SELECT jsonb_object_agg('p' || i, '{"type":"integer"}'::jsonb) FROM generate_series(1, 129) i)))));
+SELECT llm_generate('x', json_schema => jsonb_build_object('anyOf',
+                             (SELECT jsonb_agg(jsonb_build_object('const', i)) FROM generate_series(1, 257) i)));
+SELECT llm_generate('x', json_schema => jsonb_build_object('anyOf',
+                             (SELECT jsonb_agg(jsonb_build_object('anyOf', (SELECT jsonb_agg(jsonb_build_object('const', 8 * i + k))
+                                                                             FROM generate_series(1, 8) k)))
+                              FROM generate_series(1, 40) i)));
+SELECT llm_generate('x', choices => ARRAY(SELECT repeat(md5(i::text), 4) FROM generate_series(1, 40000) i));

@@ -178,9 +178,10 @@ LlmGetStop(const NullableDatum *args, LlmJob *job)
 
 /*
  * The grammar of json_schema or choices, into job: the schema's text in
- * UTF-8, checked here as the worker will compile it (so a bad schema fails
- * before anything is queued, naming the keyword), or the choices back to
- * back, NUL-terminated.  Neither with stop strings; not both.
+ * UTF-8, or the choices back to back, NUL-terminated; each checked here as
+ * the worker will compile it, so a bad or too big one fails before anything
+ * is queued, naming the keyword or the limit.  Neither with stop strings;
+ * not both.
  */
 static void
 LlmGetGrammar(const NullableDatum *args, LlmJob *job)
@@ -228,6 +229,8 @@ LlmGetGrammar(const NullableDatum *args, LlmJob *job)
 		bool	   *nulls;
 		int			n;
 		StringInfoData buf;
+		static char *last_choices = NULL;	/* the last choices that passed, in TopMemoryContext */
+		static int	last_choices_len = 0;
 
 		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 		if (n == 0)
@@ -250,6 +253,21 @@ LlmGetGrammar(const NullableDatum *args, LlmJob *job)
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("choices must not contain empty strings")));
 			appendBinaryStringInfo(&buf, utf8, len + 1);
+		}
+		if (last_choices == NULL || last_choices_len != buf.len || memcmp(last_choices, buf.data, buf.len) != 0)
+		{
+			LlmError	err;
+			LlmStatus	st = llm_choices_check(buf.data, buf.len, &err);
+
+			if (st != LLM_OK)
+				ereport(ERROR,
+						(errcode(LlmStatusErrcode(st)),
+						 errmsg("invalid choices: %s", err.msg)));
+			if (last_choices != NULL)
+				pfree(last_choices);
+			last_choices = MemoryContextAlloc(TopMemoryContext, buf.len);
+			memcpy(last_choices, buf.data, buf.len);
+			last_choices_len = buf.len;
 		}
 		job->params.grammar = LLM_GRAMMAR_CHOICES;
 		job->grammar = buf.data;
