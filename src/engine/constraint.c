@@ -646,9 +646,8 @@ llm_json_schema_check(const char *schema, size_t len, LlmError *err)
 	LlmGrammar *g = NULL;
 	LlmStatus	st = llm_json_schema_compile(schema, len, &g, err);
 
-	if (st == LLM_OK && (st = grammar_start_check(g, err)) == LLM_ERR_LIMIT)
-		llm_error_set(err, st, "the schema's value may begin in more than %d ways at once (a subschema of "
-					  "\"anyOf\" is one each), more than the recognizer follows", LLM_GRAMMAR_MAX_STACKS);
+	if (st == LLM_OK)
+		st = grammar_start_check(g, err);
 	llm_grammar_free(g);
 	return st;
 }

@@ -725,7 +725,7 @@ llm_grammar_start(const LlmGrammar *g, LlmGrammarState *out, LlmError *err)
 		out->n_stacks = 0;
 		if (wide)
 			return llm_error_set(err, LLM_ERR_LIMIT,
-								 "the grammar may start in more than %d ways, more than the recognizer follows at once",
+								 "the value may begin in more than %d ways at once, more than the recognizer follows",
 								 LLM_GRAMMAR_MAX_STACKS);
 		return llm_error_set(err, LLM_ERR_LIMIT, "the grammar's start nests its rules too deeply");
 	}
