@@ -14,9 +14,11 @@
  * Each row holds a copy of the child's columns and of the calls' arguments,
  * and each call's jobs (one for llm_generate(), one per label for
  * llm_classify(), ...), jobs[call_job[c] .. call_job[c + 1]).  The
- * node submits the jobs of up to `window` rows to the queue (queue.c), so
- * the worker sees them all in one continuous batch, and keeps the window
- * full: while it waits for the head row it collects whatever else has
+ * node submits the jobs of up to `window` rows to the queue (queue.c), at
+ * most a quarter of the request slots at once (so that idle cursors of a
+ * few roles cannot hold every slot while their answers wait to be
+ * fetched), so the worker sees them all in one continuous batch, and keeps
+ * the window full: while it waits for the head row it collects whatever else has
  * finished, then reads more rows from the child.  Rows answered out of
  * order wait in the ring (at most 2 * window rows), and the head row goes
  * out as soon as all its jobs are answered, each call's result made from
@@ -115,6 +117,7 @@ typedef struct BatchState
 	int			head;			/* index of the first row */
 	int			n_rows;			/* rows in the ring */
 	int			n_busy;			/* of those, rows with requests not yet answered */
+	int			n_in_slots;		/* jobs holding a request slot (submitted, answer not taken) */
 	bool		child_done;
 	bool		returned;		/* the head row went out: free it at the next call */
 	bool		in_progress;	/* counted in this backend's llm_progress row */
@@ -348,6 +351,8 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 static void
 batch_free_row(BatchState *bs, BatchRow *row)
 {
+	for (int j = 0; j < row->n_jobs; j++)
+		bs->n_in_slots -= row->jobs[j].slot >= 0;
 	LlmQueueCancel(row->jobs, row->n_jobs);
 	if (row->cxt != NULL)
 		MemoryContextDelete(row->cxt);
@@ -678,8 +683,12 @@ batch_fill(BatchState *bs)
 				row->n_submitted++;
 				continue;
 			}
+			/* at most a quarter of the slots: wait for the answers in flight */
+			if (bs->n_in_slots > 0 && bs->n_in_slots >= Max(1, llm_max_queued_requests / 4))
+				return;
 			if (!LlmQueueSubmit(job, bs->n_busy > 1 || row->n_submitted > row->n_answered))
 				return;			/* wait for the answers in flight */
+			bs->n_in_slots++;
 			bs->n_requests++;
 			row->n_submitted++;
 		}
@@ -695,6 +704,7 @@ batch_take_answer(BatchState *bs, BatchRow *row, int j)
 	BatchRowError rowerr;
 
 	batch_row_error_push(&rowerr, bs, row);
+	bs->n_in_slots--;			/* LlmQueueWait frees the slot, or raises */
 	LlmQueueWait(job);
 	batch_row_error_pop(&rowerr);
 	MemoryContextSwitchTo(old);

@@ -109,6 +109,24 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
 
+/*
+ * Check hook of llm.batch_rows: a session's SET above the default (twice
+ * llm.max_sequences) needs a superuser, since a large window lets one
+ * idle cursor hold many request slots.  A superuser's ALTER ROLE ... SET
+ * applies at the role's login (source PGC_S_USER) and passes.
+ */
+static bool
+llm_batch_rows_check(int *newval, void **extra, GucSource source)
+{
+	if (source != PGC_S_SESSION || *newval <= 2 * llm_max_sequences || !IsTransactionState() || superuser())
+		return true;
+	GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
+	GUC_check_errmsg("permission denied to set llm.batch_rows above %d", 2 * llm_max_sequences);
+	GUC_check_errdetail("Above the default, twice llm.max_sequences, only a superuser may set it.");
+	GUC_check_errhint("A superuser may set it per role: ALTER ROLE ... SET llm.batch_rows.");
+	return false;
+}
+
 /* Reserve our shared memory and LWLock. */
 static void
 llm_shmem_request(void)
@@ -448,12 +466,13 @@ LlmDefineSettings(void)
 							"Rows whose llm_generate() calls run together in an LLM Batch plan node.",
 							"A query that calls llm_generate() per row gets an LLM Batch node, which queues the "
 							"calls of this many rows at once and returns the rows in order.  -1 uses twice "
-							"llm.max_sequences; 0 or 1 plans queries without the node (row by row).",
+							"llm.max_sequences; 0 or 1 plans queries without the node (row by row).  Above "
+							"twice llm.max_sequences only a superuser may set it.",
 							&llm_batch_rows,
 							-1, -1, 65536,
 							PGC_USERSET,
 							0,
-							NULL, NULL, NULL);
+							llm_batch_rows_check, NULL, NULL);
 
 	DefineCustomIntVariable("llm.max_tokens",
 							"Largest max_tokens a generation may ask for.",
