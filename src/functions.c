@@ -177,6 +177,35 @@ LlmGetStop(const NullableDatum *args, LlmJob *job)
 }
 
 /*
+ * Check a json_schema's UTF-8 text or the choices (len bytes) as the worker
+ * will compile them, raising the error that names the keyword or the limit;
+ * the last of each kind that passed is remembered, so a table's rows that
+ * all ask the same are checked once.
+ */
+static void
+LlmCheckGrammar(LlmGrammarKind kind, const char *text, Size len)
+{
+	static char *last[2];		/* json_schema's, then choices', in TopMemoryContext */
+	static Size last_len[2];
+	int			k = kind == LLM_GRAMMAR_JSON_SCHEMA ? 0 : 1;
+	LlmError	err;
+	LlmStatus	st;
+
+	if (last[k] != NULL && last_len[k] == len && memcmp(last[k], text, len) == 0)
+		return;
+	st = kind == LLM_GRAMMAR_JSON_SCHEMA ? llm_json_schema_check(text, len, &err) : llm_choices_check(text, len, &err);
+	if (st != LLM_OK)
+		ereport(ERROR,
+				(errcode(LlmStatusErrcode(st)),
+				 errmsg("invalid %s: %s", k == 0 ? "json_schema" : "choices", err.msg)));
+	if (last[k] != NULL)
+		pfree(last[k]);
+	last[k] = MemoryContextAlloc(TopMemoryContext, Max(len, 1));
+	memcpy(last[k], text, len);
+	last_len[k] = len;
+}
+
+/*
  * The grammar of json_schema or choices, into job: the schema's text in
  * UTF-8, or the choices back to back, NUL-terminated; each checked here as
  * the worker will compile it, so a bad or too big one fails before anything
@@ -203,21 +232,8 @@ LlmGetGrammar(const NullableDatum *args, LlmJob *job)
 		Jsonb	   *jb = DatumGetJsonbP(args[LLM_ARG_JSON_SCHEMA].value);
 		char	   *s = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
 		char	   *utf8 = pg_server_to_any(s, strlen(s), PG_UTF8);
-		static char *last_checked = NULL;	/* the last schema that passed, in TopMemoryContext */
 
-		if (last_checked == NULL || strcmp(last_checked, utf8) != 0)
-		{
-			LlmError	err;
-			LlmStatus	st = llm_json_schema_check(utf8, strlen(utf8), &err);
-
-			if (st != LLM_OK)
-				ereport(ERROR,
-						(errcode(LlmStatusErrcode(st)),
-						 errmsg("invalid json_schema: %s", err.msg)));
-			if (last_checked != NULL)
-				pfree(last_checked);
-			last_checked = MemoryContextStrdup(TopMemoryContext, utf8);
-		}
+		LlmCheckGrammar(LLM_GRAMMAR_JSON_SCHEMA, utf8, strlen(utf8));
 		job->params.grammar = LLM_GRAMMAR_JSON_SCHEMA;
 		job->grammar = utf8;
 		job->params.grammar_len = strlen(utf8);
@@ -229,8 +245,6 @@ LlmGetGrammar(const NullableDatum *args, LlmJob *job)
 		bool	   *nulls;
 		int			n;
 		StringInfoData buf;
-		static char *last_choices = NULL;	/* the last choices that passed, in TopMemoryContext */
-		static int	last_choices_len = 0;
 
 		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 		if (n == 0)
@@ -254,21 +268,7 @@ LlmGetGrammar(const NullableDatum *args, LlmJob *job)
 						 errmsg("choices must not contain empty strings")));
 			appendBinaryStringInfo(&buf, utf8, len + 1);
 		}
-		if (last_choices == NULL || last_choices_len != buf.len || memcmp(last_choices, buf.data, buf.len) != 0)
-		{
-			LlmError	err;
-			LlmStatus	st = llm_choices_check(buf.data, buf.len, &err);
-
-			if (st != LLM_OK)
-				ereport(ERROR,
-						(errcode(LlmStatusErrcode(st)),
-						 errmsg("invalid choices: %s", err.msg)));
-			if (last_choices != NULL)
-				pfree(last_choices);
-			last_choices = MemoryContextAlloc(TopMemoryContext, buf.len);
-			memcpy(last_choices, buf.data, buf.len);
-			last_choices_len = buf.len;
-		}
+		LlmCheckGrammar(LLM_GRAMMAR_CHOICES, buf.data, buf.len);
 		job->params.grammar = LLM_GRAMMAR_CHOICES;
 		job->grammar = buf.data;
 		job->params.grammar_len = buf.len;
