@@ -520,6 +520,17 @@ cache_trim(LlmConstraintCache *cache)
 	}
 }
 
+/* Compile (kind, text): a JSON Schema's text, or choices back to back, each NUL-terminated. */
+static LlmStatus
+grammar_compile(LlmGrammarKind kind, const char *text, size_t len, LlmGrammar **g, LlmError *err)
+{
+	if (kind == LLM_GRAMMAR_JSON_SCHEMA)
+		return llm_json_schema_compile(text, len, g, err);
+	if (kind == LLM_GRAMMAR_CHOICES)
+		return choices_grammar(text, len, g, err);
+	return llm_error_set(err, LLM_ERR_INVALID, "unknown grammar kind %d", (int) kind);
+}
+
 /* Compile (kind, text) into a new constraint of cache. */
 static LlmStatus
 constraint_new(LlmConstraintCache *cache, LlmGrammarKind kind, const char *text, size_t len,
@@ -527,14 +538,8 @@ constraint_new(LlmConstraintCache *cache, LlmGrammarKind kind, const char *text,
 {
 	LlmConstraint *c;
 	LlmGrammar *g = NULL;
-	LlmStatus	st;
+	LlmStatus	st = grammar_compile(kind, text, len, &g, err);
 
-	if (kind == LLM_GRAMMAR_JSON_SCHEMA)
-		st = llm_json_schema_compile(text, len, &g, err);
-	else if (kind == LLM_GRAMMAR_CHOICES)
-		st = choices_grammar(text, len, &g, err);
-	else
-		st = llm_error_set(err, LLM_ERR_INVALID, "unknown grammar kind %d", (int) kind);
 	if (st != LLM_OK)
 		return st;
 	if (cache->trie == NULL && (st = trie_build(cache->tok, &cache->trie, err)) != LLM_OK)
@@ -626,16 +631,22 @@ llm_constraint_cache_counts(const LlmConstraintCache *cache, int64_t *states, in
 	*masks = cache->n_masks;
 }
 
-/* Build g's start state and drop it: what a cursor on g will first need. */
+/* Check (kind, text) by compiling it and building its start, as llm_engine_add() would. */
 static LlmStatus
-grammar_start_check(const LlmGrammar *g, LlmError *err)
+grammar_check(LlmGrammarKind kind, const char *text, size_t len, LlmError *err)
 {
-	LlmGrammarState s;
-	LlmStatus	st;
+	LlmGrammar *g = NULL;
+	LlmStatus	st = grammar_compile(kind, text, len, &g, err);
 
-	llm_grammar_state_init(&s);
-	st = llm_grammar_start(g, &s, err);
-	llm_grammar_state_free(&s);
+	if (st == LLM_OK)
+	{
+		LlmGrammarState s;
+
+		llm_grammar_state_init(&s);
+		st = llm_grammar_start(g, &s, err);
+		llm_grammar_state_free(&s);
+	}
+	llm_grammar_free(g);
 	return st;
 }
 
@@ -643,24 +654,12 @@ grammar_start_check(const LlmGrammar *g, LlmError *err)
 LlmStatus
 llm_json_schema_check(const char *schema, size_t len, LlmError *err)
 {
-	LlmGrammar *g = NULL;
-	LlmStatus	st = llm_json_schema_compile(schema, len, &g, err);
-
-	if (st == LLM_OK)
-		st = grammar_start_check(g, err);
-	llm_grammar_free(g);
-	return st;
+	return grammar_check(LLM_GRAMMAR_JSON_SCHEMA, schema, len, err);
 }
 
 /* Check choices as llm_engine_add() compiles them. */
 LlmStatus
 llm_choices_check(const char *text, size_t len, LlmError *err)
 {
-	LlmGrammar *g = NULL;
-	LlmStatus	st = choices_grammar(text, len, &g, err);
-
-	if (st == LLM_OK)
-		st = grammar_start_check(g, err);
-	llm_grammar_free(g);
-	return st;
+	return grammar_check(LLM_GRAMMAR_CHOICES, text, len, err);
 }
