@@ -828,6 +828,7 @@ batch_end(CustomScanState *node)
 	if (bs->in_progress)
 		LlmProgressEnd();
 	bs->in_progress = false;
+	LlmShmemDsaTrim();
 	ExecEndNode(outerPlanState(bs));
 }
 

@@ -193,6 +193,7 @@ typedef struct LlmShared
 {
 	LWLock	   *lock;			/* see the protocol in shmem.c */
 	int			dsa_tranche;
+	dsa_pointer dsa_anchor;		/* a small object as old as the area (LlmShmemDsaForget) */
 	int			n_slots;
 	uint64		next_request_id;
 	int			next_free_hint;
@@ -206,6 +207,12 @@ extern LlmShared *LlmState;
 extern void LlmShmemRequest(void);
 extern void LlmShmemStartup(void);
 extern dsa_area *LlmShmemDsa(void);
+extern void LlmShmemDsaForget(void);
+extern void LlmShmemDsaTrim(void);
+extern dsa_pointer LlmDsaTextPut(dsa_area *area, const char *text, Size len, int flags);
+extern void LlmDsaTextGet(dsa_area *area, dsa_pointer dp, char *out, Size len);
+extern char *LlmDsaTextCopy(dsa_area *area, dsa_pointer dp, Size len);
+extern void LlmDsaTextFree(dsa_area *area, dsa_pointer dp);
 extern void LlmShmemCheck(void);
 extern void LlmWakeWorker(void);
 extern void LlmSlotTakeChunks(LlmSlot *slot, dsa_pointer *chunks, int *n);

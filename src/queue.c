@@ -164,8 +164,7 @@ LlmQueueTrySubmit(LlmJob *job, LlmFairRefusal *why, LlmFairWaiter *waiter)
 				 errmsg("prompt is too large"),
 				 errdetail("The request has %zu bytes of prompt, system prompt, stop strings and schema; llm.max_prompt_bytes is %d.",
 						   input_len, llm_max_prompt_bytes)));
-	input = dsa_allocate_extended(area, Max(input_len, 1), DSA_ALLOC_HUGE);
-	p = dsa_get_address(area, input);
+	p = palloc(Max(input_len, 1));
 	if (job->system_len > 0)
 		memcpy(p, job->system, job->system_len);
 	memcpy(p + job->system_len, job->prompt, job->prompt_len);
@@ -176,6 +175,8 @@ LlmQueueTrySubmit(LlmJob *job, LlmFairRefusal *why, LlmFairWaiter *waiter)
 	if (job->params.grammar_len > 0)
 		memcpy(p + job->system_len + job->prompt_len + job->continuation_len + job->stops_len,
 			   job->grammar, job->params.grammar_len);
+	input = LlmDsaTextPut(area, p, input_len, 0);
+	pfree(p);
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
 	found = LlmFairTakeSlot(why, waiter);
@@ -218,7 +219,7 @@ LlmQueueTrySubmit(LlmJob *job, LlmFairRefusal *why, LlmFairWaiter *waiter)
 
 	if (found < 0)
 	{
-		dsa_free(area, input);
+		LlmDsaTextFree(area, input);
 		return why->refusal;
 	}
 	LlmWakeWorker();
@@ -360,7 +361,7 @@ LlmQueueWait(LlmJob *job)
 	/* Only this backend changes the slot now. */
 	if (state == LLM_SLOT_DONE)
 	{
-		job->completion = LlmCompletionToServer(dsa_get_address(LlmShmemDsa(), slot->result),
+		job->completion = LlmCompletionToServer(LlmDsaTextCopy(LlmShmemDsa(), slot->result, slot->result_len),
 												slot->result_len);
 		job->prompt_tokens = slot->prompt_tokens;
 		job->completion_tokens = slot->completion_tokens;
@@ -379,7 +380,7 @@ LlmQueueWait(LlmJob *job)
 				slot->errdetail_public : slot->errdetail, sizeof(detail));
 		strlcpy(hint, slot->errhint, sizeof(hint));
 		if (DsaPointerIsValid(slot->result) && detail[0] == '\0')
-			LlmOutputSoFar(detail, sizeof(detail), dsa_get_address(LlmShmemDsa(), slot->result),
+			LlmOutputSoFar(detail, sizeof(detail), LlmDsaTextCopy(LlmShmemDsa(), slot->result, slot->result_len),
 						   slot->result_len, slot->completion_tokens);
 	}
 
@@ -537,4 +538,5 @@ LlmQueueRun(LlmJob *jobs, int n_jobs)
 	}
 	PG_END_ENSURE_ERROR_CLEANUP(LlmQueueCleanup, PointerGetDatum(&run));
 	LlmProgressEnd();
+	LlmShmemDsaTrim();
 }

@@ -8,7 +8,12 @@
  * llm.max_queued_requests slots, then the first segment of a DSA area
  * created in place.  Prompts and completions of any size live in the DSA
  * area (further segments are created on demand); a slot holds only their
- * dsa_pointers, so the fixed part stays small.
+ * dsa_pointers, so the fixed part stays small.  A text is a chain of
+ * pieces of at most 8 kB (LlmDsaTextPut), the largest objects the area's
+ * pools serve: when a segment's pieces are all freed the area gives the
+ * segment back to the system, which it never does for a segment freed of
+ * larger objects (runs of pages); so after a batch of huge prompts the
+ * memory goes back.
  *
  * Locking protocol.  One LWLock, LlmState->lock (tranche "llm"), protects
  * every field of LlmShared and of every slot, and fair.c's role table (its
@@ -141,6 +146,8 @@ LlmShmemStartup(void)
 		area = dsa_create_in_place(LlmShmemDsaPlace(), LlmShmemDsaSize(),
 								   LlmState->dsa_tranche, NULL);
 		dsa_pin(area);
+		/* a small object that lives as long as the area, in its first segment: see LlmShmemDsaForget */
+		LlmState->dsa_anchor = dsa_allocate(area, sizeof(uint64));
 		dsa_detach(area);
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -173,6 +180,33 @@ LlmShmemDsa(void)
 		MemoryContextSwitchTo(old);
 	}
 	return LlmDsa;
+}
+
+/*
+ * Let go of this process's mappings of the area's segments that other
+ * processes have freed, so that the system takes them back: a process
+ * notices a freed segment only when it next uses the area, and an idle one
+ * kept it mapped (and the memory in /dev/shm) indefinitely.  Looking up any
+ * live object does that check; the anchor is one.
+ */
+void
+LlmShmemDsaForget(void)
+{
+	if (LlmDsa != NULL)
+		(void) dsa_get_address(LlmDsa, LlmState->dsa_anchor);
+}
+
+/*
+ * Give the area's wholly free segments back to the system (dsa_trim: the
+ * empty pieces' blocks, the last of which free a segment), and let go of
+ * those others freed: at the end of a batch, when the worker has freed
+ * every prompt of it, and when the worker goes idle.
+ */
+void
+LlmShmemDsaTrim(void)
+{
+	dsa_trim(LlmShmemDsa());
+	LlmShmemDsaForget();
 }
 
 /* Error out unless the library was preloaded (and so shared memory exists). */
@@ -218,15 +252,107 @@ LlmSlotTakeChunks(LlmSlot *slot, dsa_pointer *chunks, int *n)
 	slot->result = InvalidDsaPointer;
 }
 
-/* Free DSA chunks taken out of slots. */
+/* Free DSA texts taken out of slots, then let go of segments others freed (LlmShmemDsaForget). */
 void
 LlmFreeChunks(dsa_pointer *chunks, int n)
 {
-	dsa_area   *area;
+	dsa_area   *area = LlmShmemDsa();
 
-	if (n == 0)
-		return;
-	area = LlmShmemDsa();
 	for (int i = 0; i < n; i++)
-		dsa_free(area, chunks[i]);
+		LlmDsaTextFree(area, chunks[i]);
+	LlmShmemDsaForget();
+}
+
+/* One piece of a text in the DSA area: the next piece, then up to LLM_DSA_PIECE_DATA bytes. */
+typedef struct LlmDsaPiece
+{
+	dsa_pointer next;
+	char		data[FLEXIBLE_ARRAY_MEMBER];
+} LlmDsaPiece;
+
+#define LLM_DSA_PIECE_SIZE 8192	/* the largest size class of dsa.c's pools */
+#define LLM_DSA_PIECE_DATA (LLM_DSA_PIECE_SIZE - offsetof(LlmDsaPiece, data))
+
+/*
+ * Copy len bytes of text into area as a chain of pieces (at least one);
+ * InvalidDsaPointer when out of memory and flags has DSA_ALLOC_NO_OOM (any
+ * piece already made is freed), else an error.
+ */
+dsa_pointer
+LlmDsaTextPut(dsa_area *area, const char *text, Size len, int flags)
+{
+	dsa_pointer head = InvalidDsaPointer;
+	LlmDsaPiece *last = NULL;
+	Size		done = 0;
+
+	do
+	{
+		Size		n = Min(len - done, LLM_DSA_PIECE_DATA);
+		dsa_pointer dp = dsa_allocate_extended(area, offsetof(LlmDsaPiece, data) + Max(n, 1),
+											   flags | DSA_ALLOC_NO_OOM);
+		LlmDsaPiece *piece;
+
+		if (!DsaPointerIsValid(dp))
+		{
+			/* no piece left behind, then the error unless the caller takes none */
+			LlmDsaTextFree(area, head);
+			if ((flags & DSA_ALLOC_NO_OOM) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OUT_OF_MEMORY),
+						 errmsg("out of memory"),
+						 errdetail("Failed on request for %zu bytes of shared memory.", len)));
+			return InvalidDsaPointer;
+		}
+		piece = dsa_get_address(area, dp);
+		piece->next = InvalidDsaPointer;
+		memcpy(piece->data, text + done, n);
+		if (last != NULL)
+			last->next = dp;
+		else
+			head = dp;
+		last = piece;
+		done += n;
+	} while (done < len);
+	return head;
+}
+
+/* Copy the first len bytes of the text at dp (LlmDsaTextPut) into out. */
+void
+LlmDsaTextGet(dsa_area *area, dsa_pointer dp, char *out, Size len)
+{
+	Size		done = 0;
+
+	while (done < len && DsaPointerIsValid(dp))
+	{
+		LlmDsaPiece *piece = dsa_get_address(area, dp);
+		Size		n = Min(len - done, LLM_DSA_PIECE_DATA);
+
+		memcpy(out + done, piece->data, n);
+		done += n;
+		dp = piece->next;
+	}
+}
+
+/* The first len bytes of the text at dp, as a palloc'd NUL-terminated copy. */
+char *
+LlmDsaTextCopy(dsa_area *area, dsa_pointer dp, Size len)
+{
+	char	   *s = palloc(len + 1);
+
+	LlmDsaTextGet(area, dp, s, len);
+	s[len] = '\0';
+	return s;
+}
+
+/* Free every piece of the text at dp (InvalidDsaPointer: nothing). */
+void
+LlmDsaTextFree(dsa_area *area, dsa_pointer dp)
+{
+	while (DsaPointerIsValid(dp))
+	{
+		dsa_pointer next = ((LlmDsaPiece *) dsa_get_address(area, dp))->next;
+
+		dsa_free(area, dp);
+		dp = next;
+	}
 }

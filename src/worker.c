@@ -107,10 +107,8 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 
 	if (result && result->text_len > 0)
 	{
-		text = dsa_allocate_extended(area, result->text_len, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
-		if (DsaPointerIsValid(text))
-			memcpy(dsa_get_address(area, text), result->text, result->text_len);
-		else
+		text = LlmDsaTextPut(area, result->text, result->text_len, DSA_ALLOC_NO_OOM);
+		if (!DsaPointerIsValid(text))
 		{
 			sqlerrcode = ERRCODE_OUT_OF_MEMORY;
 			msg = "out of memory";
@@ -338,7 +336,7 @@ LlmWorkerStart(const LlmClaim *c)
 	WorkerSeqs[c->req.slotno].claimed_at = GetCurrentTimestamp();
 	if (LlmWorkerEngine == NULL)
 	{
-		dsa_free(area, c->input);
+		LlmDsaTextFree(area, c->input);
 		LlmWorkerNoModel(c->req.slotno);
 		return;
 	}
@@ -346,14 +344,14 @@ LlmWorkerStart(const LlmClaim *c)
 	if (job == NULL || (job->bytes = malloc(Max(c->req.input_len, 1))) == NULL)
 	{
 		free(job);
-		dsa_free(area, c->input);
+		LlmDsaTextFree(area, c->input);
 		LlmWorkerAnswer(c->req.slotno, NULL, ERRCODE_OUT_OF_MEMORY, "out of memory",
 						psprintf("Failed on request for %zu bytes to tokenize the prompt.", c->req.input_len),
 						NULL, NULL);
 		return;
 	}
-	memcpy(job->bytes, dsa_get_address(area, c->input), c->req.input_len);
-	dsa_free(area, c->input);
+	LlmDsaTextGet(area, c->input, job->bytes, c->req.input_len);
+	LlmDsaTextFree(area, c->input);
 	job->req = c->req;
 	LlmTokenizerSubmit(job);
 }
@@ -662,7 +660,10 @@ LlmWorkerOnExit(int code, Datum arg)
 /*
  * Give the DSA area's free segments back to the operating system once the
  * worker has nothing to do (after huge prompts, /dev/shm would otherwise
- * keep their size until the server stops); once per idle spell.
+ * keep their size until the server stops), and let go of those that
+ * backends freed last; once per idle spell (LlmShmemDsaTrim).  A backend
+ * does the same at the end of each batch, when the worker has freed its
+ * prompts.
  */
 static void
 LlmWorkerTrimDsa(bool busy)
@@ -673,7 +674,7 @@ LlmWorkerTrimDsa(bool busy)
 		trimmed = false;
 	else if (!trimmed)
 	{
-		dsa_trim(LlmShmemDsa());
+		LlmShmemDsaTrim();
 		trimmed = true;
 	}
 }
