@@ -92,8 +92,8 @@ LlmUtf8ToServer(const char *s, Size len)
 }
 
 /*
- * Copy a completion out of the DSA area as valid text in the server
- * encoding.  The engine's bytes are UTF-8 but may be cut inside a character
+ * A completion's len bytes as valid text in the server encoding.  The
+ * engine's bytes are UTF-8 but may be cut inside a character
  * (max_tokens can end a sequence between byte tokens): invalid or
  * incomplete sequences and NUL bytes become U+FFFD.  A character the
  * server encoding cannot hold (U+FFFD itself in LATIN1) becomes "?", so a
@@ -130,11 +130,21 @@ LlmCompletionToServer(const char *s, Size len)
 	return converted;
 }
 
-/* The detail of a failed request with output: that output, cut to fit detail. */
-static void
-LlmOutputSoFar(char *detail, Size size, const char *text, Size len, int tokens)
+/* The text a slot's worker wrote (its result) in the server encoding (LlmCompletionToServer). */
+static char *
+LlmSlotCompletion(const LlmSlot *slot)
 {
-	char	   *out = LlmCompletionToServer(text, len);
+	char	   *raw = LlmDsaTextCopy(LlmShmemDsa(), slot->result, slot->result_len);
+	char	   *out = LlmCompletionToServer(raw, slot->result_len);
+
+	pfree(raw);
+	return out;
+}
+
+/* The detail of a failed request with output: that output (in the server encoding), cut to fit detail. */
+static void
+LlmOutputSoFar(char *detail, Size size, const char *out, int tokens)
+{
 	int			room = (int) size - 64;
 	int			keep = pg_mbcliplen(out, strlen(out), room);
 
@@ -361,8 +371,7 @@ LlmQueueWait(LlmJob *job)
 	/* Only this backend changes the slot now. */
 	if (state == LLM_SLOT_DONE)
 	{
-		job->completion = LlmCompletionToServer(LlmDsaTextCopy(LlmShmemDsa(), slot->result, slot->result_len),
-												slot->result_len);
+		job->completion = LlmSlotCompletion(slot);
 		job->prompt_tokens = slot->prompt_tokens;
 		job->completion_tokens = slot->completion_tokens;
 		job->cached_tokens = slot->cached_tokens;
@@ -380,8 +389,12 @@ LlmQueueWait(LlmJob *job)
 				slot->errdetail_public : slot->errdetail, sizeof(detail));
 		strlcpy(hint, slot->errhint, sizeof(hint));
 		if (DsaPointerIsValid(slot->result) && detail[0] == '\0')
-			LlmOutputSoFar(detail, sizeof(detail), LlmDsaTextCopy(LlmShmemDsa(), slot->result, slot->result_len),
-						   slot->result_len, slot->completion_tokens);
+		{
+			char	   *out = LlmSlotCompletion(slot);
+
+			LlmOutputSoFar(detail, sizeof(detail), out, slot->completion_tokens);
+			pfree(out);
+		}
 	}
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
