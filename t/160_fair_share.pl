@@ -9,7 +9,6 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use IPC::Run;
 use LlmTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -21,19 +20,11 @@ $node->safe_psql('postgres',
 	'CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; CREATE ROLE carol LOGIN; '
 	  . 'CREATE ROLE dave LOGIN');
 
-# psql as a role in the background, as llm_start_query does.
+# psql as a role in the background, errors with their SQLSTATE.
 sub start_as
 {
 	my ($user, $sql) = @_;
-	my $q = { out => '', err => '', start => time };
-	$q->{h} = IPC::Run::start(
-		[
-			'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
-			'-U', $user, '-c', '\set VERBOSITY verbose', '-c', $sql
-		],
-		'>', \$q->{out}, '2>', \$q->{err},
-		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-	return $q;
+	return llm_start_query_as($node, $user, '\set VERBOSITY verbose', $sql);
 }
 
 # Run sql as a role and wait; the finished query, with its engine steps.

@@ -9,7 +9,6 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use IPC::Run;
 use LlmTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -29,23 +28,12 @@ $node->safe_psql('postgres', 'ALTER ROLE alice SET llm.batch_rows = 65536; ALTER
 is($node->safe_psql('postgres', 'SHOW llm.batch_rows', extra_params => [ '-U', 'carol' ]),
 	'65536', 'and may give a role more: ALTER ROLE ... SET');
 
-# psql as user in the background, running script.
-sub start_as
-{
-	my ($user, $script) = @_;
-	my $q = { out => '', err => '', start => time };
-	$q->{h} = IPC::Run::start(
-		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-U', $user, '-c', $script ],
-		'>', \$q->{out}, '2>', \$q->{err},
-		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-	return $q;
-}
 
 # alice and carol (windows of 65,536 rows: without the quarter, 768 and 256
 # slots, all of them) fetch one row each, then hold their cursors
 my $cursor = q{BEGIN; DECLARE c CURSOR FOR SELECT llm_generate('Once upon a time ' || i, max_tokens => 8) }
   . q{FROM generate_series(1, 100000) i; FETCH 1 FROM c; SELECT pg_sleep(25); COMMIT;};
-my @idle = map { start_as($_, $cursor) } ('alice', 'carol');
+my @idle = map { llm_start_query_as($node, $_, $cursor) } ('alice', 'carol');
 llm_poll($node, "SELECT count(*) = 2 FROM pg_stat_activity WHERE query LIKE '%pg_sleep(25)%' AND wait_event = 'PgSleep'");
 # their windows' requests are all answered, the answers waiting in the slots
 llm_poll($node, 'SELECT running_requests = 0 AND queued_requests = 0 FROM llm_stats');

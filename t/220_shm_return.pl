@@ -8,7 +8,6 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use IPC::Run;
 use LlmTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -64,17 +63,12 @@ my $before = mapped_mb();
 note(sprintf('mapped before: %.1f MB', $before));
 
 # the session sends the batch, then stays connected (sleeping) while we look
-my ($out, $err) = ('', '');
-my $h = IPC::Run::start(
-	[
-		'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-c',
-		"SELECT count(*), count(error) FROM llm_generate_batch(array_fill(repeat('a ', 500000), ARRAY[120]), 1, "
-		  . "on_error => 'null')", '-c', 'SELECT pg_sleep(60)'
-	],
-	'>', \$out, '2>', \$err,
-	IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-$h->pump until $out =~ /\n/;
-is((split /\n/, $out)[0], '120|120', 'the 120 prompts of 1 MB each failed, NULL, with a reason');
+my $q = llm_start_query($node,
+	"SELECT count(*), count(error) FROM llm_generate_batch(array_fill(repeat('a ', 500000), ARRAY[120]), 1, "
+	  . "on_error => 'null')",
+	'SELECT pg_sleep(60)');
+$q->{h}->pump until $q->{out} =~ /\n/;
+is((split /\n/, $q->{out})[0], '120|120', 'the 120 prompts of 1 MB each failed, NULL, with a reason');
 
 # within 10 s of idle the segments are gone from every process
 my $start = time;
@@ -87,6 +81,6 @@ while ($mb >= 32 && time - $start < 10)
 cmp_ok($mb, '<', 32, sprintf('%.1f MB of /dev/shm mapped %.1f s after the batch, the session still connected', $mb, time - $start))
   or mapped_mb(1);
 
-$h->kill_kill;
+$q->{h}->kill_kill;
 $node->stop;
 done_testing();

@@ -8,7 +8,6 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use IPC::Run;
 use LlmTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -19,17 +18,6 @@ my $node = llm_node('kv_share', 'llm.threads' => 1, 'llm.kv_cache_mb' => 2, 'llm
 llm_wait_state($node);
 $node->safe_psql('postgres', 'CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN');
 
-# Run sql as user in the background.
-sub start_as
-{
-	my ($user, $sql) = @_;
-	my $q = { out => '', err => '', start => time };
-	$q->{h} = IPC::Run::start(
-		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-U', $user, '-c', $sql ],
-		'>', \$q->{out}, '2>', \$q->{err},
-		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-	return $q;
-}
 
 # bob's request as he sees it: (answer, engine steps it took)
 sub bob
@@ -42,7 +30,7 @@ sub bob
 
 my ($alone, $alone_steps) = bob();
 
-my $flood = start_as('alice',
+my $flood = llm_start_query_as($node, 'alice',
 	"SELECT count(*) FROM llm_generate_batch(ARRAY(SELECT 'Once upon a time ' || i FROM generate_series(1, 64) i), "
 	  . "max_tokens => 800)");
 # the pool is full when alice's sequences start to be preempted

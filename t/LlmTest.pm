@@ -17,7 +17,7 @@ use Test::More;
 use Time::HiRes qw(time);
 
 our @EXPORT = qw(llm_node llm_wait_state llm_worker_pid llm_stat
-  llm_start_query llm_finish_query llm_poll);
+  llm_start_query llm_start_query_as llm_finish_query llm_poll);
 
 # A started node with llm preloaded, serving the test model, the extension
 # created in database postgres.  Extra settings as name => value.
@@ -80,11 +80,19 @@ sub llm_poll
 sub llm_start_query
 {
 	my ($node, @sql) = @_;
+	return llm_start_query_as($node, undef, @sql);
+}
+
+# llm_start_query as role user (undef: the default user).
+sub llm_start_query_as
+{
+	my ($node, $user, @sql) = @_;
 	my $q = { out => '', err => '', start => time };
 	$q->{h} = IPC::Run::start(
 		[
 			'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1',
 			'-d', $node->connstr('postgres'),
+			(defined $user ? ('-U', $user) : ()),
 			map { ('-c', $_) } @sql
 		],
 		'>', \$q->{out}, '2>', \$q->{err},
