@@ -90,24 +90,52 @@ test_tokenize(const LlmModel *m, const char *s, int *n)
 	return ids;
 }
 
-/* An engine for m of up to max_seqs sequences and n_ctx tokens each, KV of kv_type, prefix cache on; exits on failure. */
+/* An engine for m configured by c; exits on failure. */
 static inline LlmEngine *
-test_engine_new_kv(LlmModel *m, int max_seqs, int n_ctx, LlmKvType kv_type)
+test_engine_with(LlmModel *m, const LlmEngineConfig *c)
 {
-	LlmEngineConfig c;
 	LlmEngine  *e = NULL;
 	LlmError	err;
 
-	llm_engine_config_default(&c);
-	c.kv_type = kv_type;
-	c.max_seqs = max_seqs;
-	c.n_ctx = n_ctx;
-	if (llm_engine_new(m, &c, &e, &err) != LLM_OK)
+	if (llm_engine_new(m, c, &e, &err) != LLM_OK)
 	{
 		fprintf(stderr, "engine: %s\n", err.msg);
 		exit(1);
 	}
 	return e;
+}
+
+/* An engine for m of up to max_seqs sequences and n_ctx tokens each, KV of kv_type, prefix cache on; exits on failure. */
+static inline LlmEngine *
+test_engine_new_kv(LlmModel *m, int max_seqs, int n_ctx, LlmKvType kv_type)
+{
+	LlmEngineConfig c;
+
+	llm_engine_config_default(&c);
+	c.kv_type = kv_type;
+	c.max_seqs = max_seqs;
+	c.n_ctx = n_ctx;
+	return test_engine_with(m, &c);
+}
+
+/* Add prompt p to e as a greedy request of n new tokens in share group group; its id (-1 and a failed check when refused). */
+static inline int64_t
+test_add(LlmEngine *e, const LlmModel *m, const char *p, int n, uint32_t group)
+{
+	LlmRequest	r;
+	LlmError	err;
+	int64_t		id = -1;
+	int			n_ids;
+	int32_t    *ids = test_tokenize(m, p, &n_ids);
+
+	llm_request_default(&r);
+	r.prompt = ids;
+	r.n_prompt = n_ids;
+	r.max_tokens = n;
+	r.share_group = group;
+	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_OK, "add: %s", err.msg);
+	free(ids);
+	return id;
 }
 
 /* test_engine_new_kv with f32 KV. */

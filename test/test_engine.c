@@ -32,8 +32,6 @@ static LlmEngine *
 make_engine_prefix(int max_seqs, int max_batch_tokens, size_t kv_bytes, int block_size, bool prefix)
 {
 	LlmEngineConfig c;
-	LlmEngine  *e = NULL;
-	LlmError	err;
 
 	llm_engine_config_default(&c);
 	c.kv_type = LLM_KV_F32;		/* the tests size their pools in f32 blocks */
@@ -43,12 +41,7 @@ make_engine_prefix(int max_seqs, int max_batch_tokens, size_t kv_bytes, int bloc
 	c.kv_block_size = block_size;
 	c.n_ctx = 512;
 	c.prefix_cache = prefix;
-	if (llm_engine_new(model, &c, &e, &err) != LLM_OK)
-	{
-		fprintf(stderr, "engine: %s\n", err.msg);
-		exit(1);
-	}
-	return e;
+	return test_engine_with(model, &c);
 }
 
 /* Make an engine with the given limits (f32 KV, prefix cache on). */
@@ -80,19 +73,7 @@ run_to_idle(LlmEngine *e)
 static int64_t
 add(LlmEngine *e, const char *p, int n)
 {
-	LlmRequest	r;
-	LlmError	err;
-	int64_t		id = -1;
-	int			n_ids;
-	int32_t    *ids = test_tokenize(model, p, &n_ids);
-
-	llm_request_default(&r);
-	r.prompt = ids;
-	r.n_prompt = n_ids;
-	r.max_tokens = n;
-	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_OK, "add: %s", err.msg);
-	free(ids);
-	return id;
+	return test_add(e, model, p, n, 0);
 }
 
 /* Poll the result of id (must be finished); copies its text. */

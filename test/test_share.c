@@ -54,8 +54,6 @@ static LlmEngine *
 make_engine(int max_seqs, int budget, int kv_blocks)
 {
 	LlmEngineConfig c;
-	LlmEngine  *e = NULL;
-	LlmError	err;
 
 	llm_engine_config_default(&c);
 	c.kv_type = LLM_KV_F32;
@@ -66,33 +64,14 @@ make_engine(int max_seqs, int budget, int kv_blocks)
 	c.n_ctx = 1024;
 	c.step_time_ms = 0;
 	c.prefix_cache = false;
-	if (llm_engine_new(model, &c, &e, &err) != LLM_OK)
-	{
-		fprintf(stderr, "engine: %s\n", err.msg);
-		exit(1);
-	}
-	return e;
+	return test_engine_with(model, &c);
 }
 
 /* Add prompt p of group, n new tokens (greedy). */
 static int64_t
 add(LlmEngine *e, const char *p, int n, uint32_t group)
 {
-	LlmRequest	r;
-	LlmError	err;
-	int64_t		id = -1;
-	int			n_ids;
-	int32_t    *ids = test_tokenize(model, p, &n_ids);
-
-	llm_request_default(&r);
-	r.prompt = ids;
-	r.n_prompt = n_ids;
-	r.max_tokens = n;
-	r.share_group = group;
-	r.share_weight = 1;
-	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_OK, "add: %s", err.msg);
-	free(ids);
-	return id;
+	return test_add(e, model, p, n, group);
 }
 
 /* Step once, keeping the texts of finished sequences in texts[id]; whether id want finished in it. */
