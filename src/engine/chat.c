@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "model.h"
 #include "tokenizer.h"
 
@@ -511,5 +512,46 @@ llm_chat_tokenize(const LlmModel *m, const char *system, size_t system_len,
 		st = llm_error_set(err, st, "model \"%s\": %s", m->info.name, msg);
 	}
 	llm_chat_format_free(&f);
+	return st;
+}
+
+/*
+ * Tokenize a conversation (see engine.h).  Interim: until the Jinja
+ * interpreter renders any conversation, only [system?, user] with the
+ * generation prompt, through the family renderer.
+ */
+LlmStatus
+llm_chat_tokenize_messages(const LlmModel *m, const LlmChatRequest *req, int32_t **ids, int *n_ids,
+						   LlmError *err)
+{
+	LlmJson    *msgs = NULL;
+	const LlmJson *sys = NULL;
+	const LlmJson *user = NULL;
+	LlmStatus	st;
+
+	st = llm_json_parse(req->messages, req->messages_len, &msgs, err);
+	if (st != LLM_OK)
+		return st;
+	if (msgs->type == LLM_JSON_ARRAY && msgs->n >= 1 && msgs->n <= 2)
+	{
+		const LlmJson *last = &msgs->items[msgs->n - 1];
+		const LlmJson *first = &msgs->items[0];
+		const LlmJson *r;
+
+		r = llm_json_member(last, "role");
+		if (r != NULL && r->type == LLM_JSON_STRING && strcmp(r->str, "user") == 0)
+			user = llm_json_member(last, "content");
+		r = llm_json_member(first, "role");
+		if (msgs->n == 2 && r != NULL && r->type == LLM_JSON_STRING && strcmp(r->str, "system") == 0)
+			sys = llm_json_member(first, "content");
+		if (msgs->n == 2 && (sys == NULL || sys->type != LLM_JSON_STRING))
+			user = NULL;
+	}
+	if (user == NULL || user->type != LLM_JSON_STRING || !req->add_generation_prompt || req->tools != NULL)
+		st = llm_error_set(err, LLM_ERR_UNSUPPORTED, "only a system and a user message are supported yet");
+	else
+		st = llm_chat_tokenize(m, sys ? sys->str : NULL, sys ? sys->len : 0, user->str, user->len, true,
+							   ids, n_ids, err);
+	llm_json_free(msgs);
 	return st;
 }

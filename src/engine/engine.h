@@ -64,17 +64,6 @@ LlmStatus	llm_model_load_with(const char *path, const LlmModelLoadOptions *o, Ll
 								LlmError *err);
 
 /*
- * Tokenize a request for generation.  With chat, the system prompt (system,
- * system_len; NULL for none) and the prompt as one system and one user turn
- * and the opening of the model's turn, as the model's chat template writes
- * them (chat.h): LLM_ERR_UNSUPPORTED, naming the model, when it has no
- * template, one the engine does not recognise, or one with no place for a
- * system prompt.  Without chat, BOS as the vocabulary wants it and the plain
- * prompt; a system prompt is then LLM_ERR_INVALID.  Control tokens in the
- * prompt and the system prompt stay text.  *ids is a new malloc'd array of
- * *n_ids tokens.
- */
-/*
  * Tokenize a continuation to score after a prompt (LlmRequest.forced): no
  * BOS, control tokens stay text.  *ids is a new malloc'd array of *n_ids
  * tokens.
@@ -82,12 +71,45 @@ LlmStatus	llm_model_load_with(const char *path, const LlmModelLoadOptions *o, Ll
 LlmStatus	llm_continuation_tokenize(const LlmModel *m, const char *text, size_t len, int32_t **ids, int *n_ids,
 									  LlmError *err);
 
-/* Whether model m has a chat template (tokenizer.chat_template); llm_chat_tokenize() may still refuse it. */
+/* Whether model m has a chat template (tokenizer.chat_template); rendering it may still fail. */
 bool		llm_model_has_chat_template(const LlmModel *m);
 
+/*
+ * Tokenize a request for generation.  With chat, the system prompt (system,
+ * system_len; NULL for none) and the prompt as one system and one user turn
+ * and the opening of the model's turn, as the model's chat template renders
+ * them (llm_chat_tokenize_messages).  Without chat, BOS as the vocabulary
+ * wants it and the plain prompt; a system prompt is then LLM_ERR_INVALID.
+ * Control tokens in the prompt and the system prompt stay text.  *ids is a
+ * new malloc'd array of *n_ids tokens.
+ */
 LlmStatus	llm_chat_tokenize(const LlmModel *m, const char *system, size_t system_len,
 							  const char *prompt, size_t len, bool chat,
 							  int32_t **ids, int *n_ids, LlmError *err);
+
+/* A conversation to render with the model's chat template. */
+typedef struct LlmChatRequest
+{
+	const char *messages;		/* (messages_len) JSON array of {"role": ..., "content": ...} */
+	size_t		messages_len;
+	const char *tools;			/* (tools_len) JSON array given to the template as tools, or NULL */
+	size_t		tools_len;
+	bool		add_generation_prompt;	/* open the assistant's turn after the messages */
+	int			enable_thinking;	/* -1: not given (the template's default); 0 or 1 */
+} LlmChatRequest;
+
+/*
+ * Render conversation req with model m's chat template (a Jinja2 program,
+ * run by the engine's interpreter, jinja.h) and tokenize it: the template's
+ * own text with control tokens recognised, the text that came from the
+ * messages and tools never.  Roles are system, user, assistant and tool.
+ * LLM_ERR_UNSUPPORTED, naming the model, when it has no template or the
+ * template uses what the interpreter does not implement; LLM_ERR_INVALID for
+ * messages that are not such an array, or when the template raises (its
+ * message given).  *ids is a new malloc'd array of *n_ids tokens.
+ */
+LlmStatus	llm_chat_tokenize_messages(const LlmModel *m, const LlmChatRequest *req,
+									   int32_t **ids, int *n_ids, LlmError *err);
 
 typedef struct LlmEngineConfig
 {
