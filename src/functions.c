@@ -82,7 +82,7 @@ LlmGetParams(const NullableDatum *args, LlmParams *p)
 	if (!args[LLM_ARG_CHAT].isnull)
 		p->chat = DatumGetBool(args[LLM_ARG_CHAT].value);
 	else
-		p->chat = llm_chat == LLM_CHAT_ON || (llm_chat == LLM_CHAT_AUTO && LlmModelChats());
+		p->chat = llm_chat_setting == LLM_CHAT_ON || (llm_chat_setting == LLM_CHAT_AUTO && LlmModelChats());
 
 	if (p->max_tokens < 0)
 		ereport(ERROR,

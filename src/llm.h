@@ -48,7 +48,7 @@ extern int	llm_kv_sink_tokens;
 extern int	llm_kv_evict;
 extern int	llm_max_queued_requests;
 extern int	llm_debug_step_delay;
-extern int	llm_chat;		/* LlmChatSetting */
+extern int	llm_chat_setting;	/* llm.chat, an LlmChatSetting (llm_chat is the SQL function) */
 extern char *llm_system_prompt;
 extern int	llm_kv_type;
 extern int	llm_quantize;
