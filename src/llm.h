@@ -89,6 +89,9 @@ typedef struct LlmParams
 	int32		top_k;
 	uint64		seed;
 	bool		chat;			/* wrap the prompt in the model's chat format */
+	bool		messages;		/* the prompt is a conversation (llm_chat): a JSON array of
+								 * messages, rendered with the tools by the chat template */
+	int8		enable_thinking;	/* messages: -1 the template's default, 0 or 1 */
 	bool		score;			/* score the continuation instead of generating (max_tokens unused) */
 	LlmGrammarKind grammar;		/* what constrains the output: its text (grammar_len bytes) ends the input */
 	Size		grammar_len;
@@ -106,10 +109,13 @@ typedef struct LlmSlot
 
 	/* Written by the backend before FREE -> QUEUED. */
 	LlmParams	params;
-	dsa_pointer input;			/* system prompt, prompt, continuation, n_stop NUL-terminated stop strings, grammar */
+	dsa_pointer input;			/* system prompt, prompt, tools, continuation, n_stop NUL-terminated stop
+								 * strings, grammar */
 	bool		has_system;		/* a system prompt of system_len bytes comes first */
 	Size		system_len;
-	Size		prompt_len;
+	Size		prompt_len;		/* params.messages: the conversation's JSON */
+	bool		has_tools;		/* params.messages: the tools' JSON (tools_len bytes) follows the prompt */
+	Size		tools_len;
 	Size		continuation_len;	/* params.score: the continuation's bytes follow the prompt */
 	Size		input_len;
 	int			n_stop;
@@ -289,10 +295,13 @@ extern void LlmRoleStatsReset(void);
 typedef struct LlmJob
 {
 	/* input */
-	const char *prompt;			/* UTF-8; NULL for a NULL prompt (no request) */
+	const char *prompt;			/* UTF-8; NULL for a NULL prompt (no request); params.messages:
+								 * the conversation's JSON array */
 	Size		prompt_len;
 	const char *system;			/* UTF-8 system prompt (chat only), or NULL */
 	Size		system_len;
+	const char *tools;			/* params.messages: the tools' UTF-8 JSON array, or NULL */
+	Size		tools_len;
 	const char *continuation;	/* params.score: the UTF-8 text to score after the prompt */
 	Size		continuation_len;
 	LlmParams	params;			/* with this job's seed */
@@ -411,6 +420,8 @@ typedef struct LlmClaimed
 	bool		has_system;
 	Size		system_len;
 	Size		prompt_len;
+	bool		has_tools;
+	Size		tools_len;
 	Size		continuation_len;
 	int			n_stop;
 } LlmClaimed;
