@@ -1,9 +1,9 @@
 /*
  * batch_scan.c
  *		The "LLM Batch" plan node: runs the batched calls (llm_generate(),
- *		the scoring functions: batch_call.c) of a window of its child's rows
- *		at once, and returns the rows in the child's order as their answers
- *		arrive.
+ *		llm_chat(), the scoring functions: batch_call.c) of a window of its
+ *		child's rows at once, and returns the rows in the child's order as
+ *		their answers arrive.
  *
  * batch_plan.c puts the node over a plan node that makes such calls per
  * row; the child computes each call's arguments as columns.  The node keeps

@@ -357,6 +357,7 @@ typedef enum LlmBatchFunc
 {
 	LLM_BATCH_NONE = -1,
 	LLM_BATCH_GENERATE,			/* llm_generate() */
+	LLM_BATCH_CHAT,				/* llm_chat() */
 	LLM_BATCH_SCORE,			/* llm_score() */
 	LLM_BATCH_CLASSIFY,			/* llm_classify() */
 	LLM_BATCH_FILTER,			/* llm_filter() */
@@ -373,6 +374,7 @@ extern LlmJob *LlmBatchCallJobs(LlmBatchFunc f, const NullableDatum *args, int *
 extern Datum LlmBatchCallResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs, int n_jobs,
 								bool *isnull);
 extern PGDLLEXPORT Datum llm_generate(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum llm_chat(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_score(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_classify(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_filter(PG_FUNCTION_ARGS);
@@ -382,7 +384,11 @@ extern PGDLLEXPORT Datum llm_rank(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_classify_scores_from(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_rank_from(PG_FUNCTION_ARGS);
 
-/* semantic.c: the scoring functions' jobs and results (f is not LLM_BATCH_GENERATE) */
+/* chat.c: llm_chat(), a conversation through the model's chat template */
+#define LLM_CHAT_NARGS 12
+extern void LlmChatJobFromArgs(LlmJob *job, const NullableDatum *args);
+
+/* semantic.c: the scoring functions' jobs and results (f is not LLM_BATCH_GENERATE nor LLM_BATCH_CHAT) */
 extern LlmJob *LlmSemanticJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs);
 extern Datum LlmSemanticResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs, int n_jobs);
 
