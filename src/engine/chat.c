@@ -4,9 +4,11 @@
  *		the rendering for generation (see chat.h).
  *
  * The conversation reaches the template as transformers passes it: the
- * messages and tools as parsed JSON (user text), add_generation_prompt,
- * bos_token and eos_token (template text), and enable_thinking only when
- * the request gives it, so that a template's own default applies.
+ * messages and tools as parsed JSON (user text, but for the roles, which
+ * are checked), tools and documents None when not given,
+ * add_generation_prompt, bos_token and eos_token (template text), and
+ * enable_thinking only when the request gives it, so that a template's own
+ * default applies.
  */
 #include "chat.h"
 
@@ -84,9 +86,14 @@ llm_chat_render(const LlmJinja *t, const LlmChatRequest *req, const LlmChatConte
 	v = llm_jinja_vars_new();
 	if (v == NULL)
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory rendering a chat template");
-	st = llm_jinja_vars_set_json(v, "messages", req->messages, req->messages_len, true, err);
-	if (st == LLM_OK && req->tools != NULL)
-		st = llm_jinja_vars_set_json(v, "tools", req->tools, req->tools_len, true, err);
+	/* the roles were checked to be one of four words: template text, as in '<|' + role + '|>' */
+	st = llm_jinja_vars_set_json_plain_key(v, "messages", req->messages, req->messages_len, true, "role", err);
+	/* transformers passes tools and documents always, None when not given */
+	if (st == LLM_OK)
+		st = req->tools != NULL ? llm_jinja_vars_set_json(v, "tools", req->tools, req->tools_len, true, err) :
+			llm_jinja_vars_set_json(v, "tools", "null", 4, false, err);
+	if (st == LLM_OK)
+		st = llm_jinja_vars_set_json(v, "documents", "null", 4, false, err);
 	if (st == LLM_OK)
 		st = llm_jinja_vars_set_bool(v, "add_generation_prompt", req->add_generation_prompt, err);
 	if (st == LLM_OK && req->enable_thinking >= 0)

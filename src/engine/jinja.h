@@ -90,6 +90,15 @@ void		llm_jinja_vars_free(LlmJinjaVars *v);
 LlmStatus	llm_jinja_vars_set_json(LlmJinjaVars *v, const char *name, const char *json, size_t len,
 									bool user, LlmError *err);
 
+/*
+ * llm_jinja_vars_set_json() where the strings that are the value of a
+ * member named plain_key are template text, not user text: the roles of
+ * messages the caller has checked ("system", "user", ...), which templates
+ * build control tokens from ('<|' + role + '|>').
+ */
+LlmStatus	llm_jinja_vars_set_json_plain_key(LlmJinjaVars *v, const char *name, const char *json, size_t len,
+											  bool user, const char *plain_key, LlmError *err);
+
 /* Set variable name to a string (len bytes), user text or not. */
 LlmStatus	llm_jinja_vars_set_string(LlmJinjaVars *v, const char *name, const char *s, size_t len,
 									  bool user, LlmError *err);

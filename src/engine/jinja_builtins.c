@@ -1827,7 +1827,8 @@ jinja_filter(JRender *r, int line, const char *name, JValue v, JValue *args, int
 		l = jlist_new(&r->arena, items->n);
 		if (l == NULL)
 			return oom(r, line);
-		memcpy(l->v, items->v, (size_t) items->n * sizeof(JValue));
+		if (items->n > 0)
+			memcpy(l->v, items->v, (size_t) items->n * sizeof(JValue));
 		l->n = items->n;
 		out->t = J_LIST;
 		out->l = l;

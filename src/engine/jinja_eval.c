@@ -1313,6 +1313,13 @@ LlmStatus
 llm_jinja_vars_set_json(LlmJinjaVars *v, const char *name, const char *json, size_t len, bool user,
 						LlmError *err)
 {
+	return llm_jinja_vars_set_json_plain_key(v, name, json, len, user, NULL, err);
+}
+
+LlmStatus
+llm_jinja_vars_set_json_plain_key(LlmJinjaVars *v, const char *name, const char *json, size_t len, bool user,
+								  const char *plain_key, LlmError *err)
+{
 	LlmJson    *j = NULL;
 	JValue		value;
 	LlmStatus	st = llm_json_parse(json, len, &j, err);
@@ -1320,7 +1327,7 @@ llm_jinja_vars_set_json(LlmJinjaVars *v, const char *name, const char *json, siz
 
 	if (st != LLM_OK)
 		return st;
-	ok = jv_from_json(&v->arena, j, user, &value);
+	ok = jv_from_json(&v->arena, j, user, plain_key, &value);
 	llm_json_free(j);
 	if (!ok)
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory setting template variable \"%s\"", name);

@@ -309,9 +309,12 @@ typedef struct JJsonOpts
 /* json.dumps(v) appended to b; false with *why set for what JSON cannot hold. */
 bool		jv_write_json(JBuf *b, JValue v, const JJsonOpts *o, int depth, const char **why);
 
-/* A value from parsed JSON (json.h), its strings user data when user. */
+/*
+ * A value from parsed JSON (json.h), its strings user data when user, but
+ * for strings that are the value of a member named plain_key (NULL: none).
+ */
 struct LlmJson;
-bool		jv_from_json(JArena *a, const struct LlmJson *j, bool user, JValue *out);
+bool		jv_from_json(JArena *a, const struct LlmJson *j, bool user, const char *plain_key, JValue *out);
 
 /* Python's float repr into out (at least 32 bytes). */
 void		jv_format_float(double f, char *out, size_t outsz);

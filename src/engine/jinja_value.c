@@ -106,7 +106,8 @@ jbuf_put(JBuf *b, const char *s, size_t len, bool user)
 		b->u = u2;
 		b->cap = cap;
 	}
-	memcpy(b->s + b->len, s, len);
+	if (len > 0)
+		memcpy(b->s + b->len, s, len);
 	memset(b->u + b->len, user ? 1 : 0, len);
 	b->len += len;
 	b->s[b->len] = '\0';
@@ -985,9 +986,9 @@ jv_write_json(JBuf *b, JValue v, const JJsonOpts *o, int depth, const char **why
 	return ok;
 }
 
-/* A value from parsed JSON. */
+/* A value from parsed JSON; strings under plain_key (not NULL) in objects are not user text. */
 bool
-jv_from_json(JArena *a, const LlmJson *j, bool user, JValue *out)
+jv_from_json(JArena *a, const LlmJson *j, bool user, const char *plain_key, JValue *out)
 {
 	switch (j->type)
 	{
@@ -1022,7 +1023,7 @@ jv_from_json(JArena *a, const LlmJson *j, bool user, JValue *out)
 				if (l == NULL)
 					return false;
 				for (int i = 0; i < j->n; i++)
-					if (!jv_from_json(a, &j->items[i], user, &l->v[i]))
+					if (!jv_from_json(a, &j->items[i], user, plain_key, &l->v[i]))
 						return false;
 				l->n = j->n;
 				out->t = J_LIST;
@@ -1037,8 +1038,11 @@ jv_from_json(JArena *a, const LlmJson *j, bool user, JValue *out)
 					return false;
 				for (int i = 0; i < j->n; i++)
 				{
+					bool		plain = plain_key != NULL && j->items[i].type == LLM_JSON_STRING &&
+						strcmp(j->items[i].key, plain_key) == 0;
+
 					if (!jv_str_copy(a, j->items[i].key, j->items[i].key_len, user, &d->k[i]) ||
-						!jv_from_json(a, &j->items[i], user, &d->v[i]))
+						!jv_from_json(a, &j->items[i], user && !plain, plain_key, &d->v[i]))
 						return false;
 				}
 				d->n = j->n;
