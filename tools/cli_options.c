@@ -73,13 +73,15 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 	o->step_ms = -1;
 	o->evict = LLM_EVICT_H2O;
 	o->device = LLM_DEVICE_AUTO;
+	o->enable_thinking = -1;
 
 	for (int i = 1; i < argc; i++)
 	{
 		const char *opt = argv[i];
 		bool		has_value = !((strcmp(opt, "--bos") == 0 && strcmp(argv[0], "template") != 0) ||
 								  strcmp(opt, "--special") == 0 || strcmp(opt, "--chat") == 0 ||
-								  strcmp(opt, "--no-prefix-cache") == 0);
+								  strcmp(opt, "--no-prefix-cache") == 0 ||
+								  strcmp(opt, "--no-generation-prompt") == 0 || strcmp(opt, "--spans") == 0);
 		const char *val = NULL;
 		long		iv;
 		double		fv;
@@ -292,6 +294,26 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 			o->user = val;
 		else if (strcmp(opt, "--template") == 0)
 			o->template_file = val;
+		else if (strcmp(opt, "--messages") == 0)
+			o->messages_file = val;
+		else if (strcmp(opt, "--tools") == 0)
+			o->tools_file = val;
+		else if (strcmp(opt, "--no-generation-prompt") == 0)
+			o->no_generation_prompt = true;
+		else if (strcmp(opt, "--spans") == 0)
+			o->spans = true;
+		else if (strcmp(opt, "--enable-thinking") == 0)
+		{
+			if (strcmp(val, "true") == 0)
+				o->enable_thinking = 1;
+			else if (strcmp(val, "false") == 0)
+				o->enable_thinking = 0;
+			else
+			{
+				fprintf(stderr, "llm-cli %s: --enable-thinking takes true or false, not \"%s\"\n", argv[0], val);
+				return false;
+			}
+		}
 		else if (strcmp(opt, "--date") == 0)
 			o->date = val;
 		else if (strcmp(opt, "--special") == 0)

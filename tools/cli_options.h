@@ -49,10 +49,15 @@ typedef struct CliOptions
 	bool		chat;			/* generate: wrap the prompt in the model's chat format */
 	const char *system;			/* --system: a system prompt (generate --chat, template) */
 	const char *user;			/* template --user */
+	const char *messages_file;	/* template --messages FILE.json: a JSON array of messages */
+	const char *tools_file;		/* template --tools FILE.json: a JSON array of tools */
+	bool		no_generation_prompt;	/* template --no-generation-prompt */
+	int			enable_thinking;	/* template --enable-thinking: -1 not given, 0 false, 1 true */
+	bool		spans;			/* template --spans: print the user spans on stderr */
 	const char *template_file;	/* template --template FILE.jinja */
 	const char *bos_text;		/* template --bos TEXT */
 	const char *eos_text;		/* template --eos TEXT */
-	const char *date;			/* template --date: strftime_now's "%d %b %Y" */
+	const char *date;			/* template --date "01 Dec 2026": strftime_now's date */
 	int			shared_prefix;	/* bench: leading prompt tokens common to all sequences */
 	int			long_prompt;	/* bench --long N: inter-token latency beside one prompt of N tokens */
 	bool		no_prefix_cache;	/* bench: turn the prefix cache off */
