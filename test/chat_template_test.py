@@ -268,12 +268,13 @@ def occurrences(haystack, needle):
 
 
 def message_texts(messages, tools):
-    """The texts of the messages' contents and the tools' descriptions, as given and stripped."""
+    """The texts of the messages' contents and the tools' descriptions, stripped (the blanks around
+    a text may be the template's own: "\n" after a system prompt that the template strips)."""
     strings = [m["content"] for m in messages if isinstance(m.get("content"), str)]
     for tool in tools or []:
         f = tool["function"]
         strings += [f["description"]] + [p["description"] for p in f["parameters"]["properties"].values()]
-    return {t.encode("utf-8") for c in strings for t in (c, c.strip()) if len(t.encode("utf-8")) >= 6}
+    return {c.strip().encode("utf-8") for c in strings if len(c.strip().encode("utf-8")) >= 6}
 
 
 def check_spans(out, spans, messages, tools, markers):
@@ -363,6 +364,9 @@ def check(name, template, args, bos, eos, unsupported, tmp):
                         counts["identical"] += 1
                         for e in check_spans(got, spans, messages, tools, markers if "markers" in label else []):
                             failures.append(f"spans: {e} {where}")
+                        if "markers" in label and messages[-1]["content"].strip().encode("utf-8") not in got:
+                            notes.append(f"note {name}: the forged user text is not in the output as given,"
+                                         f" so its spans are not checked {where}")
                         continue
                     counts["different"] += 1
                     if rc == 0 and want is None:
