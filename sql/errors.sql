@@ -49,6 +49,23 @@ SELECT llm_generate('Once upon a time', 4);
 SELECT llm_generate('Once upon a time', 4, chat => true);
 RESET llm.system_prompt;
 
+-- llm_chat: messages a non-empty JSON array of objects, each with a role of system, user, assistant
+-- or tool; tools an array; each refusal names the element, before anything is queued (NULL messages:
+-- NULL, the other arguments still checked).  stories260K has no chat template: the worker refuses.
+SELECT llm_chat('{"role": "user", "content": "Hi"}');
+SELECT llm_chat('"Hi"');
+SELECT llm_chat('[]');
+SELECT llm_chat('[{"role": "user", "content": "Hi"}, 42]');
+SELECT llm_chat('[{"content": "Hi"}]');
+SELECT llm_chat('[{"role": null, "content": "Hi"}]');
+SELECT llm_chat('[{"role": "system", "content": "x"}, {"role": "User", "content": "Hi"}]');
+SELECT llm_chat('[{"role": "user", "content": "Hi"}]', tools => '{"type": "function"}');
+SELECT llm_chat(NULL, tools => '"get_weather"');
+SELECT llm_chat(NULL, -1);
+SELECT llm_chat(NULL) IS NULL AS no_request;
+SELECT llm_chat('[{"role": "user", "content": "Hi"}]', 4);
+SELECT llm_chat('[{"role": "user", "content": "Hi"}]', 4, on_error => 'null') IS NULL AS failed;
+
 -- Checked as the worker will see them (single precision): one message, before anything is queued.
 SELECT llm_generate('x', 4, temperature => 1e308);
 SELECT llm_generate('x', 4, top_p => 1e-300);
@@ -58,6 +75,7 @@ SET llm.max_prompt_bytes = 1024;
 SELECT llm_generate(repeat('a', 2000), 4);
 SELECT count(*) FROM llm_generate_batch(array_fill(repeat('a', 2000), ARRAY[300]), 4);
 SELECT llm_generate('Once upon a time', 4, stop => ARRAY[repeat('b', 1100)]);
+SELECT llm_chat('[{"role": "user", "content": "Hi"}]', 4, tools => jsonb_build_array(repeat('t', 1000)));
 RESET llm.max_prompt_bytes;
 
 -- The settings that size shared memory need a restart, and llm.model a reload;

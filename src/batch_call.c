@@ -7,7 +7,8 @@
  * A batched function is a C function of this library found by its entry
  * point (whatever its schema or name) with its full argument count.  Its
  * jobs are what the function itself queues when it runs row by row
- * (functions.c for llm_generate, semantic.c for the scoring functions), so
+ * (functions.c for llm_generate, chat.c for llm_chat, semantic.c for the
+ * scoring functions), so
  * a row gets the same checks, errors and answer either way.  A call with no
  * jobs has a NULL result and makes no request.  (A definition of an older
  * version of the extension, with fewer arguments, is not batched; it runs
@@ -36,6 +37,7 @@ typedef struct LlmBatchFuncInfo
 /* Indexed by LlmBatchFunc. */
 static const LlmBatchFuncInfo LlmBatchFuncs[] = {
 	[LLM_BATCH_GENERATE] = {llm_generate, LLM_GENERATE_NARGS},
+	[LLM_BATCH_CHAT] = {llm_chat, LLM_CHAT_NARGS},
 	[LLM_BATCH_SCORE] = {llm_score, 4},
 	[LLM_BATCH_CLASSIFY] = {llm_classify, 4},
 	[LLM_BATCH_FILTER] = {llm_filter, 4},
@@ -119,10 +121,13 @@ LlmBatchCallJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs)
 {
 	LlmJob	   *job;
 
-	if (f != LLM_BATCH_GENERATE)
+	if (f != LLM_BATCH_GENERATE && f != LLM_BATCH_CHAT)
 		return LlmSemanticJobs(f, args, n_jobs);
 	job = palloc(sizeof(LlmJob));
-	LlmJobFromArgs(job, args);
+	if (f == LLM_BATCH_CHAT)
+		LlmChatJobFromArgs(job, args);
+	else
+		LlmJobFromArgs(job, args);
 	*n_jobs = job->prompt != NULL;
 	return job;
 }
@@ -134,7 +139,7 @@ LlmBatchCallResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs
 	*isnull = n_jobs == 0;
 	if (*isnull)
 		return (Datum) 0;
-	if (f != LLM_BATCH_GENERATE)
+	if (f != LLM_BATCH_GENERATE && f != LLM_BATCH_CHAT)
 		return LlmSemanticResult(f, args, jobs, n_jobs);
 	*isnull = jobs[0].failed;
 	return *isnull ? (Datum) 0 : CStringGetTextDatum(jobs[0].completion);

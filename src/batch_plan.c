@@ -2,7 +2,8 @@
  * batch_plan.c
  *		Planning the "LLM Batch" node: after the standard planner, every plan
  *		node that calls a batched function (batch_call.c: llm_generate(),
- *		llm_score(), llm_classify(), llm_filter(), llm_probability()) per row
+ *		llm_chat(), llm_score(), llm_classify(), llm_filter(),
+ *		llm_probability()) per row
  *		of a row source gets an LLM Batch node (batch_scan.c) put over it,
  *		which runs the calls for a window of rows at once.
  *

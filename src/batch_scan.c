@@ -1,9 +1,9 @@
 /*
  * batch_scan.c
  *		The "LLM Batch" plan node: runs the batched calls (llm_generate(),
- *		the scoring functions: batch_call.c) of a window of its child's rows
- *		at once, and returns the rows in the child's order as their answers
- *		arrive.
+ *		llm_chat(), the scoring functions: batch_call.c) of a window of its
+ *		child's rows at once, and returns the rows in the child's order as
+ *		their answers arrive.
  *
  * batch_plan.c puts the node over a plan node that makes such calls per
  * row; the child computes each call's arguments as columns.  The node keeps
@@ -558,8 +558,9 @@ batch_answered(BatchState *bs, BatchRow *row, int j)
 
 /*
  * Whether a and b are the same request, so one answer serves both: the same
- * prompt, continuation to score, parameters, stop strings and grammar
- * (json_schema or choices), and the same seed unless greedy.
+ * prompt (or conversation and tools), continuation to score, parameters,
+ * stop strings and grammar (json_schema or choices), and the same seed
+ * unless greedy.
  */
 static bool
 same_request(const LlmJob *a, const LlmJob *b)
@@ -570,6 +571,9 @@ same_request(const LlmJob *a, const LlmJob *b)
 	return a->prompt != NULL && b->prompt != NULL && a->prompt_len == b->prompt_len &&
 		p->max_tokens == q->max_tokens && p->temperature == q->temperature && p->top_p == q->top_p &&
 		p->top_k == q->top_k && p->chat == q->chat && (p->temperature == 0 || p->seed == q->seed) &&
+		p->messages == q->messages && p->enable_thinking == q->enable_thinking &&
+		(a->tools == NULL) == (b->tools == NULL) && a->tools_len == b->tools_len &&
+		(a->tools_len == 0 || memcmp(a->tools, b->tools, a->tools_len) == 0) &&
 		a->error_as_null == b->error_as_null && a->n_stop == b->n_stop && a->stops_len == b->stops_len &&
 		memcmp(a->prompt, b->prompt, a->prompt_len) == 0 &&
 		(a->system == NULL) == (b->system == NULL) && a->system_len == b->system_len &&

@@ -429,7 +429,7 @@ LlmFairCandOrder(const void *a, const void *b)
 static double
 LlmFairCost(const LlmSlot *slot)
 {
-	double		cost = (slot->system_len + slot->prompt_len + slot->continuation_len) / 4.0 + 1;
+	double		cost = (slot->system_len + slot->prompt_len + slot->tools_len + slot->continuation_len) / 4.0 + 1;
 
 	if (!slot->params.score)
 		cost += slot->params.max_tokens;

@@ -82,7 +82,7 @@ LlmGetParams(const NullableDatum *args, LlmParams *p)
 	if (!args[LLM_ARG_CHAT].isnull)
 		p->chat = DatumGetBool(args[LLM_ARG_CHAT].value);
 	else
-		p->chat = llm_chat == LLM_CHAT_ON || (llm_chat == LLM_CHAT_AUTO && LlmModelChats());
+		p->chat = llm_chat_setting == LLM_CHAT_ON || (llm_chat_setting == LLM_CHAT_AUTO && LlmModelChats());
 
 	if (p->max_tokens < 0)
 		ereport(ERROR,
@@ -338,12 +338,13 @@ LlmGetSystem(const NullableDatum *args, LlmJob *job)
 }
 
 /*
- * Fill job from llm_generate()'s twelve arguments: checks every parameter
- * (also for a NULL prompt, so bad calls fail the same way always), then the
- * prompt (NULL: no request) and the seed.
+ * Fill job from llm_generate()'s twelve arguments but the prompt and the
+ * system prompt: checks the sampling parameters, stop strings, grammar and
+ * on_error, and sets the seed (a random one for NULL).  llm_chat() builds
+ * its jobs on it (chat.c).
  */
 void
-LlmJobFromArgs(LlmJob *job, const NullableDatum *args)
+LlmJobParamsFromArgs(LlmJob *job, const NullableDatum *args)
 {
 	memset(job, 0, sizeof(*job));
 	job->slot = -1;
@@ -351,10 +352,21 @@ LlmJobFromArgs(LlmJob *job, const NullableDatum *args)
 	LlmGetStop(args, job);
 	LlmGetGrammar(args, job);
 	job->error_as_null = LlmGetErrorAsNull(args);
+	job->params.seed = LlmGetSeed(args);
+}
+
+/*
+ * Fill job from llm_generate()'s twelve arguments: checks every parameter
+ * (also for a NULL prompt, so bad calls fail the same way always), then the
+ * system prompt and the prompt (NULL: no request).
+ */
+void
+LlmJobFromArgs(LlmJob *job, const NullableDatum *args)
+{
+	LlmJobParamsFromArgs(job, args);
 	LlmGetSystem(args, job);
 	if (!args[LLM_ARG_PROMPT].isnull)
 		LlmSetPrompt(job, DatumGetTextPP(args[LLM_ARG_PROMPT].value));
-	job->params.seed = LlmGetSeed(args);
 }
 
 /*

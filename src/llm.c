@@ -52,7 +52,7 @@ int			llm_max_tokens = 4096;
 int			llm_max_prompt_bytes = 1048576;
 int			llm_max_requests_per_role = -1;
 int			llm_role_weight = 1;
-int			llm_chat = LLM_CHAT_AUTO;
+int			llm_chat_setting = LLM_CHAT_AUTO;
 char	   *llm_system_prompt = NULL;
 int			llm_kv_type = LLM_KV_F16;
 int			llm_quantize = LLM_QUANT_NONE;
@@ -221,7 +221,7 @@ LlmDefineSettings(void)
 							 "With chat, an instruction gets an answer rather than a continuation. "
 							 "auto: when the model has a chat template (an instruct model). "
 							 "The chat argument of llm_generate overrides it.",
-							 &llm_chat,
+							 &llm_chat_setting,
 							 LLM_CHAT_AUTO,
 							 llm_chat_options,
 							 PGC_USERSET,

@@ -48,7 +48,7 @@ extern int	llm_kv_sink_tokens;
 extern int	llm_kv_evict;
 extern int	llm_max_queued_requests;
 extern int	llm_debug_step_delay;
-extern int	llm_chat;		/* LlmChatSetting */
+extern int	llm_chat_setting;	/* llm.chat, an LlmChatSetting (llm_chat is the SQL function) */
 extern char *llm_system_prompt;
 extern int	llm_kv_type;
 extern int	llm_quantize;
@@ -89,6 +89,9 @@ typedef struct LlmParams
 	int32		top_k;
 	uint64		seed;
 	bool		chat;			/* wrap the prompt in the model's chat format */
+	bool		messages;		/* the prompt is a conversation (llm_chat): a JSON array of
+								 * messages, rendered with the tools by the chat template */
+	int8		enable_thinking;	/* messages: -1 the template's default, 0 or 1 */
 	bool		score;			/* score the continuation instead of generating (max_tokens unused) */
 	LlmGrammarKind grammar;		/* what constrains the output: its text (grammar_len bytes) ends the input */
 	Size		grammar_len;
@@ -106,10 +109,13 @@ typedef struct LlmSlot
 
 	/* Written by the backend before FREE -> QUEUED. */
 	LlmParams	params;
-	dsa_pointer input;			/* system prompt, prompt, continuation, n_stop NUL-terminated stop strings, grammar */
+	dsa_pointer input;			/* system prompt, prompt, tools, continuation, n_stop NUL-terminated stop
+								 * strings, grammar */
 	bool		has_system;		/* a system prompt of system_len bytes comes first */
 	Size		system_len;
-	Size		prompt_len;
+	Size		prompt_len;		/* params.messages: the conversation's JSON */
+	bool		has_tools;		/* params.messages: the tools' JSON (tools_len bytes) follows the prompt */
+	Size		tools_len;
 	Size		continuation_len;	/* params.score: the continuation's bytes follow the prompt */
 	Size		input_len;
 	int			n_stop;
@@ -289,10 +295,13 @@ extern void LlmRoleStatsReset(void);
 typedef struct LlmJob
 {
 	/* input */
-	const char *prompt;			/* UTF-8; NULL for a NULL prompt (no request) */
+	const char *prompt;			/* UTF-8; NULL for a NULL prompt (no request); params.messages:
+								 * the conversation's JSON array */
 	Size		prompt_len;
 	const char *system;			/* UTF-8 system prompt (chat only), or NULL */
 	Size		system_len;
+	const char *tools;			/* params.messages: the tools' UTF-8 JSON array, or NULL */
+	Size		tools_len;
 	const char *continuation;	/* params.score: the UTF-8 text to score after the prompt */
 	Size		continuation_len;
 	LlmParams	params;			/* with this job's seed */
@@ -339,6 +348,7 @@ typedef enum LlmChatSetting
 /* functions.c: the SQL generation functions' arguments, shared with the batch node */
 #define LLM_GENERATE_NARGS 12
 extern void LlmJobFromArgs(LlmJob *job, const NullableDatum *args);
+extern void LlmJobParamsFromArgs(LlmJob *job, const NullableDatum *args);
 extern bool LlmModelChats(void);
 extern char *LlmTextUtf8(Datum d, Size *len);
 
@@ -347,6 +357,7 @@ typedef enum LlmBatchFunc
 {
 	LLM_BATCH_NONE = -1,
 	LLM_BATCH_GENERATE,			/* llm_generate() */
+	LLM_BATCH_CHAT,				/* llm_chat() */
 	LLM_BATCH_SCORE,			/* llm_score() */
 	LLM_BATCH_CLASSIFY,			/* llm_classify() */
 	LLM_BATCH_FILTER,			/* llm_filter() */
@@ -363,6 +374,7 @@ extern LlmJob *LlmBatchCallJobs(LlmBatchFunc f, const NullableDatum *args, int *
 extern Datum LlmBatchCallResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs, int n_jobs,
 								bool *isnull);
 extern PGDLLEXPORT Datum llm_generate(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum llm_chat(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_score(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_classify(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_filter(PG_FUNCTION_ARGS);
@@ -372,7 +384,11 @@ extern PGDLLEXPORT Datum llm_rank(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_classify_scores_from(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum llm_rank_from(PG_FUNCTION_ARGS);
 
-/* semantic.c: the scoring functions' jobs and results (f is not LLM_BATCH_GENERATE) */
+/* chat.c: llm_chat(), a conversation through the model's chat template */
+#define LLM_CHAT_NARGS 12
+extern void LlmChatJobFromArgs(LlmJob *job, const NullableDatum *args);
+
+/* semantic.c: the scoring functions' jobs and results (f is not LLM_BATCH_GENERATE nor LLM_BATCH_CHAT) */
 extern LlmJob *LlmSemanticJobs(LlmBatchFunc f, const NullableDatum *args, int *n_jobs);
 extern Datum LlmSemanticResult(LlmBatchFunc f, const NullableDatum *args, const LlmJob *jobs, int n_jobs);
 
@@ -410,6 +426,8 @@ typedef struct LlmClaimed
 	bool		has_system;
 	Size		system_len;
 	Size		prompt_len;
+	bool		has_tools;
+	Size		tools_len;
 	Size		continuation_len;
 	int			n_stop;
 } LlmClaimed;

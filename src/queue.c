@@ -161,10 +161,11 @@ static LlmFairRefusalKind
 LlmQueueTrySubmit(LlmJob *job, LlmFairRefusal *why, LlmFairWaiter *waiter)
 {
 	dsa_area   *area = LlmShmemDsa();
-	Size		input_len = job->system_len + job->prompt_len + job->continuation_len + job->stops_len +
-		job->params.grammar_len;
+	Size		input_len = job->system_len + job->prompt_len + job->tools_len + job->continuation_len +
+		job->stops_len + job->params.grammar_len;
 	dsa_pointer input;
 	char	   *p;
+	char	   *w;
 	int			found = -1;
 
 	Assert(job->prompt != NULL && job->slot < 0);
@@ -172,19 +173,22 @@ LlmQueueTrySubmit(LlmJob *job, LlmFairRefusal *why, LlmFairWaiter *waiter)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("prompt is too large"),
-				 errdetail("The request has %zu bytes of prompt, system prompt, stop strings and schema; llm.max_prompt_bytes is %d.",
+				 errdetail("The request has %zu bytes of prompt, system prompt, tools, stop strings and schema; llm.max_prompt_bytes is %d.",
 						   input_len, llm_max_prompt_bytes)));
-	p = palloc(Max(input_len, 1));
+	/* the input's layout is LlmSlot's */
+	w = p = palloc(Max(input_len, 1));
 	if (job->system_len > 0)
-		memcpy(p, job->system, job->system_len);
-	memcpy(p + job->system_len, job->prompt, job->prompt_len);
+		w = (char *) memcpy(w, job->system, job->system_len) + job->system_len;
+	w = (char *) memcpy(w, job->prompt, job->prompt_len) + job->prompt_len;
+	if (job->tools_len > 0)
+		w = (char *) memcpy(w, job->tools, job->tools_len) + job->tools_len;
 	if (job->continuation_len > 0)
-		memcpy(p + job->system_len + job->prompt_len, job->continuation, job->continuation_len);
+		w = (char *) memcpy(w, job->continuation, job->continuation_len) + job->continuation_len;
 	if (job->stops_len > 0)
-		memcpy(p + job->system_len + job->prompt_len + job->continuation_len, job->stops, job->stops_len);
+		w = (char *) memcpy(w, job->stops, job->stops_len) + job->stops_len;
 	if (job->params.grammar_len > 0)
-		memcpy(p + job->system_len + job->prompt_len + job->continuation_len + job->stops_len,
-			   job->grammar, job->params.grammar_len);
+		w = (char *) memcpy(w, job->grammar, job->params.grammar_len) + job->params.grammar_len;
+	Assert(w == p + input_len);
 	input = LlmDsaTextPut(area, p, input_len, 0);
 	pfree(p);
 
@@ -204,6 +208,8 @@ LlmQueueTrySubmit(LlmJob *job, LlmFairRefusal *why, LlmFairWaiter *waiter)
 		slot->has_system = job->system != NULL;
 		slot->system_len = job->system_len;
 		slot->prompt_len = job->prompt_len;
+		slot->has_tools = job->tools != NULL;
+		slot->tools_len = job->tools_len;
 		slot->continuation_len = job->continuation_len;
 		slot->logprob = 0;
 		slot->input_len = input_len;

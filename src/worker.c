@@ -223,9 +223,9 @@ LlmWorkerNoModel(int slotno)
 /*
  * Check a tokenized request (job: its input, then the tokenizer thread's
  * result) and add it to the engine as sequence *id: the input holds the
- * system prompt, the prompt, the continuation, n_stop NUL-terminated stop
- * strings and the grammar.  Returns false, with *why filled in, when the
- * request cannot start.
+ * system prompt, the prompt (or conversation), the tools, the
+ * continuation, n_stop NUL-terminated stop strings and the grammar.
+ * Returns false, with *why filled in, when the request cannot start.
  */
 static bool
 LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
@@ -239,6 +239,11 @@ LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
 	const char *grammar;
 	sigset_t	mask;
 
+	if (job->status != LLM_OK && params->messages)
+		return LlmStartFailed(why, LlmStatusErrcode(job->status),
+							  job->status == LLM_ERR_UNSUPPORTED ?
+							  "the model's chat template cannot render the conversation" :
+							  "could not render the conversation", LlmMessageAsSentence(job->err.msg), NULL);
 	if (job->status == LLM_ERR_UNSUPPORTED && job->stage == LLM_TOKENIZE_PROMPT)
 		return LlmStartFailed(why, ERRCODE_FEATURE_NOT_SUPPORTED,
 							  "the model's chat format cannot be used", LlmMessageAsSentence(job->err.msg),
@@ -261,8 +266,9 @@ LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
 									   job->n_tokens, n_ctx),
 							  NULL);
 
-	/* The stop strings follow the prompt and the continuation, each NUL-terminated; then the grammar. */
-	grammar = job->bytes + job->req.system_len + job->req.prompt_len + job->req.continuation_len;
+	/* The stop strings follow the prompt, the tools and the continuation, each NUL-terminated; then the grammar. */
+	grammar = job->bytes + job->req.system_len + job->req.prompt_len + job->req.tools_len +
+		job->req.continuation_len;
 	if (job->req.n_stop > 0)
 	{
 		stop = palloc(sizeof(char *) * job->req.n_stop);
@@ -443,6 +449,8 @@ LlmWorkerScanSlots(void)
 		c->req.has_system = slot->has_system;
 		c->req.system_len = slot->system_len;
 		c->req.prompt_len = slot->prompt_len;
+		c->req.has_tools = slot->has_tools;
+		c->req.tools_len = slot->tools_len;
 		c->req.continuation_len = slot->continuation_len;
 		c->req.n_stop = slot->n_stop;
 		c->input = slot->input;

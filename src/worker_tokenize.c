@@ -56,21 +56,41 @@ LlmJobListPush(LlmTokenizeJob **head, LlmTokenizeJob **tail, LlmTokenizeJob *job
 	*tail = job;
 }
 
-/* Tokenize one job: the prompt as a chat or plain, then a scored continuation (engine calls only). */
+/*
+ * Tokenize one job: the prompt as a chat or plain, or a conversation (with
+ * its tools) through the chat template; then a scored continuation (engine
+ * calls only).
+ */
 static void
 LlmTokenizeOne(LlmTokenizeJob *job)
 {
 	const char *b = job->bytes;
+	const char *prompt = b + job->req.system_len;
+	const char *tools = prompt + job->req.prompt_len;
 
 	llm_error_clear(&job->err);
 	job->stage = LLM_TOKENIZE_PROMPT;
-	job->status = llm_chat_tokenize(LlmWorkerModel, job->req.has_system ? b : NULL, job->req.system_len,
-									b + job->req.system_len, job->req.prompt_len, job->req.params.chat,
-									&job->tokens, &job->n_tokens, &job->err);
+	if (job->req.params.messages)
+	{
+		LlmChatRequest chat = {
+			.messages = prompt,
+			.messages_len = job->req.prompt_len,
+			.tools = job->req.has_tools ? tools : NULL,
+			.tools_len = job->req.tools_len,
+			.add_generation_prompt = true,
+			.enable_thinking = job->req.params.enable_thinking,
+		};
+
+		job->status = llm_chat_tokenize_messages(LlmWorkerModel, &chat, &job->tokens, &job->n_tokens, &job->err);
+	}
+	else
+		job->status = llm_chat_tokenize(LlmWorkerModel, job->req.has_system ? b : NULL, job->req.system_len,
+										prompt, job->req.prompt_len, job->req.params.chat,
+										&job->tokens, &job->n_tokens, &job->err);
 	if (job->status != LLM_OK || !job->req.params.score)
 		return;
 	job->stage = LLM_TOKENIZE_CONTINUATION;
-	job->status = llm_continuation_tokenize(LlmWorkerModel, b + job->req.system_len + job->req.prompt_len,
+	job->status = llm_continuation_tokenize(LlmWorkerModel, tools + job->req.tools_len,
 											job->req.continuation_len, &job->forced, &job->n_forced, &job->err);
 }
 

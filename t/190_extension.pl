@@ -1,5 +1,6 @@
-# The extension as a package: an installed 1.0 or 1.1 upgrades to the same
-# objects as a fresh install, and the new library serves their definitions;
+# The extension as a package: an installed 1.0, 1.1 or 1.2 upgrades to the
+# same objects as a fresh install, and the new library serves their
+# definitions (1.3 adds llm_chat);
 # no role can take over its SQL functions through its search_path (not even
 # inside another role's SECURITY DEFINER function);
 # it works in a schema of its own that is not in the search_path, and it
@@ -67,12 +68,14 @@ GROUP BY e.extversion, e.extrelocatable, e.extnamespace};
 $node->safe_psql('postgres', 'CREATE DATABASE upgraded');
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('postgres', 'CREATE DATABASE from_1_1');
+$node->safe_psql('postgres', 'CREATE DATABASE from_1_2');
 $node->safe_psql('upgraded', "CREATE EXTENSION llm VERSION '1.0'");
 $node->safe_psql('from_1_1', "CREATE EXTENSION llm VERSION '1.1'");
+$node->safe_psql('from_1_2', "CREATE EXTENSION llm VERSION '1.2'");
 $node->safe_psql('fresh', 'CREATE EXTENSION llm');
 
 is($node->safe_psql('fresh', 'SELECT extversion FROM pg_extension WHERE extname = $$llm$$'),
-	'1.2', 'a fresh install is version 1.2');
+	'1.3', 'a fresh install is version 1.3');
 my @old_status = split /\|/, $node->safe_psql('upgraded', 'SELECT * FROM llm_worker_status()'), -1;
 is(scalar @old_status, 13, "1.0's llm_worker_status() still gives its 13 columns from the new library");
 
@@ -90,6 +93,11 @@ my @rows = split /\n/, $node->safe_psql('fresh', $failing);
 like($rows[0], qr/^1\|.+\|5\|2\|length\|$/, '1.2: an answered prompt has no error');
 like($rows[1], qr/^2\|\|0\|0\|error\|prompt is too long: The prompt has \d+ tokens; the model's context length is \d+\.$/,
 	"1.2: a failed prompt has the error's message and detail ($rows[1])");
+
+# llm_chat is new in 1.3
+my $has_chat = q{SELECT count(*) FROM pg_proc WHERE proname = 'llm_chat'};
+is($node->safe_psql('from_1_2', $has_chat), '0', '1.2 has no llm_chat');
+is($node->safe_psql('fresh', $has_chat), '1', '1.3 has llm_chat');
 
 # ---- search_path: a hostile role and a superuser's SECURITY DEFINER function ----
 my $schema = '{"type":"object","properties":{"who":{"type":"string","maxLength":12}},"required":["who"]}';
@@ -147,13 +155,22 @@ is($node->safe_psql('upgraded', 'SELECT string_agg(DISTINCT what, \',\' ORDER BY
 $node->safe_psql('upgraded', 'ALTER EXTENSION llm UPDATE');
 $node->safe_psql('upgraded', 'TRUNCATE evil.loot');
 is($node->safe_psql('upgraded', 'SELECT extversion FROM pg_extension WHERE extname = $$llm$$'),
-	'1.2', 'ALTER EXTENSION llm UPDATE goes to 1.2');
+	'1.3', 'ALTER EXTENSION llm UPDATE goes to 1.3');
 my $fresh_objects = $node->safe_psql('fresh', $objects_sql);
 cmp_ok(scalar(() = $fresh_objects =~ /^function /mg), '>=', 15, 'the catalog listing sees the functions');
+like($fresh_objects, qr/^function (\S+\.)?llm_chat\(jsonb,integer,double precision,double precision,integer,bigint,text\[\],text,jsonb,text\[\],jsonb,boolean\)$/m,
+	'the listing has llm_chat');
 is($node->safe_psql('upgraded', $objects_sql), $fresh_objects,
-	'1.0 updated to 1.2 has the same objects, definitions, comments and privileges as a fresh 1.2');
+	'1.0 updated to 1.3 has the same objects, definitions, comments and privileges as a fresh 1.3');
 $node->safe_psql('from_1_1', 'ALTER EXTENSION llm UPDATE');
-is($node->safe_psql('from_1_1', $objects_sql), $fresh_objects, '1.1 updated to 1.2 has them too');
+is($node->safe_psql('from_1_1', $objects_sql), $fresh_objects, '1.1 updated to 1.3 has them too');
+$node->safe_psql('from_1_2', 'ALTER EXTENSION llm UPDATE');
+is($node->safe_psql('from_1_2', $objects_sql), $fresh_objects, '1.2 updated to 1.3 has them too');
+is($node->safe_psql('from_1_2', $has_chat), '1', 'and llm_chat exists after the update');
+my ($chat_rc, $chat_out, $chat_err) = $node->psql('from_1_2',
+	"\\set VERBOSITY verbose\nSELECT llm_chat('[{\"role\": \"user\", \"content\": \"Once upon a time\"}]', 4)");
+like($chat_err, qr/ERROR:  0A000: the model's chat template cannot render the conversation\nDETAIL:  [^\n]*"[^"]+"[^\n]*template/,
+	'llm_chat runs after the update, and a model without a chat template (stories260K) is refused, naming it');
 is(scalar(split /\|/, $node->safe_psql('upgraded', 'SELECT * FROM llm_worker_status()'), -1), 15,
 	"the updated llm_worker_status() has 15 columns");
 

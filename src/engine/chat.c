@@ -1,13 +1,12 @@
 /*
  * chat.c
- *		Render a system and user turn in a recognised chat format, and
- *		tokenize the rendering for generation (see chat.h).
+ *		Render a conversation with a model's chat template, and tokenize
+ *		the rendering for generation (see chat.h).
  *
- * Each family writes what its real templates write with Hugging Face's
- * settings and add_generation_prompt; test/chat_template_test.py holds the
- * comparison with Jinja2.  Contents are trimmed where the family's
- * templates filter them with trim or strip(), which remove the characters
- * Python counts as whitespace.
+ * The conversation reaches the template as transformers passes it: the
+ * messages and tools as parsed JSON (user text), add_generation_prompt,
+ * bos_token and eos_token (template text), and enable_thinking only when
+ * the request gives it, so that a template's own default applies.
  */
 #include "chat.h"
 
@@ -19,385 +18,111 @@
 #include "model.h"
 #include "tokenizer.h"
 
-/* Add a part: template text when special, else the caller's text. */
-static void
-add(LlmChatRendering *r, const char *text, size_t len, bool special)
-{
-	if (len == 0 || r->n_parts >= LLM_CHAT_MAX_PARTS)
-		return;
-	r->parts[r->n_parts].text = text;
-	r->parts[r->n_parts].len = len;
-	r->parts[r->n_parts].special = special;
-	r->n_parts++;
-}
-
-/* Add template text (a C string). */
-static void
-lit(LlmChatRendering *r, const char *text)
-{
-	add(r, text, strlen(text), true);
-}
-
-/* Bytes of the Python-whitespace character at s (n bytes left), or 0 when it is none. */
-static size_t
-space_at(const unsigned char *s, size_t n)
-{
-	if (n >= 1 && ((*s >= 0x09 && *s <= 0x0d) || *s == ' ' || (*s >= 0x1c && *s <= 0x1f)))
-		return 1;
-	if (n >= 2 && s[0] == 0xc2 && (s[1] == 0x85 || s[1] == 0xa0))
-		return 2;
-	if (n >= 3 && s[0] == 0xe1 && s[1] == 0x9a && s[2] == 0x80)
-		return 3;				/* U+1680 */
-	if (n >= 3 && s[0] == 0xe2 && s[1] == 0x80 && (s[2] <= 0x8a || s[2] == 0xa8 || s[2] == 0xa9 || s[2] == 0xaf))
-		return 3;				/* U+2000..U+200A, U+2028, U+2029, U+202F */
-	if (n >= 3 && s[0] == 0xe2 && s[1] == 0x81 && s[2] == 0x9f)
-		return 3;				/* U+205F */
-	if (n >= 3 && s[0] == 0xe3 && s[1] == 0x80 && s[2] == 0x80)
-		return 3;				/* U+3000 */
-	return 0;
-}
-
-/* Strip Python whitespace from the start (left) and the end (right) of *s, *len. */
-static void
-strip(const char **s, size_t *len, bool left, bool right)
-{
-	const unsigned char *b = (const unsigned char *) *s;
-	const unsigned char *e = b + *len;
-
-	while (left && b < e)
-	{
-		size_t		k = space_at(b, (size_t) (e - b));
-
-		if (k == 0)
-			break;
-		b += k;
-	}
-	while (right && b < e)
-	{
-		size_t		k = 0;
-
-		/* the last character: step back over UTF-8 continuation bytes */
-		const unsigned char *c = e - 1;
-
-		while (c > b && (*c & 0xc0) == 0x80 && e - c < 3)
-			c--;
-		k = space_at(c, (size_t) (e - c));
-		if (k != (size_t) (e - c))
-			break;
-		e = c;
-	}
-	*s = (const char *) b;
-	*len = (size_t) (e - b);
-}
-
-/* A content part, trimmed when the format trims. */
-static void
-content(LlmChatRendering *r, const LlmChatFormat *f, const char *s, size_t len)
-{
-	if (f->trim)
-		strip(&s, &len, true, true);
-	add(r, s, len, false);
-}
-
-/* Render in as format f does with add_generation_prompt (see chat.h). */
-LlmStatus
-llm_chat_render(const LlmChatFormat *f, const LlmChatInput *in, LlmChatRendering *r, LlmError *err)
-{
-	const char *sys = in->system;
-	size_t		sys_len = in->system_len;
-	bool		sys_is_default = false;
-	const char *u = in->user;
-	size_t		u_len = in->user_len;
-
-	r->n_parts = 0;
-	if (f->system == LLM_CHAT_SYSTEM_DROPPED)
-		sys = NULL;
-	if (sys == NULL && f->default_system != NULL)
-	{
-		sys = f->default_system;
-		sys_len = strlen(sys);
-		sys_is_default = true;
-	}
-	if (in->system != NULL && f->system == LLM_CHAT_SYSTEM_REFUSED)
-		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "the model's %s chat template has no place for a system prompt",
-							 llm_chat_family_name(f->family));
-	if (in->system == NULL && f->needs_system)
-		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
-							 "the model's %s chat template writes a default system prompt the engine does not render; give a system prompt",
-							 llm_chat_family_name(f->family));
-	if (f->bos)
-		lit(r, in->bos);
-
-#define SYSTEM_TEXT() add(r, sys, sys_len, sys_is_default)
-	switch (f->family)
-	{
-		case LLM_CHAT_CHATML:
-			if (sys != NULL)
-			{
-				lit(r, "<|im_start|>system\n");
-				if (sys_is_default)
-					SYSTEM_TEXT();
-				else
-					content(r, f, sys, sys_len);
-				lit(r, "<|im_end|>\n");
-			}
-			lit(r, "<|im_start|>user\n");
-			content(r, f, u, u_len);
-			lit(r, "<|im_end|>\n<|im_start|>assistant\n");
-			lit(r, f->suffix);
-			break;
-		case LLM_CHAT_PHI4:
-			if (sys != NULL)
-			{
-				lit(r, "<|im_start|>system<|im_sep|>");
-				SYSTEM_TEXT();
-				lit(r, "<|im_end|>");
-			}
-			lit(r, "<|im_start|>user<|im_sep|>");
-			add(r, u, u_len, false);
-			lit(r, "<|im_end|><|im_start|>assistant<|im_sep|>");
-			break;
-		case LLM_CHAT_LLAMA3:
-			if (f->date != LLM_CHAT_DATE_NONE)
-			{
-				snprintf(r->buf, sizeof(r->buf), "Cutting Knowledge Date: December 2023\nToday Date: %s\n\n",
-						 f->date == LLM_CHAT_DATE_TODAY && in->date != NULL ? in->date : "26 Jul 2024");
-				lit(r, "<|start_header_id|>system<|end_header_id|>\n\n");
-				lit(r, r->buf);
-				if (sys != NULL)
-					content(r, f, sys, sys_len);
-				lit(r, "<|eot_id|>");
-			}
-			else if (sys != NULL)
-			{
-				lit(r, "<|start_header_id|>system<|end_header_id|>\n\n");
-				content(r, f, sys, sys_len);
-				lit(r, "<|eot_id|>");
-			}
-			lit(r, "<|start_header_id|>user<|end_header_id|>\n\n");
-			content(r, f, u, u_len);
-			lit(r, "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
-			break;
-		case LLM_CHAT_GEMMA:
-			lit(r, "<start_of_turn>user\n");
-			if (sys != NULL)
-			{
-				SYSTEM_TEXT();
-				lit(r, "\n\n");
-			}
-			content(r, f, u, u_len);
-			lit(r, "<end_of_turn>\n<start_of_turn>model\n");
-			break;
-		case LLM_CHAT_PHI3:
-			if (sys != NULL)
-			{
-				lit(r, "<|system|>\n");
-				SYSTEM_TEXT();
-				lit(r, "<|end|>\n");
-			}
-			lit(r, "<|user|>\n");
-			add(r, u, u_len, false);
-			lit(r, "<|end|>\n<|assistant|>\n");
-			break;
-		case LLM_CHAT_ZEPHYR:
-			if (sys != NULL)
-			{
-				lit(r, "<|system|>\n");
-				SYSTEM_TEXT();
-				lit(r, in->eos);
-				lit(r, "\n");
-			}
-			lit(r, "<|user|>\n");
-			add(r, u, u_len, false);
-			lit(r, in->eos);
-			lit(r, "\n<|assistant|>\n");
-			break;
-		case LLM_CHAT_LLAMA2:
-			/* content.strip() of the whole first message, <<SYS>> block included */
-			lit(r, "[INST] ");
-			if (sys != NULL)
-			{
-				strip(&u, &u_len, false, true);
-				lit(r, "<<SYS>>\n");
-				SYSTEM_TEXT();
-				lit(r, u_len > 0 ? "\n<</SYS>>\n\n" : "\n<</SYS>>");
-				add(r, u, u_len, false);
-			}
-			else
-				content(r, f, u, u_len);
-			lit(r, " [/INST]");
-			break;
-		case LLM_CHAT_MISTRAL_V1:
-		case LLM_CHAT_MISTRAL_V0:
-		case LLM_CHAT_MISTRAL_V3:
-		case LLM_CHAT_MISTRAL_V3_TEKKEN:
-			lit(r, f->family == LLM_CHAT_MISTRAL_V1 ? " [INST] " :
-				f->family == LLM_CHAT_MISTRAL_V3_TEKKEN ? "[INST]" : "[INST] ");
-			if (sys != NULL)
-			{
-				SYSTEM_TEXT();
-				lit(r, "\n\n");
-			}
-			add(r, u, u_len, false);
-			lit(r, f->family == LLM_CHAT_MISTRAL_V1 || f->family == LLM_CHAT_MISTRAL_V0 ? " [/INST]" : "[/INST]");
-			break;
-		case LLM_CHAT_MISTRAL_V7:
-		case LLM_CHAT_MISTRAL_V7_TEKKEN:
-			{
-				bool		spaced = f->family == LLM_CHAT_MISTRAL_V7;
-
-				if (sys != NULL)
-				{
-					lit(r, spaced ? "[SYSTEM_PROMPT] " : "[SYSTEM_PROMPT]");
-					SYSTEM_TEXT();
-					lit(r, "[/SYSTEM_PROMPT]");
-				}
-				lit(r, spaced ? "[INST] " : "[INST]");
-				add(r, u, u_len, false);
-				lit(r, "[/INST]");
-				break;
-			}
-		case LLM_CHAT_DEEPSEEK:
-			if (sys != NULL)
-				SYSTEM_TEXT();
-			lit(r, "<｜User｜>");
-			add(r, u, u_len, false);
-			if (f->end_user_turn)
-				lit(r, "<｜end▁of▁sentence｜>");
-			lit(r, "<｜Assistant｜>");
-			lit(r, f->suffix);
-			break;
-		case LLM_CHAT_RWKV:
-			if (sys != NULL && sys_len > 0)
-			{
-				lit(r, "System: ");
-				SYSTEM_TEXT();
-				lit(r, "\n\n");
-			}
-			lit(r, "User: ");
-			content(r, f, u, u_len);
-			lit(r, "\n\nAssistant:");
-			lit(r, f->suffix);
-			break;
-		case LLM_CHAT_DEEPSEEK2:
-			if (sys != NULL)
-			{
-				SYSTEM_TEXT();
-				lit(r, "\n\n");
-			}
-			lit(r, "User: ");
-			add(r, u, u_len, false);
-			lit(r, "\n\nAssistant:");
-			break;
-		case LLM_CHAT_COMMAND_R:
-			if (sys != NULL)
-			{
-				lit(r, "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>");
-				SYSTEM_TEXT();
-				lit(r, "<|END_OF_TURN_TOKEN|>");
-			}
-			lit(r, "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>");
-			content(r, f, u, u_len);
-			lit(r, "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
-			break;
-		case LLM_CHAT_GRANITE:
-			if (sys != NULL)
-			{
-				lit(r, "<|start_of_role|>system<|end_of_role|>");
-				SYSTEM_TEXT();
-				lit(r, "<|end_of_text|>\n");
-			}
-			lit(r, "<|start_of_role|>user<|end_of_role|>");
-			add(r, u, u_len, false);
-			lit(r, "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>");
-			break;
-		case LLM_CHAT_VICUNA:
-		case LLM_CHAT_VICUNA_ORCA:
-			if (sys != NULL)
-			{
-				if (f->family == LLM_CHAT_VICUNA_ORCA)
-					lit(r, "SYSTEM: ");
-				SYSTEM_TEXT();
-				lit(r, f->family == LLM_CHAT_VICUNA_ORCA ? "\n" : "\n\n");
-			}
-			lit(r, "USER: ");
-			add(r, u, u_len, false);
-			lit(r, "\nASSISTANT:");
-			break;
-		case LLM_CHAT_ALPACA:
-			if (sys != NULL)
-				SYSTEM_TEXT();
-			lit(r, "### Instruction:\n");
-			add(r, u, u_len, false);
-			lit(r, "\n### Response:\n");
-			break;
-		case LLM_CHAT_NONE:
-			return llm_error_set(err, LLM_ERR_UNSUPPORTED, "no chat format");
-	}
-#undef SYSTEM_TEXT
-	if (r->n_parts >= LLM_CHAT_MAX_PARTS)
-		return llm_error_set(err, LLM_ERR_LIMIT, "a chat rendering has more than %d parts", LLM_CHAT_MAX_PARTS);
-	return LLM_OK;
-}
-
-/* Tokenize parts in order into one new array, BOS first when add_bos. */
+/* Check that messages is a non-empty array of objects with a known role, and tools an array. */
 static LlmStatus
-tokenize_parts(const LlmTokenizer *t, const LlmChatPart *parts, int n_parts, bool add_bos,
-			   int32_t **ids, int *n_ids, LlmError *err)
+check_conversation(const LlmChatRequest *req, LlmError *err)
 {
-	int32_t    *all = NULL;
-	int			n_all = 0;
+	static const char *const roles[] = {"system", "user", "assistant", "tool"};
+	LlmJson    *msgs = NULL;
+	LlmStatus	st;
 
-	for (int i = 0; i < n_parts; i++)
+	st = llm_json_parse(req->messages, req->messages_len, &msgs, err);
+	if (st != LLM_OK)
+		return llm_error_set(err, LLM_ERR_INVALID, "the messages are not JSON: %s", err->msg);
+	if (msgs->type != LLM_JSON_ARRAY || msgs->n == 0)
+		st = llm_error_set(err, LLM_ERR_INVALID, "the messages must be a non-empty JSON array");
+	for (int i = 0; st == LLM_OK && i < msgs->n; i++)
 	{
-		int32_t    *part = NULL;
-		int			n_part = 0;
-		int32_t    *grown;
-		LlmStatus	st = llm_tokenize(t, parts[i].text, parts[i].len, i == 0 && add_bos, parts[i].special,
-									  &part, &n_part, err);
+		const LlmJson *m = &msgs->items[i];
+		const LlmJson *role = llm_json_member(m, "role");
+		bool		known = false;
 
-		if (st != LLM_OK)
+		if (m->type != LLM_JSON_OBJECT)
 		{
-			free(all);
-			return st;
+			st = llm_error_set(err, LLM_ERR_INVALID, "message %d is not a JSON object", i + 1);
+			break;
 		}
-		grown = realloc(all, (size_t) (n_all + n_part + 1) * sizeof(int32_t));
-		if (grown == NULL)
+		if (role == NULL || role->type != LLM_JSON_STRING)
 		{
-			free(all);
-			free(part);
-			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory tokenizing the prompt");
+			st = llm_error_set(err, LLM_ERR_INVALID, "message %d has no \"role\" string", i + 1);
+			break;
 		}
-		all = grown;
-		memcpy(all + n_all, part, (size_t) n_part * sizeof(int32_t));
-		n_all += n_part;
-		free(part);
+		for (size_t k = 0; k < sizeof(roles) / sizeof(roles[0]); k++)
+			known |= strcmp(role->str, roles[k]) == 0;
+		if (!known)
+			st = llm_error_set(err, LLM_ERR_INVALID,
+							   "message %d has the role \"%.64s\"; roles are system, user, assistant and tool",
+							   i + 1, role->str);
 	}
-	*ids = all;
-	*n_ids = n_all;
-	return LLM_OK;
+	llm_json_free(msgs);
+	if (st == LLM_OK && req->tools != NULL)
+	{
+		LlmJson    *tools = NULL;
+
+		st = llm_json_parse(req->tools, req->tools_len, &tools, err);
+		if (st != LLM_OK)
+			return llm_error_set(err, LLM_ERR_INVALID, "the tools are not JSON: %s", err->msg);
+		if (tools->type != LLM_JSON_ARRAY)
+			st = llm_error_set(err, LLM_ERR_INVALID, "the tools must be a JSON array");
+		llm_json_free(tools);
+	}
+	return st;
 }
 
-/* The chat format of a GGUF file's tokenizer.chat_template (see chat.h). */
+/* Render a conversation with a template (see chat.h). */
 LlmStatus
-llm_chat_format_load(const LlmGguf *g, const char *name, LlmChatFormat *f, LlmError *err)
+llm_chat_render(const LlmJinja *t, const LlmChatRequest *req, const LlmChatContext *ctx,
+				LlmJinjaOutput *out, LlmError *err)
+{
+	LlmJinjaVars *v;
+	LlmStatus	st;
+
+	memset(out, 0, sizeof(*out));
+	st = check_conversation(req, err);
+	if (st != LLM_OK)
+		return st;
+	v = llm_jinja_vars_new();
+	if (v == NULL)
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory rendering a chat template");
+	st = llm_jinja_vars_set_json(v, "messages", req->messages, req->messages_len, true, err);
+	if (st == LLM_OK && req->tools != NULL)
+		st = llm_jinja_vars_set_json(v, "tools", req->tools, req->tools_len, true, err);
+	if (st == LLM_OK)
+		st = llm_jinja_vars_set_bool(v, "add_generation_prompt", req->add_generation_prompt, err);
+	if (st == LLM_OK && req->enable_thinking >= 0)
+		st = llm_jinja_vars_set_bool(v, "enable_thinking", req->enable_thinking != 0, err);
+	if (st == LLM_OK)
+		st = llm_jinja_vars_set_string(v, "bos_token", ctx->bos, strlen(ctx->bos), false, err);
+	if (st == LLM_OK)
+		st = llm_jinja_vars_set_string(v, "eos_token", ctx->eos, strlen(ctx->eos), false, err);
+	if (st == LLM_OK && ctx->year > 0)
+		llm_jinja_vars_set_date(v, ctx->year, ctx->month, ctx->day);
+	if (st == LLM_OK)
+		st = llm_jinja_render(t, v, NULL, out, err);
+	llm_jinja_vars_free(v);
+	return st;
+}
+
+/* Parse a GGUF file's tokenizer.chat_template (see chat.h). */
+LlmStatus
+llm_chat_template_load(const LlmGguf *g, const char *name, LlmJinja **out, LlmError *err)
 {
 	char	   *tmpl = NULL;
 	LlmStatus	st;
 	char		msg[sizeof(err->msg)];
 
-	memset(f, 0, sizeof(*f));
+	*out = NULL;
 	if (llm_gguf_get(g, "tokenizer.chat_template") == NULL)
 		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "model \"%s\" has no chat template", name);
 	st = llm_gguf_get_str(g, "tokenizer.chat_template", &tmpl, err);
 	if (st != LLM_OK)
 		return st;
-	st = llm_chat_detect(tmpl, strlen(tmpl), f, err);
+	st = llm_jinja_parse(tmpl, strlen(tmpl), out, err);
 	free(tmpl);
-	if (st != LLM_ERR_UNSUPPORTED)
+	if (st == LLM_OK || st == LLM_ERR_NOMEM)
 		return st;
 	memcpy(msg, err->msg, sizeof(msg));
-	return llm_error_set(err, st, "model \"%s\": %s", name, msg);
+	return llm_error_set(err, LLM_ERR_UNSUPPORTED, "model \"%s\": %s", name, msg);
 }
 
 /* The text of token id, or "" when there is none. */
@@ -407,60 +132,6 @@ llm_chat_token_text(const LlmTokenizer *t, int32_t id)
 	const char *s = id >= 0 ? llm_token_text(t, id) : NULL;
 
 	return s != NULL ? s : "";
-}
-
-/*
- * The text a format's templates write right after an assistant's reply,
- * up to the end of its turn (what the model was trained to say after an
- * answer, and what ends its generation), into out (outsz bytes): "<|im_end|>",
- * "<end_of_turn>", "<|eot_id|>", ..., or the vocabulary's EOS text eos
- * where the template writes eos_token (Llama 2: a space, then EOS).
- * test/chat_template_test.py checks it against Jinja2 for every template.
- */
-void
-llm_chat_end_of_turn(const LlmChatFormat *f, const char *eos, char *out, size_t outsz)
-{
-	const char *lit = NULL;
-
-	switch (f->family)
-	{
-		case LLM_CHAT_CHATML:
-		case LLM_CHAT_PHI4:
-			lit = "<|im_end|>";
-			break;
-		case LLM_CHAT_LLAMA3:
-			lit = "<|eot_id|>";
-			break;
-		case LLM_CHAT_GEMMA:
-			lit = "<end_of_turn>";
-			break;
-		case LLM_CHAT_PHI3:
-			lit = "<|end|>";
-			break;
-		case LLM_CHAT_COMMAND_R:
-			lit = "<|END_OF_TURN_TOKEN|>";
-			break;
-		case LLM_CHAT_GRANITE:
-			lit = "<|end_of_text|>";
-			break;
-		case LLM_CHAT_DEEPSEEK:
-			lit = "<｜end▁of▁sentence｜>";
-			break;
-		case LLM_CHAT_ALPACA:
-			lit = "\n<|EOT|>";
-			break;
-		case LLM_CHAT_RWKV:
-			lit = "\n\n";
-			break;
-		case LLM_CHAT_LLAMA2:
-			snprintf(out, outsz, " %s", eos);
-			return;
-		default:
-			/* Mistral, DeepSeek V2, Zephyr, Vicuna: eos_token */
-			lit = eos;
-			break;
-	}
-	snprintf(out, outsz, "%s", lit);
 }
 
 /* Tokenize a continuation to score after a prompt (see engine.h). */
@@ -478,6 +149,71 @@ llm_model_has_chat_template(const LlmModel *m)
 	return llm_gguf_get(m->gguf, "tokenizer.chat_template") != NULL;
 }
 
+/* Tokenize a conversation with model m's template (see engine.h). */
+LlmStatus
+llm_chat_tokenize_messages(const LlmModel *m, const LlmChatRequest *req, int32_t **ids, int *n_ids,
+						   LlmError *err)
+{
+	const LlmTokenizer *t = m->tokenizer;
+	LlmChatContext ctx = {llm_chat_token_text(t, llm_tokenizer_bos(t)), llm_chat_token_text(t, llm_tokenizer_eos(t)),
+	0, 0, 0};
+	LlmJinjaOutput out;
+	uint8_t    *plain;
+	LlmStatus	st;
+	char		msg[sizeof(err->msg)];
+
+	if (m->chat_template == NULL)
+	{
+		memcpy(err->msg, m->chat_template_error, sizeof(err->msg));
+		err->status = m->chat_template_status;
+		return m->chat_template_status;
+	}
+	st = llm_chat_render(m->chat_template, req, &ctx, &out, err);
+	if (st == LLM_ERR_UNSUPPORTED)
+	{
+		memcpy(msg, err->msg, sizeof(msg));
+		return llm_error_set(err, st, "model \"%s\": %s", m->info.name, msg);
+	}
+	if (st != LLM_OK)
+		return st;
+	/* the template alone writes BOS, as Hugging Face tokenizes a rendered chat */
+	plain = calloc(out.len + 1, 1);
+	if (plain == NULL)
+	{
+		llm_jinja_output_free(&out);
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory tokenizing a chat");
+	}
+	for (int i = 0; i < out.n_user; i++)
+		memset(plain + out.user[i].off, 1, out.user[i].len);
+	st = llm_tokenize_marked(t, out.text, out.len, false, true, plain, ids, n_ids, err);
+	free(plain);
+	llm_jinja_output_free(&out);
+	return st;
+}
+
+/* Append s (len bytes) to b as a JSON string literal. */
+static char *
+json_string(char *b, const char *s, size_t len)
+{
+	*b++ = '"';
+	for (size_t i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) s[i];
+
+		if (c == '"' || c == '\\')
+		{
+			*b++ = '\\';
+			*b++ = (char) c;
+		}
+		else if (c < 0x20)
+			b += sprintf(b, "\\u%04x", c);
+		else
+			*b++ = (char) c;
+	}
+	*b++ = '"';
+	return b;
+}
+
 /* Tokenize a request for generation, in the model's chat format when chat is set (see engine.h). */
 LlmStatus
 llm_chat_tokenize(const LlmModel *m, const char *system, size_t system_len,
@@ -485,73 +221,37 @@ llm_chat_tokenize(const LlmModel *m, const char *system, size_t system_len,
 				  int32_t **ids, int *n_ids, LlmError *err)
 {
 	const LlmTokenizer *t = m->tokenizer;
-	LlmChatPart plain = {prompt, len, false};
-	LlmChatFormat f;
-	LlmChatInput in = {system, system_len, prompt, len,
-	llm_chat_token_text(t, llm_tokenizer_bos(t)), llm_chat_token_text(t, llm_tokenizer_eos(t)), NULL};
-	LlmChatRendering r;
+	LlmChatRequest req = {0};
+	char	   *json;
+	char	   *b;
 	LlmStatus	st;
-	char		msg[sizeof(err->msg)];
 
 	if (!chat)
 	{
 		if (system != NULL)
 			return llm_error_set(err, LLM_ERR_INVALID, "a system prompt needs chat");
-		return tokenize_parts(t, &plain, 1, llm_tokenizer_add_bos(t), ids, n_ids, err);
+		return llm_tokenize(t, prompt, len, llm_tokenizer_add_bos(t), false, ids, n_ids, err);
 	}
-	st = llm_chat_format_load(m->gguf, m->info.name, &f, err);
-	if (st != LLM_OK)
-		return st;
-	st = llm_chat_render(&f, &in, &r, err);
-	/* the template alone writes BOS, as Hugging Face tokenizes a rendered chat */
-	if (st == LLM_OK)
-		st = tokenize_parts(t, r.parts, r.n_parts, false, ids, n_ids, err);
-	else if (st == LLM_ERR_UNSUPPORTED)
+	/* [{"role":"system","content":S},{"role":"user","content":P}]: at most 6 bytes per input byte */
+	json = malloc(64 + 6 * (system_len + len));
+	if (json == NULL)
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory tokenizing a chat");
+	b = json;
+	b += sprintf(b, "[");
+	if (system != NULL)
 	{
-		memcpy(msg, err->msg, sizeof(msg));
-		st = llm_error_set(err, st, "model \"%s\": %s", m->info.name, msg);
+		b += sprintf(b, "{\"role\":\"system\",\"content\":");
+		b = json_string(b, system, system_len);
+		b += sprintf(b, "},");
 	}
-	llm_chat_format_free(&f);
-	return st;
-}
-
-/*
- * Tokenize a conversation (see engine.h).  Interim: until the Jinja
- * interpreter renders any conversation, only [system?, user] with the
- * generation prompt, through the family renderer.
- */
-LlmStatus
-llm_chat_tokenize_messages(const LlmModel *m, const LlmChatRequest *req, int32_t **ids, int *n_ids,
-						   LlmError *err)
-{
-	LlmJson    *msgs = NULL;
-	const LlmJson *sys = NULL;
-	const LlmJson *user = NULL;
-	LlmStatus	st;
-
-	st = llm_json_parse(req->messages, req->messages_len, &msgs, err);
-	if (st != LLM_OK)
-		return st;
-	if (msgs->type == LLM_JSON_ARRAY && msgs->n >= 1 && msgs->n <= 2)
-	{
-		const LlmJson *last = &msgs->items[msgs->n - 1];
-		const LlmJson *first = &msgs->items[0];
-		const LlmJson *r;
-
-		r = llm_json_member(last, "role");
-		if (r != NULL && r->type == LLM_JSON_STRING && strcmp(r->str, "user") == 0)
-			user = llm_json_member(last, "content");
-		r = llm_json_member(first, "role");
-		if (msgs->n == 2 && r != NULL && r->type == LLM_JSON_STRING && strcmp(r->str, "system") == 0)
-			sys = llm_json_member(first, "content");
-		if (msgs->n == 2 && (sys == NULL || sys->type != LLM_JSON_STRING))
-			user = NULL;
-	}
-	if (user == NULL || user->type != LLM_JSON_STRING || !req->add_generation_prompt || req->tools != NULL)
-		st = llm_error_set(err, LLM_ERR_UNSUPPORTED, "only a system and a user message are supported yet");
-	else
-		st = llm_chat_tokenize(m, sys ? sys->str : NULL, sys ? sys->len : 0, user->str, user->len, true,
-							   ids, n_ids, err);
-	llm_json_free(msgs);
+	b += sprintf(b, "{\"role\":\"user\",\"content\":");
+	b = json_string(b, prompt, len);
+	b += sprintf(b, "}]");
+	req.messages = json;
+	req.messages_len = (size_t) (b - json);
+	req.add_generation_prompt = true;
+	req.enable_thinking = -1;
+	st = llm_chat_tokenize_messages(m, &req, ids, n_ids, err);
+	free(json);
 	return st;
 }

@@ -7,6 +7,7 @@
  * Weights stay in the mapped file in their stored type; only the small
  * one-dimensional norm vectors are converted to float copies.
  */
+#include "chat.h"
 #include "model.h"
 #include "backend.h"
 #include "engine.h"
@@ -748,8 +749,11 @@ load_weights(LlmModel *m, const char *arch, LlmError *err)
 	if ((st = llm_tokenizer_load(g, &m->tokenizer, err)))
 		goto done;
 	if (llm_tokenizer_n_vocab(m->tokenizer) > c->n_vocab)
+	{
 		st = llm_error_set(err, LLM_ERR_FORMAT, "the tokenizer has %d tokens but token_embd.weight only %d rows",
 						   llm_tokenizer_n_vocab(m->tokenizer), c->n_vocab);
+		goto done;
+	}
 done:
 	free(rope_factors);
 	free(ld.used);
@@ -921,6 +925,19 @@ llm_model_load_quantized(const char *path, LlmQuantScheme scheme, LlmModel **out
 		goto fail;
 	fill_info(m, arch, path);
 	free(arch);
+	/* a template the interpreter refuses fails chat requests, not the load */
+	{
+		LlmError	terr;
+
+		m->chat_template_status = llm_chat_template_load(m->gguf, m->info.name, &m->chat_template, &terr);
+		memcpy(m->chat_template_error, terr.msg, sizeof(terr.msg));
+		if (m->chat_template_status == LLM_ERR_NOMEM)
+		{
+			llm_error_set(err, LLM_ERR_NOMEM, "%s", terr.msg);
+			llm_model_free(m);
+			return LLM_ERR_NOMEM;
+		}
+	}
 	*out = m;
 	return LLM_OK;
 
@@ -963,6 +980,7 @@ llm_model_free(LlmModel *m)
 	free(m->rope_inv_freq);
 	free(m->rope_inv_freq_local);
 	llm_tokenizer_free(m->tokenizer);
+	llm_jinja_free(m->chat_template);
 	llm_gguf_close(m->gguf);
 	free(m);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "gguf.h"
+#include "jinja.h"
 #include "quant.h"
 #include "tokenizer.h"
 #include "types.h"
@@ -137,6 +138,9 @@ struct LlmModel
 	LlmModelInfo info;
 	float	   *rope_inv_freq;	/* (rope_dim / 2) global layers, freq factors and scaling applied */
 	float	   *rope_inv_freq_local;	/* (rope_dim / 2) sliding-window layers */
+	LlmJinja   *chat_template;	/* tokenizer.chat_template parsed, or NULL: */
+	LlmStatus	chat_template_status;	/* why not (no template, or one the interpreter refuses) */
+	char		chat_template_error[LLM_ERROR_MSG_LEN];
 };
 
 /* Make buf (w's rows in type) w's data, owned by w; a previously owned copy is freed. */

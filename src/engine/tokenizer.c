@@ -783,6 +783,15 @@ llm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 			 bool add_bos, bool parse_special,
 			 int32_t **ids, int *n_ids, LlmError *err)
 {
+	return llm_tokenize_marked(t, text, len, add_bos, parse_special, NULL, ids, n_ids, err);
+}
+
+/* Tokenize text, special tokens recognised outside the plain bytes only (see tokenizer.h). */
+LlmStatus
+llm_tokenize_marked(const LlmTokenizer *t, const char *text, size_t len,
+					bool add_bos, bool parse_special, const uint8_t *plain,
+					int32_t **ids, int *n_ids, LlmError *err)
+{
 	LlmTokBuf	buf = {0};
 	LlmStatus	st = LLM_OK;
 	bool		after_special = true;
@@ -804,8 +813,12 @@ llm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 		while (pos < len && st == LLM_OK)
 		{
 			size_t		mlen = 0;
-			int32_t		id = llm_tokenizer_match_special(t, text + pos, len - pos, &mlen);
+			int32_t		id = (plain != NULL && plain[pos]) ? -1 :
+				llm_tokenizer_match_special(t, text + pos, len - pos, &mlen);
 
+			/* a control token's text that runs into plain text is text */
+			if (id >= 0 && plain != NULL && memchr(plain + pos, 1, mlen) != NULL)
+				id = -1;
 			if (id < 0)
 			{
 				pos++;

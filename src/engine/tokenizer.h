@@ -57,6 +57,17 @@ LlmStatus	llm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 						 int32_t **ids, int *n_ids, LlmError *err);
 
 /*
+ * llm_tokenize() where special tokens are recognised (parse_special) only
+ * outside the bytes marked in plain (len bytes, non-zero: plain text; NULL:
+ * none), which are tokenized together with the text around them: a chat
+ * rendering whose user text must never become control tokens, split only
+ * where the template's own control tokens stand, as Hugging Face splits it.
+ */
+LlmStatus	llm_tokenize_marked(const LlmTokenizer *t, const char *text, size_t len,
+								bool add_bos, bool parse_special, const uint8_t *plain,
+								int32_t **ids, int *n_ids, LlmError *err);
+
+/*
  * The bytes that token id stands for in output text: "▁" becomes a space,
  * <0xNN> the byte NN, GPT-2 code points their bytes; control tokens are
  * empty.  *len gets the length; returns NULL for an id out of range.
