@@ -8,10 +8,9 @@
 # bad conversations and tools are refused before anything is queued, with
 # SQLSTATE 22023 and the element named; a user message that writes the
 # template's markers stays text.  Multi-turn and tool conversations are
-# checked against Jinja2's rendering too, where the engine renders them (the
-# interim renderer refuses all but [system, user]: those tests are skipped
-# while it says so).  tools/pg-test.sh passes the models' folder as
-# LLM_REAL_MODEL_DIR.
+# checked against Jinja2's rendering too (their token counts), and answer
+# the same in a batch as alone.  tools/pg-test.sh passes the models' folder
+# as LLM_REAL_MODEL_DIR.
 use strict;
 use warnings;
 use FindBin;
@@ -52,13 +51,6 @@ sub error_of
 	my ($sql) = @_;
 	my ($rc, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
 	return $err;
-}
-
-# Whether the engine's interim renderer (before the Jinja interpreter) refuses the call.
-sub interim_refuses
-{
-	my ($sql) = @_;
-	return error_of($sql) =~ /only a system and a user message are supported yet/i;
 }
 
 my $sys_user = '[{"role": "system", "content": "Answer with one word."}, '
@@ -223,11 +215,8 @@ my $tool_turns = '[{"role": "system", "content": "You can call tools."}, '
 my $tools = '[{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.", '
   . '"parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]';
 
-SKIP:
+# ---- several turns and a tool call, as Jinja2 renders them ----
 {
-	skip 'the interim renderer takes only a system and a user message (until the Jinja interpreter)', 4
-	  if interim_refuses('SELECT llm_chat(' . lit($multi) . ', 1)');
-
 	is(tokens_of($multi), 43, "multi-turn: the 43 tokens of Jinja2's rendering");
 	is(tokens_of($tool_turns), 44, "an assistant's tool call and the tool's result: the 44 tokens of Jinja2's rendering");
 	$node->safe_psql('postgres', 'CREATE TABLE turns (id int PRIMARY KEY, m jsonb); INSERT INTO turns VALUES '
@@ -240,11 +229,8 @@ SKIP:
 		"a tool's result: the same answer in the batch as alone ($batched[1])");
 }
 
-SKIP:
+# ---- tools given to a template that does not read them ----
 {
-	skip 'the interim renderer takes no tools (until the Jinja interpreter)', 3
-	  if interim_refuses('SELECT llm_chat(' . lit($sys_user) . ', 1, tools => ' . lit($tools) . ')');
-
 	# SmolLM2's template does not read tools: the same prompt and answer with them
 	is($node->safe_psql('postgres', 'SELECT llm_chat(' . lit($sys_user) . ', 16, tools => ' . lit($tools) . ')'),
 		$chat, 'tools given to a template that does not read them: the same answer');
