@@ -4,8 +4,8 @@
  *
  * Each input goes through the loaders a model file meets:
  *  1. llm_gguf_open_memory(), then llm_tokenizer_load() and
- *     llm_chat_format_load() on the parsed metadata, so that the tokenizer
- *     and template readers see every vocabulary that parses, whether or not
+ *     llm_chat_template_load() on the parsed metadata, so that the tokenizer
+ *     and the template parser see every vocabulary that parses, whether or not
  *     the weights would load;
  *  2. llm_model_load() on a file holding the bytes (a memfd, reached by its
  *     /proc/self/fd path: the real path-based loader, mmap included):
@@ -67,7 +67,7 @@ static void
 fuzz_metadata(const LlmGguf *g)
 {
 	LlmTokenizer *t = NULL;
-	LlmChatFormat f;
+	LlmJinja   *tmpl = NULL;
 	LlmError	err;
 	LlmStatus	st;
 	static const char text[] = "Hello world! <s> 12 \xC3\xA9t\xC3\xA9\n\n<|im_start|>\xFF";
@@ -94,11 +94,12 @@ fuzz_metadata(const LlmGguf *g)
 		}
 		llm_tokenizer_free(t);
 	}
-	st = llm_chat_format_load(g, "fuzz", &f, &err);
+	st = llm_chat_template_load(g, "fuzz", &tmpl, &err);
 	if (st == LLM_OK)
-		llm_chat_format_free(&f);
+		FUZZ_CHECK(tmpl != NULL, "llm_chat_template_load succeeded without a template");
 	else
-		check_failure(st, &err, "llm_chat_format_load");
+		check_failure(st, &err, "llm_chat_template_load");
+	llm_jinja_free(tmpl);
 }
 
 /* Stage 3: two greedy tokens from a chat prompt (or a plain one) on the CPU. */

@@ -13,7 +13,9 @@
 # TARGET) plus seeds made here from the project's real files: stories260K
 # and small random models of every architecture (fuzz_gguf, fuzz_model),
 # the inputs of the tokenizer suites (fuzz_tokenizer), the real chat
-# templates (fuzz_chat).  The working corpus is kept between runs, so each
+# templates of test/data/chat-templates and $LLM_SHARED/chat-templates
+# (fuzz_jinja).  A target's dictionary, test/fuzz/TARGET.dict, is given to
+# libFuzzer when there is one.  The working corpus is kept between runs, so each
 # run goes on from where the last stopped.  Every committed input is run
 # first, so a regression input that crashes again fails at once.
 set -euo pipefail
@@ -64,12 +66,13 @@ for path in sys.argv[2:]:
                 f.write(text)
 PY
 cp -f test/data/chat-templates/*.jinja "$gen/chat/"
+cp -f "$shared"/chat-templates/*.jinja "$gen/chat/" 2>/dev/null || true
 
 seeds_of() {
     case $1 in
         fuzz_gguf|fuzz_model) echo "$gen/models" ;;
         fuzz_tokenizer) echo "$gen/text" ;;
-        fuzz_chat) echo "$gen/chat" ;;
+        fuzz_jinja) echo "$gen/chat" ;;
     esac
 }
 
@@ -84,10 +87,12 @@ for t in "${targets[@]}"; do
     # 2 MB inputs at most (stories260K is 1.1 MB); 20 s for one input is a hang;
     # 2.5 GB of memory (one malloc included) is a leak or an unchecked size
     log=$build/$t.log
+    dict=()
+    [ -f "test/fuzz/$t.dict" ] && dict=(-dict="test/fuzz/$t.dict")
     echo "fuzz: $t for $seconds s ($(ls "$corpus" | wc -l) inputs to start from)"
     rc=0
     ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
-        "$build/$t" -max_total_time="$seconds" -max_len=2097152 -timeout=20 -rss_limit_mb=2560 \
+        "$build/$t" ${dict[@]+"${dict[@]}"} -max_total_time="$seconds" -max_len=2097152 -timeout=20 -rss_limit_mb=2560 \
         -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" > "$log" 2>&1 || rc=$?
     # libFuzzer's last status line and final counters
     grep -E '^#[0-9]+' "$log" | tail -n 1 || true
