@@ -352,9 +352,15 @@ arith(JRender *r, int line, JOp op, JValue a, JValue b, JValue *out)
 					*out = jv_float(pow((double) x, (double) y));
 					return true;
 				}
+				/* by squaring: y may be huge when x is 0, 1 or -1 */
 				z = 1;
-				for (int64_t i = 0; i < y && !ovf; i++)
-					ovf = __builtin_mul_overflow(z, x, &z);
+				for (int64_t base = x, e = y; e > 0 && !ovf; e >>= 1)
+				{
+					if (e & 1)
+						ovf = __builtin_mul_overflow(z, base, &z);
+					if (e > 1 && !ovf)
+						ovf = __builtin_mul_overflow(base, base, &base);
+				}
 				break;
 			default:
 				break;
