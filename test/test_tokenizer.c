@@ -61,16 +61,14 @@ read_file(const char *path, size_t *len)
 	return buf;
 }
 
-/* Open a GGUF file and load its tokenizer; NULL (and a failed check) on error. */
+/* Open the GGUF file at path and load its tokenizer; NULL (and a failed check) on error. */
 static LlmTokenizer *
-load(const char *name, LlmGguf **g)
+load_path(const char *path, LlmGguf **g)
 {
-	char		path[512];
 	LlmError	err = {0};
 	LlmTokenizer *t = NULL;
 	LlmStatus	st;
 
-	snprintf(path, sizeof(path), "%s/%s", test_shared_dir(), name);
 	st = llm_gguf_open(path, g, &err);
 	TEST_CHECK(st == LLM_OK, "open %s: %s", path, err.msg);
 	if (st != LLM_OK)
@@ -78,6 +76,16 @@ load(const char *name, LlmGguf **g)
 	st = llm_tokenizer_load(*g, &t, &err);
 	TEST_CHECK(st == LLM_OK, "load tokenizer of %s: %s", path, err.msg);
 	return st == LLM_OK ? t : NULL;
+}
+
+/* load_path for a file of the shared/ folder (name relative to it). */
+static LlmTokenizer *
+load(const char *name, LlmGguf **g)
+{
+	char		path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", test_shared_dir(), name);
+	return load_path(path, g);
 }
 
 /* Tokenize a NUL-terminated string; returns the count, ids in *ids (caller frees). */
@@ -135,9 +143,9 @@ round_trips(const LlmTokenizer *t, const char *s, size_t len, bool spm)
 	return ok;
 }
 
-/* Run one reference suite; returns the number of inputs that matched. */
+/* Run the reference suite dir/vocab (.gguf, .inp, .out); returns the number of inputs that matched. */
 static int
-run_suite(const char *vocab, bool parse_special, bool no_jit, int *n_total)
+run_suite(const char *dir, const char *vocab, bool parse_special, bool no_jit, int *n_total)
 {
 	char		path[512];
 	char	   *inp,
@@ -145,16 +153,18 @@ run_suite(const char *vocab, bool parse_special, bool no_jit, int *n_total)
 	size_t		inp_len,
 				out_len;
 	LlmGguf    *g = NULL;
-	LlmTokenizer *t = load(vocab, &g);
+	LlmTokenizer *t;
 	int			n_ok = 0,
 				n = 0;
 	char	   *pos,
 			   *line;
 
 	*n_total = 0;
-	snprintf(path, sizeof(path), "%s/%s.inp", test_shared_dir(), vocab);
+	snprintf(path, sizeof(path), "%s/%s", dir, vocab);
+	t = load_path(path, &g);
+	snprintf(path, sizeof(path), "%s/%s.inp", dir, vocab);
 	inp = read_file(path, &inp_len);
-	snprintf(path, sizeof(path), "%s/%s.out", test_shared_dir(), vocab);
+	snprintf(path, sizeof(path), "%s/%s.out", dir, vocab);
 	outf = read_file(path, &out_len);
 	TEST_CHECK(inp != NULL && outf != NULL, "read the suite of %s", vocab);
 	if (t == NULL || inp == NULL || outf == NULL)
@@ -164,9 +174,11 @@ run_suite(const char *vocab, bool parse_special, bool no_jit, int *n_total)
 
 	pos = inp;
 	line = outf;
-	for (;;)
+	while (*pos != '\0')
 	{
+		/* an input ends at the next separator, or at the end of the file */
 		char	   *sep = strstr(pos, SEPARATOR);
+		char	   *end = sep != NULL ? sep : pos + strlen(pos);
 		char	   *eol;
 		int32_t    *ids = NULL;
 		int			n_ids;
@@ -174,38 +186,37 @@ run_suite(const char *vocab, bool parse_special, bool no_jit, int *n_total)
 		int			n_want = 0;
 		bool		same;
 
-		/* the first input starts the file; the others follow a separator */
-		if (sep == NULL)
+		TEST_CHECK(*line != '\0', "%s: .out has fewer lines than .inp has inputs", vocab);
+		if (*line == '\0')
 			break;
 		eol = strchr(line, '\n');
-		TEST_CHECK(eol != NULL, "%s: .out has fewer lines than .inp has inputs", vocab);
 		if (eol == NULL)
-			break;
-		*eol = '\0';
+			eol = line + strlen(line);
+		else
+			*eol++ = '\0';
 		for (char *p = line; *p != '\0';)
 		{
-			char	   *end;
-			long		v = strtol(p, &end, 10);
+			char	   *num_end;
+			long		v = strtol(p, &num_end, 10);
 
-			if (end == p)
+			if (num_end == p)
 				break;
 			if (n_want < 1024)
 				want[n_want++] = (int32_t) v;
-			p = end;
+			p = num_end;
 		}
-		n_ids = tok(t, pos, (size_t) (sep - pos), false, parse_special, &ids);
+		n_ids = tok(t, pos, (size_t) (end - pos), false, parse_special, &ids);
 		same = n_ids == n_want && (n_ids == 0 || memcmp(ids, want, (size_t) n_ids * 4) == 0);
 		TEST_CHECK(same, "%s input %d (%.*s): %d ids, want %d (first %d vs %d)", vocab, n,
-				   (int) (sep - pos), pos, n_ids, n_want,
+				   (int) (end - pos), pos, n_ids, n_want,
 				   n_ids > 0 ? ids[0] : -1, n_want > 0 ? want[0] : -1);
 		n_ok += same;
 		n++;
 		free(ids);
-		pos = sep + strlen(SEPARATOR);
-		line = eol + 1;
-		/* the separator after the last input ends the file */
-		if (*pos == '\0')
+		line = eol;
+		if (sep == NULL)
 			break;
+		pos = sep + strlen(SEPARATOR);
 	}
 	TEST_CHECK(*line == '\0', "%s: .out has more lines than .inp has inputs", vocab);
 	*n_total = n;
@@ -1635,10 +1646,12 @@ main(void)
 {
 	int			total;
 	int			ok;
+	char		vocab_dir[512];
 
+	snprintf(vocab_dir, sizeof(vocab_dir), "%s/vocab", test_shared_dir());
 	for (int special = 0; special <= 1; special++)
 	{
-		ok = run_suite("vocab/ggml-vocab-llama-spm.gguf", special, false, &total);
+		ok = run_suite(vocab_dir, "ggml-vocab-llama-spm.gguf", special, false, &total);
 		printf("llama-spm suite (parse_special=%d): %d/%d\n", special, ok, total);
 		TEST_CHECK(total == 46 && ok == total, "llama-spm suite %d/%d", ok, total);
 	}
@@ -1646,11 +1659,11 @@ main(void)
 	{
 		char		path[128];
 
-		snprintf(path, sizeof(path), "vocab/ggml-vocab-%s.gguf", bpe_suites[v]);
+		snprintf(path, sizeof(path), "ggml-vocab-%s.gguf", bpe_suites[v]);
 		for (int mode = 0; mode < 3; mode++)
 		{
 			/* parse_special off and on with JIT, then PCRE2's interpreter */
-			ok = run_suite(path, mode == 1, mode == 2, &total);
+			ok = run_suite(vocab_dir, path, mode == 1, mode == 2, &total);
 			printf("%s suite (%s): %d/%d\n", bpe_suites[v],
 				   mode == 0 ? "parse_special=0" : mode == 1 ? "parse_special=1" : "PCRE2 interpreter",
 				   ok, total);

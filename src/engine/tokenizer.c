@@ -639,6 +639,7 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 	size_t		arena_size = 0;
 	LlmStatus	st;
 	LlmTokenizerKind kind;
+	const char *forced_pre = NULL;
 	bool		spm,
 				wpm;
 
@@ -654,6 +655,12 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 		kind = LLM_TOKENIZER_SPM;
 	else if (strcmp(model, "gpt2") == 0)
 		kind = LLM_TOKENIZER_BPE;
+	else if (strcmp(model, "gemma4") == 0)
+	{
+		/* as in llama.cpp: BPE with Gemma 4's pre-tokenizer, whatever tokenizer.ggml.pre says */
+		kind = LLM_TOKENIZER_BPE;
+		forced_pre = "gemma4";
+	}
 	else if (strcmp(model, "bert") == 0)
 		kind = LLM_TOKENIZER_WPM;
 	else
@@ -691,7 +698,7 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 								  wpm ? 0 : -1, &t->pad, err);
 	/* the pre-tokenizer (BPE) may change the defaults of the flags */
 	if (st == LLM_OK && kind == LLM_TOKENIZER_BPE)
-		st = llm_bpe_init(t, g, err);
+		st = llm_bpe_init(t, g, forced_pre, err);
 	if (st == LLM_OK && wpm)
 		st = llm_wpm_init(t, g, err);
 	if (st == LLM_OK)

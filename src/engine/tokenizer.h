@@ -11,6 +11,8 @@
  * regular expressions of the pre-tokenizer tokenizer.ggml.pre names (any of
  * llama.cpp's; PCRE2, Unicode-aware), each piece mapped byte by byte to
  * printable code points, then merged by merge rank (tokenizer.ggml.merges).
+ * tokenizer.ggml.model = "gemma4" is the same with Gemma 4's pre-tokenizer,
+ * whatever tokenizer.ggml.pre says (as llama.cpp reads it).
  *
  * tokenizer.ggml.model = "bert": WordPiece.  The text is lower-cased and
  * stripped of accents, split at whitespace and around punctuation and CJK

@@ -380,15 +380,25 @@ llm_bpe_use_pre(LlmTokenizer *t, const char *name, LlmError *err)
 	return llm_bpe_compile(t, p != NULL ? p->name : "default", err);
 }
 
-/* Set up byte-level BPE: byte table, merges and the pre-tokenizer. */
+/*
+ * Set up byte-level BPE: byte table, merges and the pre-tokenizer, which is
+ * forced_pre when not NULL (a tokenizer model that implies its own, as
+ * llama.cpp's "gemma4" does), else the one tokenizer.ggml.pre names.
+ */
 LlmStatus
-llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, LlmError *err)
+llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, const char *forced_pre, LlmError *err)
 {
 	char	   *pre = NULL;
 	LlmStatus	st;
 
 	llm_bpe_init_bytes(t);
-	if (llm_gguf_get(g, "tokenizer.ggml.pre") != NULL)
+	if (forced_pre != NULL)
+	{
+		pre = strdup(forced_pre);
+		if (pre == NULL)
+			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a pre-tokenizer name");
+	}
+	else if (llm_gguf_get(g, "tokenizer.ggml.pre") != NULL)
 	{
 		st = llm_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err);
 		if (st != LLM_OK)

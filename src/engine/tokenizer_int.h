@@ -203,7 +203,7 @@ LlmStatus	llm_spm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 								  bool space_prefix, LlmTokBuf *out, LlmError *err);
 
 /* tokenizer_bpe.c */
-LlmStatus	llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, LlmError *err);
+LlmStatus	llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, const char *forced_pre, LlmError *err);
 void		llm_bpe_free(LlmTokenizer *t);
 LlmStatus	llm_bpe_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 								  LlmTokBuf *out, LlmError *err);
