@@ -739,6 +739,15 @@ test_synthetic(void)
 		TEST_CHECK(ids_are(ids, n, (const int32_t[]) {5, 3, 10, 5, 4, -2}), "user-defined token: %d", n);
 		free(ids);
 		TEST_CHECK(piece_is(t, 10, "<tag>", 5) && piece_is(t, 9, "", 0), "user-defined piece");
+		/* user-defined tokens are matched without parse_special too (as in llama.cpp), control ones not */
+		n = tok(t, "a<tag>b", 7, false, false, &ids);
+		TEST_CHECK(ids_are(ids, n, (const int32_t[]) {5, 3, 10, 5, 4, -2}),
+				   "user-defined token without parse_special: %d", n);
+		free(ids);
+		n = tok(t, "<end_of_turn>", 13, false, false, &ids);
+		for (int i = 0; i < n; i++)
+			TEST_CHECK(ids[i] != 9, "control token from text without parse_special");
+		free(ids);
 	}
 	llm_tokenizer_free(t);
 	llm_gguf_close(g);
@@ -749,16 +758,16 @@ test_synthetic(void)
 	for (int k = 0; k < 4; k++)
 	{
 		static const char *const pre[] = {"gpt-2", "llama-bpe", "qwen2", NULL};
-		static const char *const btoks[] = {"a", "b", "ab", "\xC4\xA0", "\304\240ab", "<|end|>"};
+		static const char *const btoks[] = {"a", "b", "ab", "\xC4\xA0", "\304\240ab", "<|end|>", "\xC3\xBC"};
 		static const char *const merges[] = {"a b", "\xC4\xA0 ab"};
-		const int32_t btypes[] = {1, 1, 1, 1, 1, 3};
+		const int32_t btypes[] = {1, 1, 1, 1, 1, 3, 4};
 
 		memset(&m, 0, sizeof(m));
 		mg_strv(&m, "tokenizer.ggml.model", "gpt2");
 		if (pre[k] != NULL)
 			mg_strv(&m, "tokenizer.ggml.pre", pre[k]);
-		mg_strs(&m, "tokenizer.ggml.tokens", btoks, 6);
-		mg_i32s(&m, "tokenizer.ggml.token_type", btypes, 6);
+		mg_strs(&m, "tokenizer.ggml.tokens", btoks, 7);
+		mg_i32s(&m, "tokenizer.ggml.token_type", btypes, 7);
 		mg_strs(&m, "tokenizer.ggml.merges", merges, 2);
 		st = mg_load(&m, &g, &t, &err);
 		TEST_CHECK(st == LLM_OK, "BPE with pre-tokenizer %s: %s", pre[k] ? pre[k] : "(none)", err.msg);
@@ -768,8 +777,43 @@ test_synthetic(void)
 			TEST_CHECK(ids_are(ids, n, (const int32_t[]) {2, 4, -2}), "%s: ab abc: %d",
 					   pre[k] ? pre[k] : "(none)", n);
 			free(ids);
+			/*
+			 * a user-defined token is matched as its text, and its piece is
+			 * that text (DeepSeek's "\xC3\xBC"), not the bytes GPT-2's code
+			 * points would stand for
+			 */
+			n = tok(t, "a\xC3\xBC", 3, false, false, &ids);
+			TEST_CHECK(ids_are(ids, n, (const int32_t[]) {0, 6, -2}), "%s: user-defined token: %d",
+					   pre[k] ? pre[k] : "(none)", n);
+			free(ids);
+			TEST_CHECK(piece_is(t, 6, "\xC3\xBC", 2), "%s: user-defined piece", pre[k] ? pre[k] : "(none)");
 			TEST_CHECK(llm_tokenizer_bos(t) == -1 && llm_tokenizer_is_eog(t, 5), "%s: ids",
 					   pre[k] ? pre[k] : "(none)");
+		}
+		llm_tokenizer_free(t);
+		llm_gguf_close(g);
+		free(m.buf);
+	}
+
+	/* tokenizer.ggml.model "gemma4": BPE with Gemma 4's pre-tokenizer, whatever tokenizer.ggml.pre says */
+	{
+		static const char *const gtoks[] = {"a", "b", "ab", "\xE2\x96\x81", "\xE2\x96\x81" "ab"};
+		static const char *const gmerges[] = {"a b", "\xE2\x96\x81 ab"};
+
+		memset(&m, 0, sizeof(m));
+		mg_strv(&m, "tokenizer.ggml.model", "gemma4");
+		mg_strv(&m, "tokenizer.ggml.pre", "gpt-2");
+		mg_strs(&m, "tokenizer.ggml.tokens", gtoks, 5);
+		mg_strs(&m, "tokenizer.ggml.merges", gmerges, 2);
+		st = mg_load(&m, &g, &t, &err);
+		TEST_CHECK(st == LLM_OK, "gemma4 model: %s", err.msg);
+		if (st == LLM_OK)
+		{
+			TEST_CHECK(llm_tokenizer_kind(t) == LLM_TOKENIZER_BPE && t->pre == llm_pre_find("gemma4")->group &&
+					   t->escape_spaces && t->raw_utf8, "gemma4 model: Gemma 4's pre-tokenizer");
+			n = tok(t, "ab ab", 5, false, false, &ids);
+			TEST_CHECK(ids_are(ids, n, (const int32_t[]) {2, 4, -2}), "gemma4 model: ab ab: %d", n);
+			free(ids);
 		}
 		llm_tokenizer_free(t);
 		llm_gguf_close(g);

@@ -19,8 +19,9 @@
  * characters, and each word, written with a leading U+2581, is cut into the
  * longest vocabulary tokens from the left; a word that cannot be is [UNK].
  *
- * Control and user-defined tokens (token types 3 and 4) are matched as whole
- * strings in the input when parse_special is set; otherwise they are text.
+ * User-defined tokens (token type 4) are always matched as whole strings in
+ * the input, as in llama.cpp; control tokens (type 3) only when
+ * parse_special is set, otherwise they are text.
  */
 #ifndef LLM_TOKENIZER_H
 #define LLM_TOKENIZER_H
