@@ -6,8 +6,9 @@
  * The reference suites in ../shared/vocab come from llama.cpp: each .inp
  * holds inputs, every one followed by a line "__ggml_vocab_test__" (so an
  * input is the text between two "\n__ggml_vocab_test__\n" separators; the
- * newline before a separator line is not part of the input), and line i of
- * the .out holds the ids of input i without BOS.  Both suites must match
+ * newline before a separator line is not part of the input; the last input
+ * may also end the file without one), and line i of the .out holds the ids
+ * of input i without BOS.  Both suites must match
  * exactly with either parse_special setting (the BPE ones also with PCRE2's
  * interpreter).  Then: round trips of chosen and random byte strings (the
  * random ones include ill-formed UTF-8), empty input, special tokens,
@@ -18,8 +19,12 @@
  * (test/data/pre_reference.tsv, from tools/gen_pre_reference.sh).
  * WordPiece: a synthetic BERT vocabulary, its rules one by one and
  * llama.cpp's ids for it (test/data/wpm_reference.tsv, from
- * tools/gen_wpm_reference.sh).  Run from the repository root.
+ * tools/gen_wpm_reference.sh).  Last, with LLM_TEST_VOCAB naming the folder
+ * tools/fetch-vocab.sh unpacks: every vocabulary of llama.cpp's models/
+ * (llamacpp_vocabs) loads and passes its suite, or is refused naming what
+ * it lacks.  Run from the repository root.
  */
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1684,6 +1689,164 @@ done:
 /* The byte-level BPE reference suites (../shared/vocab/ggml-vocab-NAME.gguf). */
 static const char *const bpe_suites[] = {"gpt-2", "llama-bpe", "qwen2", "command-r"};
 
+/*
+ * Every vocabulary of llama.cpp's models/ (llama-cpp-python 0.3.36's sdist,
+ * unpacked by tools/fetch-vocab.sh): its tokenizer.ggml.model and
+ * tokenizer.ggml.pre as the file has them (NULL: no key), the number of
+ * inputs of its suite (0: the file has no .inp/.out), and what loading must
+ * do: NULL to load (and, with a suite, match every input), else the text
+ * the LLM_ERR_UNSUPPORTED message must name (a suite's pre-tokenizer, in
+ * quotes).  A file of the folder that is not listed here fails the test, so
+ * a newer llama.cpp's vocabulary is looked at before it counts.
+ */
+typedef struct LlamaCppVocab
+{
+	const char *name;			/* ggml-vocab-NAME.gguf */
+	const char *model;
+	const char *pre;
+	int			n_inputs;
+	const char *refused;
+} LlamaCppVocab;
+
+static const LlamaCppVocab llamacpp_vocabs[] = {
+	{"aquila", "gpt2", NULL, 0, NULL},
+	{"baichuan", "llama", NULL, 0, NULL},
+	{"bert-bge", "bert", "bert-bge", 46, NULL},
+	{"command-r", "gpt2", "command-r", 46, NULL},
+	{"deepseek-coder", "gpt2", "deepseek-coder", 46, NULL},
+	{"deepseek-llm", "gpt2", "deepseek-llm", 46, NULL},
+	{"falcon", "gpt2", "falcon", 46, NULL},
+	{"gemma-4", "gemma4", NULL, 46, NULL},
+	{"gpt-2", "gpt2", "gpt-2", 46, NULL},
+	{"gpt-neox", "gpt2", NULL, 0, NULL},
+	{"llama-bpe", "gpt2", "llama-bpe", 46, NULL},
+	{"llama-spm", "llama", "default", 46, NULL},
+	{"mpt", "gpt2", "mpt", 46, NULL},
+	{"nomic-bert-moe", "t5", "default", 0, "\"t5\""},	/* Unigram (T5's SentencePiece): not implemented */
+	{"phi-3", "llama", "default", 46, NULL},
+	{"qwen2", "gpt2", "qwen2", 46, NULL},
+	{"qwen35", "gpt2", "qwen35", 50, NULL},
+	{"refact", "gpt2", "refact", 46, NULL},
+	{"starcoder", "gpt2", "starcoder", 46, NULL},
+};
+
+/* Whether the string key of g equals want (NULL: the key is absent). */
+static bool
+gguf_str_is(const LlmGguf *g, const char *key, const char *want)
+{
+	char	   *v = NULL;
+	LlmError	err = {0};
+	bool		same;
+
+	if (llm_gguf_get(g, key) == NULL)
+		return want == NULL;
+	if (want == NULL || llm_gguf_get_str(g, key, &v, &err) != LLM_OK)
+		return false;
+	same = strcmp(v, want) == 0;
+	free(v);
+	return same;
+}
+
+/* One vocabulary of llamacpp_vocabs in dir: its metadata, then its load or refusal, then its suite. */
+static void
+test_llamacpp_vocab(const char *dir, const LlamaCppVocab *v)
+{
+	char		file[128];
+	char		path[640];
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = NULL;
+	LlmError	err = {0};
+	LlmStatus	st;
+	int			ok,
+				total;
+
+	snprintf(file, sizeof(file), "ggml-vocab-%s.gguf", v->name);
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	st = llm_gguf_open(path, &g, &err);
+	TEST_CHECK(st == LLM_OK, "open %s: %s", path, err.msg);
+	if (st != LLM_OK)
+		return;
+	TEST_CHECK(gguf_str_is(g, "tokenizer.ggml.model", v->model) && gguf_str_is(g, "tokenizer.ggml.pre", v->pre),
+			   "%s: tokenizer.ggml.model / .pre are not \"%s\" / \"%s\"", file, v->model,
+			   v->pre != NULL ? v->pre : "(none)");
+	st = llm_tokenizer_load(g, &t, &err);
+	if (v->refused != NULL)
+	{
+		TEST_CHECK(st == LLM_ERR_UNSUPPORTED && strstr(err.msg, v->refused) != NULL,
+				   "%s must be refused naming %s: status %d, %s", file, v->refused, (int) st,
+				   st == LLM_OK ? "loaded" : err.msg);
+		printf("llama.cpp %s: %s%s\n", v->name, st == LLM_OK ? "loaded, but must be refused" : "refused: ",
+			   st == LLM_OK ? "" : err.msg);
+	}
+	else
+		TEST_CHECK(st == LLM_OK, "load %s: %s", file, err.msg);
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	if (v->refused != NULL || v->n_inputs == 0)
+		return;
+	/* parse_special off (as llama.cpp made the .out) and on; BPE also with PCRE2's interpreter */
+	for (int mode = 0; mode < 3; mode++)
+	{
+		if (mode == 2 && strcmp(v->model, "gpt2") != 0 && strcmp(v->model, "gemma4") != 0)
+			break;
+		ok = run_suite(dir, file, mode == 1, mode == 2, &total);
+		printf("llama.cpp %s suite (pre %s, %s): %d/%d\n", v->name, v->pre != NULL ? v->pre : "(none)",
+			   mode == 0 ? "parse_special=0" : mode == 1 ? "parse_special=1" : "PCRE2 interpreter", ok, total);
+		TEST_CHECK(total == v->n_inputs && ok == total, "%s suite, mode %d: %d/%d of %d inputs",
+				   v->name, mode, ok, total, v->n_inputs);
+	}
+}
+
+/*
+ * Every vocabulary of llama.cpp's models/ in the folder LLM_TEST_VOCAB
+ * (tools/fetch-vocab.sh's; test/run_engine_tests.sh sets it), each as
+ * llamacpp_vocabs says, and no file there left out of that table.
+ */
+static void
+test_llamacpp_vocabs(void)
+{
+	const char *dir = getenv("LLM_TEST_VOCAB");
+	const size_t n_vocabs = sizeof(llamacpp_vocabs) / sizeof(llamacpp_vocabs[0]);
+	DIR		   *d;
+	struct dirent *e;
+	int			n_files = 0;
+
+	if (dir == NULL || dir[0] == '\0')
+	{
+		printf("llama.cpp vocabulary suites: skipped (LLM_TEST_VOCAB is not set; see tools/fetch-vocab.sh)\n");
+		return;
+	}
+	d = opendir(dir);
+	TEST_CHECK(d != NULL, "LLM_TEST_VOCAB=%s is not a folder", dir);
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL)
+	{
+		const char *n = e->d_name;
+		size_t		len = strlen(n);
+		bool		known = false;
+
+		if (strncmp(n, "ggml-vocab-", 11) != 0)
+			continue;
+		n_files++;
+		for (size_t i = 0; i < n_vocabs && !known; i++)
+		{
+			size_t		k = strlen(llamacpp_vocabs[i].name);
+			const char *rest = n + 11 + k;
+
+			if (len < 11 + k || strncmp(n + 11, llamacpp_vocabs[i].name, k) != 0)
+				continue;
+			known = strcmp(rest, ".gguf") == 0 ||
+				(llamacpp_vocabs[i].n_inputs > 0 && (strcmp(rest, ".gguf.inp") == 0 || strcmp(rest, ".gguf.out") == 0));
+		}
+		TEST_CHECK(known, "%s/%s is not in test_tokenizer.c's llamacpp_vocabs", dir, n);
+	}
+	closedir(d);
+	TEST_CHECK(n_files > 0, "no ggml-vocab-* in %s", dir);
+	for (size_t i = 0; i < n_vocabs; i++)
+		test_llamacpp_vocab(dir, &llamacpp_vocabs[i]);
+}
+
 /* Run every tokenizer test. */
 int
 main(void)
@@ -1724,5 +1887,6 @@ main(void)
 	test_pre_reference();
 	test_wpm();
 	test_wpm_reference();
+	test_llamacpp_vocabs();
 	return test_summary("tokenizer");
 }

@@ -41,7 +41,7 @@ fi
 rm -rf "$OUT.tmp"
 mkdir -p "$OUT.tmp"
 tar -xzf "$CACHE/pip/$SDIST" -C "$OUT.tmp" --strip-components=4 --wildcards "$MEMBERS/ggml-vocab-*"
-n=$(ls "$OUT.tmp"/ggml-vocab-*.gguf.inp | wc -l)
+n=$(find "$OUT.tmp" -name "ggml-vocab-*.gguf.inp" | wc -l)
 if [ "$n" -eq 0 ]; then
     echo "fetch-vocab: no ggml-vocab-*.gguf.inp in $SDIST" >&2
     exit 1
