@@ -83,9 +83,11 @@
  * Pre-tokenizers.  Every tokenizer.ggml.pre value of llama.cpp's table is
  * known (tokenizer_pre.c); a value it does not know is refused, as llama.cpp
  * refuses it, and a missing key selects llama.cpp's default pre-tokenizer.
- * GPT-2's, Llama 3's (llama-bpe), Qwen2's and Command-R's (StarCoder's
- * group) are checked against llama.cpp's reference suites (../shared/vocab,
- * each with its own vocabulary); every name but "whitespace" (which
+ * Those of llama.cpp's reference suites (models/ggml-vocab-*, each with its
+ * own vocabulary: command-r, deepseek-coder, deepseek-llm, falcon, gemma4,
+ * gpt-2, llama-bpe, mpt, qwen2, qwen35, refact, starcoder) are checked
+ * against them (../shared/vocab, and tools/fetch-vocab.sh's copy of all of
+ * them); every name but "whitespace" (which
  * llama-tokenize aborts on) against llama-tokenize's ids with the llama-bpe
  * vocabulary (test/data/pre_reference.tsv); and simple rules piece by piece
  * (test_tokenizer.c).
