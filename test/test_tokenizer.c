@@ -6,8 +6,9 @@
  * The reference suites in ../shared/vocab come from llama.cpp: each .inp
  * holds inputs, every one followed by a line "__ggml_vocab_test__" (so an
  * input is the text between two "\n__ggml_vocab_test__\n" separators; the
- * newline before a separator line is not part of the input), and line i of
- * the .out holds the ids of input i without BOS.  Both suites must match
+ * newline before a separator line is not part of the input; the last input
+ * may also end the file without one), and line i of the .out holds the ids
+ * of input i without BOS.  Both suites must match
  * exactly with either parse_special setting (the BPE ones also with PCRE2's
  * interpreter).  Then: round trips of chosen and random byte strings (the
  * random ones include ill-formed UTF-8), empty input, special tokens,
@@ -18,8 +19,12 @@
  * (test/data/pre_reference.tsv, from tools/gen_pre_reference.sh).
  * WordPiece: a synthetic BERT vocabulary, its rules one by one and
  * llama.cpp's ids for it (test/data/wpm_reference.tsv, from
- * tools/gen_wpm_reference.sh).  Run from the repository root.
+ * tools/gen_wpm_reference.sh).  Last, with LLM_TEST_VOCAB naming the folder
+ * tools/fetch-vocab.sh unpacks: every vocabulary of llama.cpp's models/
+ * (llamacpp_vocabs) loads and passes its suite, or is refused naming what
+ * it lacks.  Run from the repository root.
  */
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,16 +66,14 @@ read_file(const char *path, size_t *len)
 	return buf;
 }
 
-/* Open a GGUF file and load its tokenizer; NULL (and a failed check) on error. */
+/* Open the GGUF file at path and load its tokenizer; NULL (and a failed check) on error. */
 static LlmTokenizer *
-load(const char *name, LlmGguf **g)
+load_path(const char *path, LlmGguf **g)
 {
-	char		path[512];
 	LlmError	err = {0};
 	LlmTokenizer *t = NULL;
 	LlmStatus	st;
 
-	snprintf(path, sizeof(path), "%s/%s", test_shared_dir(), name);
 	st = llm_gguf_open(path, g, &err);
 	TEST_CHECK(st == LLM_OK, "open %s: %s", path, err.msg);
 	if (st != LLM_OK)
@@ -78,6 +81,16 @@ load(const char *name, LlmGguf **g)
 	st = llm_tokenizer_load(*g, &t, &err);
 	TEST_CHECK(st == LLM_OK, "load tokenizer of %s: %s", path, err.msg);
 	return st == LLM_OK ? t : NULL;
+}
+
+/* load_path for a file of the shared/ folder (name relative to it). */
+static LlmTokenizer *
+load(const char *name, LlmGguf **g)
+{
+	char		path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", test_shared_dir(), name);
+	return load_path(path, g);
 }
 
 /* Tokenize a NUL-terminated string; returns the count, ids in *ids (caller frees). */
@@ -135,9 +148,9 @@ round_trips(const LlmTokenizer *t, const char *s, size_t len, bool spm)
 	return ok;
 }
 
-/* Run one reference suite; returns the number of inputs that matched. */
+/* Run the reference suite dir/vocab (.gguf, .inp, .out); returns the number of inputs that matched. */
 static int
-run_suite(const char *vocab, bool parse_special, bool no_jit, int *n_total)
+run_suite(const char *dir, const char *vocab, bool parse_special, bool no_jit, int *n_total)
 {
 	char		path[512];
 	char	   *inp,
@@ -145,16 +158,18 @@ run_suite(const char *vocab, bool parse_special, bool no_jit, int *n_total)
 	size_t		inp_len,
 				out_len;
 	LlmGguf    *g = NULL;
-	LlmTokenizer *t = load(vocab, &g);
+	LlmTokenizer *t;
 	int			n_ok = 0,
 				n = 0;
 	char	   *pos,
 			   *line;
 
 	*n_total = 0;
-	snprintf(path, sizeof(path), "%s/%s.inp", test_shared_dir(), vocab);
+	snprintf(path, sizeof(path), "%s/%s", dir, vocab);
+	t = load_path(path, &g);
+	snprintf(path, sizeof(path), "%s/%s.inp", dir, vocab);
 	inp = read_file(path, &inp_len);
-	snprintf(path, sizeof(path), "%s/%s.out", test_shared_dir(), vocab);
+	snprintf(path, sizeof(path), "%s/%s.out", dir, vocab);
 	outf = read_file(path, &out_len);
 	TEST_CHECK(inp != NULL && outf != NULL, "read the suite of %s", vocab);
 	if (t == NULL || inp == NULL || outf == NULL)
@@ -164,9 +179,11 @@ run_suite(const char *vocab, bool parse_special, bool no_jit, int *n_total)
 
 	pos = inp;
 	line = outf;
-	for (;;)
+	while (*pos != '\0')
 	{
+		/* an input ends at the next separator, or at the end of the file */
 		char	   *sep = strstr(pos, SEPARATOR);
+		char	   *end = sep != NULL ? sep : pos + strlen(pos);
 		char	   *eol;
 		int32_t    *ids = NULL;
 		int			n_ids;
@@ -174,38 +191,37 @@ run_suite(const char *vocab, bool parse_special, bool no_jit, int *n_total)
 		int			n_want = 0;
 		bool		same;
 
-		/* the first input starts the file; the others follow a separator */
-		if (sep == NULL)
+		TEST_CHECK(*line != '\0', "%s: .out has fewer lines than .inp has inputs", vocab);
+		if (*line == '\0')
 			break;
 		eol = strchr(line, '\n');
-		TEST_CHECK(eol != NULL, "%s: .out has fewer lines than .inp has inputs", vocab);
 		if (eol == NULL)
-			break;
-		*eol = '\0';
+			eol = line + strlen(line);
+		else
+			*eol++ = '\0';
 		for (char *p = line; *p != '\0';)
 		{
-			char	   *end;
-			long		v = strtol(p, &end, 10);
+			char	   *num_end;
+			long		v = strtol(p, &num_end, 10);
 
-			if (end == p)
+			if (num_end == p)
 				break;
 			if (n_want < 1024)
 				want[n_want++] = (int32_t) v;
-			p = end;
+			p = num_end;
 		}
-		n_ids = tok(t, pos, (size_t) (sep - pos), false, parse_special, &ids);
+		n_ids = tok(t, pos, (size_t) (end - pos), false, parse_special, &ids);
 		same = n_ids == n_want && (n_ids == 0 || memcmp(ids, want, (size_t) n_ids * 4) == 0);
 		TEST_CHECK(same, "%s input %d (%.*s): %d ids, want %d (first %d vs %d)", vocab, n,
-				   (int) (sep - pos), pos, n_ids, n_want,
+				   (int) (end - pos), pos, n_ids, n_want,
 				   n_ids > 0 ? ids[0] : -1, n_want > 0 ? want[0] : -1);
 		n_ok += same;
 		n++;
 		free(ids);
-		pos = sep + strlen(SEPARATOR);
-		line = eol + 1;
-		/* the separator after the last input ends the file */
-		if (*pos == '\0')
+		line = eol;
+		if (sep == NULL)
 			break;
+		pos = sep + strlen(SEPARATOR);
 	}
 	TEST_CHECK(*line == '\0', "%s: .out has more lines than .inp has inputs", vocab);
 	*n_total = n;
@@ -728,6 +744,15 @@ test_synthetic(void)
 		TEST_CHECK(ids_are(ids, n, (const int32_t[]) {5, 3, 10, 5, 4, -2}), "user-defined token: %d", n);
 		free(ids);
 		TEST_CHECK(piece_is(t, 10, "<tag>", 5) && piece_is(t, 9, "", 0), "user-defined piece");
+		/* user-defined tokens are matched without parse_special too (as in llama.cpp), control ones not */
+		n = tok(t, "a<tag>b", 7, false, false, &ids);
+		TEST_CHECK(ids_are(ids, n, (const int32_t[]) {5, 3, 10, 5, 4, -2}),
+				   "user-defined token without parse_special: %d", n);
+		free(ids);
+		n = tok(t, "<end_of_turn>", 13, false, false, &ids);
+		for (int i = 0; i < n; i++)
+			TEST_CHECK(ids[i] != 9, "control token from text without parse_special");
+		free(ids);
 	}
 	llm_tokenizer_free(t);
 	llm_gguf_close(g);
@@ -738,16 +763,16 @@ test_synthetic(void)
 	for (int k = 0; k < 4; k++)
 	{
 		static const char *const pre[] = {"gpt-2", "llama-bpe", "qwen2", NULL};
-		static const char *const btoks[] = {"a", "b", "ab", "\xC4\xA0", "\304\240ab", "<|end|>"};
+		static const char *const btoks[] = {"a", "b", "ab", "\xC4\xA0", "\304\240ab", "<|end|>", "\xC3\xBC"};
 		static const char *const merges[] = {"a b", "\xC4\xA0 ab"};
-		const int32_t btypes[] = {1, 1, 1, 1, 1, 3};
+		const int32_t btypes[] = {1, 1, 1, 1, 1, 3, 4};
 
 		memset(&m, 0, sizeof(m));
 		mg_strv(&m, "tokenizer.ggml.model", "gpt2");
 		if (pre[k] != NULL)
 			mg_strv(&m, "tokenizer.ggml.pre", pre[k]);
-		mg_strs(&m, "tokenizer.ggml.tokens", btoks, 6);
-		mg_i32s(&m, "tokenizer.ggml.token_type", btypes, 6);
+		mg_strs(&m, "tokenizer.ggml.tokens", btoks, 7);
+		mg_i32s(&m, "tokenizer.ggml.token_type", btypes, 7);
 		mg_strs(&m, "tokenizer.ggml.merges", merges, 2);
 		st = mg_load(&m, &g, &t, &err);
 		TEST_CHECK(st == LLM_OK, "BPE with pre-tokenizer %s: %s", pre[k] ? pre[k] : "(none)", err.msg);
@@ -757,8 +782,43 @@ test_synthetic(void)
 			TEST_CHECK(ids_are(ids, n, (const int32_t[]) {2, 4, -2}), "%s: ab abc: %d",
 					   pre[k] ? pre[k] : "(none)", n);
 			free(ids);
+			/*
+			 * a user-defined token is matched as its text, and its piece is
+			 * that text (DeepSeek's "\xC3\xBC"), not the bytes GPT-2's code
+			 * points would stand for
+			 */
+			n = tok(t, "a\xC3\xBC", 3, false, false, &ids);
+			TEST_CHECK(ids_are(ids, n, (const int32_t[]) {0, 6, -2}), "%s: user-defined token: %d",
+					   pre[k] ? pre[k] : "(none)", n);
+			free(ids);
+			TEST_CHECK(piece_is(t, 6, "\xC3\xBC", 2), "%s: user-defined piece", pre[k] ? pre[k] : "(none)");
 			TEST_CHECK(llm_tokenizer_bos(t) == -1 && llm_tokenizer_is_eog(t, 5), "%s: ids",
 					   pre[k] ? pre[k] : "(none)");
+		}
+		llm_tokenizer_free(t);
+		llm_gguf_close(g);
+		free(m.buf);
+	}
+
+	/* tokenizer.ggml.model "gemma4": BPE with Gemma 4's pre-tokenizer, whatever tokenizer.ggml.pre says */
+	{
+		static const char *const gtoks[] = {"a", "b", "ab", "\xE2\x96\x81", "\xE2\x96\x81" "ab"};
+		static const char *const gmerges[] = {"a b", "\xE2\x96\x81 ab"};
+
+		memset(&m, 0, sizeof(m));
+		mg_strv(&m, "tokenizer.ggml.model", "gemma4");
+		mg_strv(&m, "tokenizer.ggml.pre", "gpt-2");
+		mg_strs(&m, "tokenizer.ggml.tokens", gtoks, 5);
+		mg_strs(&m, "tokenizer.ggml.merges", gmerges, 2);
+		st = mg_load(&m, &g, &t, &err);
+		TEST_CHECK(st == LLM_OK, "gemma4 model: %s", err.msg);
+		if (st == LLM_OK)
+		{
+			TEST_CHECK(llm_tokenizer_kind(t) == LLM_TOKENIZER_BPE && t->pre == llm_pre_find("gemma4")->group &&
+					   t->escape_spaces && t->raw_utf8, "gemma4 model: Gemma 4's pre-tokenizer");
+			n = tok(t, "ab ab", 5, false, false, &ids);
+			TEST_CHECK(ids_are(ids, n, (const int32_t[]) {2, 4, -2}), "gemma4 model: ab ab: %d", n);
+			free(ids);
 		}
 		llm_tokenizer_free(t);
 		llm_gguf_close(g);
@@ -1629,16 +1689,176 @@ done:
 /* The byte-level BPE reference suites (../shared/vocab/ggml-vocab-NAME.gguf). */
 static const char *const bpe_suites[] = {"gpt-2", "llama-bpe", "qwen2", "command-r"};
 
+/*
+ * Every vocabulary of llama.cpp's models/ (llama-cpp-python 0.3.36's sdist,
+ * unpacked by tools/fetch-vocab.sh): its tokenizer.ggml.model and
+ * tokenizer.ggml.pre as the file has them (NULL: no key), the number of
+ * inputs of its suite (0: the file has no .inp/.out), and what loading must
+ * do: NULL to load (and, with a suite, match every input), else the text
+ * the LLM_ERR_UNSUPPORTED message must name (a suite's pre-tokenizer, in
+ * quotes).  A file of the folder that is not listed here fails the test, so
+ * a newer llama.cpp's vocabulary is looked at before it counts.
+ */
+typedef struct LlamaCppVocab
+{
+	const char *name;			/* ggml-vocab-NAME.gguf */
+	const char *model;
+	const char *pre;
+	int			n_inputs;
+	const char *refused;
+} LlamaCppVocab;
+
+static const LlamaCppVocab llamacpp_vocabs[] = {
+	{"aquila", "gpt2", NULL, 0, NULL},
+	{"baichuan", "llama", NULL, 0, NULL},
+	{"bert-bge", "bert", "bert-bge", 46, NULL},
+	{"command-r", "gpt2", "command-r", 46, NULL},
+	{"deepseek-coder", "gpt2", "deepseek-coder", 46, NULL},
+	{"deepseek-llm", "gpt2", "deepseek-llm", 46, NULL},
+	{"falcon", "gpt2", "falcon", 46, NULL},
+	{"gemma-4", "gemma4", NULL, 46, NULL},
+	{"gpt-2", "gpt2", "gpt-2", 46, NULL},
+	{"gpt-neox", "gpt2", NULL, 0, NULL},
+	{"llama-bpe", "gpt2", "llama-bpe", 46, NULL},
+	{"llama-spm", "llama", "default", 46, NULL},
+	{"mpt", "gpt2", "mpt", 46, NULL},
+	{"nomic-bert-moe", "t5", "default", 0, "\"t5\""},	/* Unigram (T5's SentencePiece): not implemented */
+	{"phi-3", "llama", "default", 46, NULL},
+	{"qwen2", "gpt2", "qwen2", 46, NULL},
+	{"qwen35", "gpt2", "qwen35", 50, NULL},
+	{"refact", "gpt2", "refact", 46, NULL},
+	{"starcoder", "gpt2", "starcoder", 46, NULL},
+};
+
+/* Whether the string key of g equals want (NULL: the key is absent). */
+static bool
+gguf_str_is(const LlmGguf *g, const char *key, const char *want)
+{
+	char	   *v = NULL;
+	LlmError	err = {0};
+	bool		same;
+
+	if (llm_gguf_get(g, key) == NULL)
+		return want == NULL;
+	if (want == NULL || llm_gguf_get_str(g, key, &v, &err) != LLM_OK)
+		return false;
+	same = strcmp(v, want) == 0;
+	free(v);
+	return same;
+}
+
+/* One vocabulary of llamacpp_vocabs in dir: its metadata, then its load or refusal, then its suite. */
+static void
+test_llamacpp_vocab(const char *dir, const LlamaCppVocab *v)
+{
+	char		file[128];
+	char		path[640];
+	LlmGguf    *g = NULL;
+	LlmTokenizer *t = NULL;
+	LlmError	err = {0};
+	LlmStatus	st;
+	int			ok,
+				total;
+
+	snprintf(file, sizeof(file), "ggml-vocab-%s.gguf", v->name);
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	st = llm_gguf_open(path, &g, &err);
+	TEST_CHECK(st == LLM_OK, "open %s: %s", path, err.msg);
+	if (st != LLM_OK)
+		return;
+	TEST_CHECK(gguf_str_is(g, "tokenizer.ggml.model", v->model) && gguf_str_is(g, "tokenizer.ggml.pre", v->pre),
+			   "%s: tokenizer.ggml.model / .pre are not \"%s\" / \"%s\"", file, v->model,
+			   v->pre != NULL ? v->pre : "(none)");
+	st = llm_tokenizer_load(g, &t, &err);
+	if (v->refused != NULL)
+	{
+		TEST_CHECK(st == LLM_ERR_UNSUPPORTED && strstr(err.msg, v->refused) != NULL,
+				   "%s must be refused naming %s: status %d, %s", file, v->refused, (int) st,
+				   st == LLM_OK ? "loaded" : err.msg);
+		printf("llama.cpp %s: %s%s\n", v->name, st == LLM_OK ? "loaded, but must be refused" : "refused: ",
+			   st == LLM_OK ? "" : err.msg);
+	}
+	else
+		TEST_CHECK(st == LLM_OK, "load %s: %s", file, err.msg);
+	llm_tokenizer_free(t);
+	llm_gguf_close(g);
+	if (v->refused != NULL || v->n_inputs == 0)
+		return;
+	/* parse_special off (as llama.cpp made the .out) and on; BPE also with PCRE2's interpreter */
+	for (int mode = 0; mode < 3; mode++)
+	{
+		if (mode == 2 && strcmp(v->model, "gpt2") != 0 && strcmp(v->model, "gemma4") != 0)
+			break;
+		ok = run_suite(dir, file, mode == 1, mode == 2, &total);
+		printf("llama.cpp %s suite (pre %s, %s): %d/%d\n", v->name, v->pre != NULL ? v->pre : "(none)",
+			   mode == 0 ? "parse_special=0" : mode == 1 ? "parse_special=1" : "PCRE2 interpreter", ok, total);
+		TEST_CHECK(total == v->n_inputs && ok == total, "%s suite, mode %d: %d/%d of %d inputs",
+				   v->name, mode, ok, total, v->n_inputs);
+	}
+}
+
+/*
+ * Every vocabulary of llama.cpp's models/ in the folder LLM_TEST_VOCAB
+ * (tools/fetch-vocab.sh's; test/run_engine_tests.sh sets it), each as
+ * llamacpp_vocabs says, and no file there left out of that table.
+ */
+static void
+test_llamacpp_vocabs(void)
+{
+	const char *dir = getenv("LLM_TEST_VOCAB");
+	const size_t n_vocabs = sizeof(llamacpp_vocabs) / sizeof(llamacpp_vocabs[0]);
+	DIR		   *d;
+	struct dirent *e;
+	int			n_files = 0;
+
+	if (dir == NULL || dir[0] == '\0')
+	{
+		printf("llama.cpp vocabulary suites: skipped (LLM_TEST_VOCAB is not set; see tools/fetch-vocab.sh)\n");
+		return;
+	}
+	d = opendir(dir);
+	TEST_CHECK(d != NULL, "LLM_TEST_VOCAB=%s is not a folder", dir);
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL)
+	{
+		const char *n = e->d_name;
+		size_t		len = strlen(n);
+		bool		known = false;
+
+		if (strncmp(n, "ggml-vocab-", 11) != 0)
+			continue;
+		n_files++;
+		for (size_t i = 0; i < n_vocabs && !known; i++)
+		{
+			size_t		k = strlen(llamacpp_vocabs[i].name);
+			const char *rest = n + 11 + k;
+
+			if (len < 11 + k || strncmp(n + 11, llamacpp_vocabs[i].name, k) != 0)
+				continue;
+			known = strcmp(rest, ".gguf") == 0 ||
+				(llamacpp_vocabs[i].n_inputs > 0 && (strcmp(rest, ".gguf.inp") == 0 || strcmp(rest, ".gguf.out") == 0));
+		}
+		TEST_CHECK(known, "%s/%s is not in test_tokenizer.c's llamacpp_vocabs", dir, n);
+	}
+	closedir(d);
+	TEST_CHECK(n_files > 0, "no ggml-vocab-* in %s", dir);
+	for (size_t i = 0; i < n_vocabs; i++)
+		test_llamacpp_vocab(dir, &llamacpp_vocabs[i]);
+}
+
 /* Run every tokenizer test. */
 int
 main(void)
 {
 	int			total;
 	int			ok;
+	char		vocab_dir[512];
 
+	snprintf(vocab_dir, sizeof(vocab_dir), "%s/vocab", test_shared_dir());
 	for (int special = 0; special <= 1; special++)
 	{
-		ok = run_suite("vocab/ggml-vocab-llama-spm.gguf", special, false, &total);
+		ok = run_suite(vocab_dir, "ggml-vocab-llama-spm.gguf", special, false, &total);
 		printf("llama-spm suite (parse_special=%d): %d/%d\n", special, ok, total);
 		TEST_CHECK(total == 46 && ok == total, "llama-spm suite %d/%d", ok, total);
 	}
@@ -1646,11 +1866,11 @@ main(void)
 	{
 		char		path[128];
 
-		snprintf(path, sizeof(path), "vocab/ggml-vocab-%s.gguf", bpe_suites[v]);
+		snprintf(path, sizeof(path), "ggml-vocab-%s.gguf", bpe_suites[v]);
 		for (int mode = 0; mode < 3; mode++)
 		{
 			/* parse_special off and on with JIT, then PCRE2's interpreter */
-			ok = run_suite(path, mode == 1, mode == 2, &total);
+			ok = run_suite(vocab_dir, path, mode == 1, mode == 2, &total);
 			printf("%s suite (%s): %d/%d\n", bpe_suites[v],
 				   mode == 0 ? "parse_special=0" : mode == 1 ? "parse_special=1" : "PCRE2 interpreter",
 				   ok, total);
@@ -1667,5 +1887,6 @@ main(void)
 	test_pre_reference();
 	test_wpm();
 	test_wpm_reference();
+	test_llamacpp_vocabs();
 	return test_summary("tokenizer");
 }

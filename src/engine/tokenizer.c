@@ -11,16 +11,17 @@
  * tokenizer_bpe.c ("gpt2", with the pre-tokenizers of tokenizer_pre.c) and
  * tokenizer_wpm.c ("bert").
  *
- * Special tokens.  With parse_special, the input is scanned left to right and
- * at each position the longest control or user-defined token text starting
- * there (if any) is emitted as that token; the text between such matches is
- * tokenized on its own.  (llama.cpp instead partitions by one special token
- * at a time, longest first; the two agree unless special texts overlap.)
- * Without parse_special everything is text, and the merge algorithms never
- * produce control, unknown, unused or byte tokens from text, so "<s>" typed
- * by a user stays the characters < s > and round-trips.  (llama.cpp would
- * still match user-defined tokens without parse_special; the interface of
- * this engine, tokenizer.h, treats both kinds alike.)
+ * Special tokens.  The input is scanned left to right and at each position
+ * the longest matched token text starting there (if any) is emitted as that
+ * token; the text between such matches is tokenized on its own.  (llama.cpp
+ * instead partitions by one token at a time, longest first; the two agree
+ * unless the texts overlap.)  User-defined tokens are always matched, as in
+ * llama.cpp and Hugging Face's tokenizers (added tokens are split off before
+ * the model sees the text): MPT's runs of spaces, Gemma 3's runs of
+ * newlines.  Control tokens are matched only with parse_special; without it
+ * the merge algorithms never produce control, unknown, unused or byte
+ * tokens from text, so "<s>" typed by a user stays the characters < s > and
+ * round-trips.
  *
  * SPM space prefix.  As in current llama.cpp, with add_space_prefix a space
  * is put in front of every text fragment that starts the input or follows a
@@ -28,8 +29,9 @@
  * SentencePiece does for the text after a special token.
  *
  * Which parse_special setting produced the reference suites
- * (the .out files in ../shared/vocab)?  Their inputs contain no special token text, so
- * both settings give the same ids; test_tokenizer.c checks both.
+ * (llama.cpp's ggml-vocab-*.gguf.out)?  Off (its test-tokenizer-0); their
+ * inputs contain no control token text, so both settings give the same
+ * ids, and test_tokenizer.c checks both.
  */
 #include "tokenizer_int.h"
 
@@ -342,28 +344,33 @@ llm_special_cmp(const void *pa, const void *pb)
 	return a->id < b->id ? -1 : (a->id > b->id);
 }
 
-/* Index the control and user-defined tokens for parse_special. */
+/* Whether token id is matched as a whole string: user-defined always, control with parse_special. */
+static bool
+llm_tokenizer_is_matched(const LlmTokenizer *t, int32_t id, bool parse_special)
+{
+	return t->text_len[id] > 0 && (t->type[id] == LLM_TOKEN_TYPE_USER_DEFINED ||
+								   (parse_special && t->type[id] == LLM_TOKEN_TYPE_CONTROL));
+}
+
+/* Index the tokens llm_tokenize matches as whole strings with or without parse_special. */
 static LlmStatus
-llm_tokenizer_index_special(LlmTokenizer *t, LlmError *err)
+llm_tokenizer_index_special(LlmTokenizer *t, LlmSpecialIndex *idx, bool parse_special, LlmError *err)
 {
 	LlmSpecialKey *keys;
 	int			n = 0;
 
 	for (int32_t id = 0; id < t->n_vocab; id++)
-		if ((t->type[id] == LLM_TOKEN_TYPE_CONTROL || t->type[id] == LLM_TOKEN_TYPE_USER_DEFINED) &&
-			t->text_len[id] > 0)
-			n++;
+		n += llm_tokenizer_is_matched(t, id, parse_special);
 	keys = malloc(((size_t) n + 1) * sizeof(LlmSpecialKey));
-	t->special = malloc(((size_t) n + 1) * sizeof(int32_t));
-	if (keys == NULL || t->special == NULL)
+	idx->ids = malloc(((size_t) n + 1) * sizeof(int32_t));
+	if (keys == NULL || idx->ids == NULL)
 	{
 		free(keys);
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for %d special tokens", n);
 	}
 	n = 0;
 	for (int32_t id = 0; id < t->n_vocab; id++)
-		if ((t->type[id] == LLM_TOKEN_TYPE_CONTROL || t->type[id] == LLM_TOKEN_TYPE_USER_DEFINED) &&
-			t->text_len[id] > 0)
+		if (llm_tokenizer_is_matched(t, id, parse_special))
 		{
 			keys[n].first = (uint8_t) t->text[id][0];
 			keys[n].len = t->text_len[id];
@@ -371,15 +378,15 @@ llm_tokenizer_index_special(LlmTokenizer *t, LlmError *err)
 			n++;
 		}
 	qsort(keys, (size_t) n, sizeof(LlmSpecialKey), llm_special_cmp);
-	memset(t->special_start, 0, sizeof(t->special_start));
+	memset(idx->start, 0, sizeof(idx->start));
 	for (int i = 0; i < n; i++)
 	{
-		t->special[i] = keys[i].id;
-		t->special_start[keys[i].first + 1]++;
+		idx->ids[i] = keys[i].id;
+		idx->start[keys[i].first + 1]++;
 	}
 	for (int b = 0; b < 256; b++)
-		t->special_start[b + 1] += t->special_start[b];
-	t->n_special = n;
+		idx->start[b + 1] += idx->start[b];
+	idx->n = n;
 	free(keys);
 	return LLM_OK;
 }
@@ -449,8 +456,11 @@ llm_spm_unescape(const char *s, size_t len, char *dst)
 /*
  * Compute every token's piece (no piece is longer than its text).  SPM,
  * WordPiece and BPE on raw UTF-8 (Gemma 4's): byte tokens give their byte,
- * normal and user-defined tokens their text with U+2581 as a space (as
- * llama.cpp does); byte-level BPE: GPT-2 code points back to bytes.
+ * normal tokens their text with U+2581 as a space; byte-level BPE: GPT-2
+ * code points back to bytes.  User-defined tokens are their text as it is,
+ * in every kind (as in llama.cpp: llama.cpp's converter stores them so, and
+ * they are matched in the input as that text; DeepSeek's "ü" is the text
+ * "ü", not the byte 0xFC that GPT-2's code point would stand for).
  * Control, unknown and unused tokens are empty.
  */
 static LlmStatus
@@ -474,6 +484,11 @@ llm_tokenizer_make_pieces(LlmTokenizer *t, size_t arena_size, LlmError *err)
 		if (type == LLM_TOKEN_TYPE_CONTROL || type == LLM_TOKEN_TYPE_UNKNOWN ||
 			type == LLM_TOKEN_TYPE_UNUSED)
 			n = 0;
+		else if (type == LLM_TOKEN_TYPE_USER_DEFINED)
+		{
+			memcpy(dst, s, len);
+			n = len;
+		}
 		else if (t->kind != LLM_TOKENIZER_BPE || t->raw_utf8)
 		{
 			int			byte = type == LLM_TOKEN_TYPE_BYTE ? llm_parse_byte_token(s, len) : -1;
@@ -639,6 +654,7 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 	size_t		arena_size = 0;
 	LlmStatus	st;
 	LlmTokenizerKind kind;
+	const char *forced_pre = NULL;
 	bool		spm,
 				wpm;
 
@@ -654,6 +670,12 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 		kind = LLM_TOKENIZER_SPM;
 	else if (strcmp(model, "gpt2") == 0)
 		kind = LLM_TOKENIZER_BPE;
+	else if (strcmp(model, "gemma4") == 0)
+	{
+		/* as in llama.cpp: BPE with Gemma 4's pre-tokenizer, whatever tokenizer.ggml.pre says */
+		kind = LLM_TOKENIZER_BPE;
+		forced_pre = "gemma4";
+	}
 	else if (strcmp(model, "bert") == 0)
 		kind = LLM_TOKENIZER_WPM;
 	else
@@ -691,7 +713,7 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 								  wpm ? 0 : -1, &t->pad, err);
 	/* the pre-tokenizer (BPE) may change the defaults of the flags */
 	if (st == LLM_OK && kind == LLM_TOKENIZER_BPE)
-		st = llm_bpe_init(t, g, err);
+		st = llm_bpe_init(t, g, forced_pre, err);
 	if (st == LLM_OK && wpm)
 		st = llm_wpm_init(t, g, err);
 	if (st == LLM_OK)
@@ -704,7 +726,9 @@ llm_tokenizer_load(const LlmGguf *g, LlmTokenizer **out, LlmError *err)
 		st = llm_tokenizer_get_flag(g, "tokenizer.ggml.add_space_prefix", spm,
 									&t->add_space_prefix, err);
 	if (st == LLM_OK)
-		st = llm_tokenizer_index_special(t, err);
+		st = llm_tokenizer_index_special(t, &t->special, true, err);
+	if (st == LLM_OK)
+		st = llm_tokenizer_index_special(t, &t->user, false, err);
 	if (st == LLM_OK)
 		st = llm_tokenizer_make_pieces(t, arena_size, err);
 	if (st == LLM_OK)
@@ -741,19 +765,21 @@ llm_tokenizer_free(LlmTokenizer *t)
 	free(t->piece);
 	free(t->piece_len);
 	free(t->eog);
-	free(t->special);
+	free(t->special.ids);
+	free(t->user.ids);
 	free(t);
 }
 
-/* The longest special token whose text starts s (len > 0 bytes), or -1; *mlen gets its length. */
+/* The longest token of idx whose text starts s (len > 0 bytes), or -1; *mlen gets its length. */
 static int32_t
-llm_tokenizer_match_special(const LlmTokenizer *t, const char *s, size_t len, size_t *mlen)
+llm_tokenizer_match_special(const LlmTokenizer *t, const LlmSpecialIndex *idx,
+							const char *s, size_t len, size_t *mlen)
 {
 	uint8_t		b = (uint8_t) s[0];
 
-	for (int32_t i = t->special_start[b]; i < t->special_start[b + 1]; i++)
+	for (int32_t i = idx->start[b]; i < idx->start[b + 1]; i++)
 	{
-		int32_t		id = t->special[i];
+		int32_t		id = idx->ids[i];
 		size_t		n = t->text_len[id];
 
 		if (n <= len && memcmp(s, t->text[id], n) == 0)
@@ -796,6 +822,7 @@ llm_tokenize_marked(const LlmTokenizer *t, const char *text, size_t len,
 	LlmStatus	st = LLM_OK;
 	bool		after_special = true;
 	size_t		frag = 0;
+	const LlmSpecialIndex *idx;
 
 	if (t == NULL || ids == NULL || n_ids == NULL || (text == NULL && len > 0))
 		return llm_error_set(err, LLM_ERR_INVALID, "llm_tokenize needs a tokenizer, text and result pointers");
@@ -804,21 +831,23 @@ llm_tokenize_marked(const LlmTokenizer *t, const char *text, size_t len,
 	if (len > (size_t) INT32_MAX / 4)
 		return llm_error_set(err, LLM_ERR_LIMIT, "text of %zu bytes is too long to tokenize", len);
 
+	idx = parse_special ? &t->special : &t->user;
 	if (add_bos && t->bos >= 0)
 		st = llm_tokbuf_push(&buf, t->bos, err);
-	if (st == LLM_OK && parse_special && t->n_special > 0)
+	if (st == LLM_OK && (idx->n > 0 || (plain != NULL && t->user.n > 0)))
 	{
 		size_t		pos = 0;
 
 		while (pos < len && st == LLM_OK)
 		{
 			size_t		mlen = 0;
-			int32_t		id = (plain != NULL && plain[pos]) ? -1 :
-				llm_tokenizer_match_special(t, text + pos, len - pos, &mlen);
+			/* in plain text (user text of a chat) only user-defined tokens, never control ones */
+			const LlmSpecialIndex *here = (plain != NULL && plain[pos]) ? &t->user : idx;
+			int32_t		id = llm_tokenizer_match_special(t, here, text + pos, len - pos, &mlen);
 
-			/* a control token's text that runs into plain text is text */
-			if (id >= 0 && plain != NULL && memchr(plain + pos, 1, mlen) != NULL)
-				id = -1;
+			/* a control token's text that runs into plain text is not one */
+			if (id >= 0 && here != &t->user && plain != NULL && memchr(plain + pos, 1, mlen) != NULL)
+				id = llm_tokenizer_match_special(t, &t->user, text + pos, len - pos, &mlen);
 			if (id < 0)
 			{
 				pos++;

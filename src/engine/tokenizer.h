@@ -11,14 +11,17 @@
  * regular expressions of the pre-tokenizer tokenizer.ggml.pre names (any of
  * llama.cpp's; PCRE2, Unicode-aware), each piece mapped byte by byte to
  * printable code points, then merged by merge rank (tokenizer.ggml.merges).
+ * tokenizer.ggml.model = "gemma4" is the same with Gemma 4's pre-tokenizer,
+ * whatever tokenizer.ggml.pre says (as llama.cpp reads it).
  *
  * tokenizer.ggml.model = "bert": WordPiece.  The text is lower-cased and
  * stripped of accents, split at whitespace and around punctuation and CJK
  * characters, and each word, written with a leading U+2581, is cut into the
  * longest vocabulary tokens from the left; a word that cannot be is [UNK].
  *
- * Control and user-defined tokens (token types 3 and 4) are matched as whole
- * strings in the input when parse_special is set; otherwise they are text.
+ * User-defined tokens (token type 4) are always matched as whole strings in
+ * the input, as in llama.cpp; control tokens (type 3) only when
+ * parse_special is set, otherwise they are text.
  */
 #ifndef LLM_TOKENIZER_H
 #define LLM_TOKENIZER_H
@@ -57,11 +60,12 @@ LlmStatus	llm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 						 int32_t **ids, int *n_ids, LlmError *err);
 
 /*
- * llm_tokenize() where special tokens are recognised (parse_special) only
+ * llm_tokenize() where control tokens are recognised (parse_special) only
  * outside the bytes marked in plain (len bytes, non-zero: plain text; NULL:
- * none), which are tokenized together with the text around them: a chat
- * rendering whose user text must never become control tokens, split only
- * where the template's own control tokens stand, as Hugging Face splits it.
+ * none); user-defined tokens are matched everywhere, as always.  Plain text
+ * is tokenized together with the text around it: a chat rendering whose
+ * user text must never become control tokens, split only where the
+ * template's own control tokens stand, as Hugging Face splits it.
  */
 LlmStatus	llm_tokenize_marked(const LlmTokenizer *t, const char *text, size_t len,
 								bool add_bos, bool parse_special, const uint8_t *plain,

@@ -83,9 +83,11 @@
  * Pre-tokenizers.  Every tokenizer.ggml.pre value of llama.cpp's table is
  * known (tokenizer_pre.c); a value it does not know is refused, as llama.cpp
  * refuses it, and a missing key selects llama.cpp's default pre-tokenizer.
- * GPT-2's, Llama 3's (llama-bpe), Qwen2's and Command-R's (StarCoder's
- * group) are checked against llama.cpp's reference suites (../shared/vocab,
- * each with its own vocabulary); every name but "whitespace" (which
+ * Those of llama.cpp's reference suites (models/ggml-vocab-*, each with its
+ * own vocabulary: command-r, deepseek-coder, deepseek-llm, falcon, gemma4,
+ * gpt-2, llama-bpe, mpt, qwen2, qwen35, refact, starcoder) are checked
+ * against them (../shared/vocab, and tools/fetch-vocab.sh's copy of all of
+ * them); every name but "whitespace" (which
  * llama-tokenize aborts on) against llama-tokenize's ids with the llama-bpe
  * vocabulary (test/data/pre_reference.tsv); and simple rules piece by piece
  * (test_tokenizer.c).
@@ -380,15 +382,25 @@ llm_bpe_use_pre(LlmTokenizer *t, const char *name, LlmError *err)
 	return llm_bpe_compile(t, p != NULL ? p->name : "default", err);
 }
 
-/* Set up byte-level BPE: byte table, merges and the pre-tokenizer. */
+/*
+ * Set up byte-level BPE: byte table, merges and the pre-tokenizer, which is
+ * forced_pre when not NULL (a tokenizer model that implies its own, as
+ * llama.cpp's "gemma4" does), else the one tokenizer.ggml.pre names.
+ */
 LlmStatus
-llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, LlmError *err)
+llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, const char *forced_pre, LlmError *err)
 {
 	char	   *pre = NULL;
 	LlmStatus	st;
 
 	llm_bpe_init_bytes(t);
-	if (llm_gguf_get(g, "tokenizer.ggml.pre") != NULL)
+	if (forced_pre != NULL)
+	{
+		pre = strdup(forced_pre);
+		if (pre == NULL)
+			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for a pre-tokenizer name");
+	}
+	else if (llm_gguf_get(g, "tokenizer.ggml.pre") != NULL)
 	{
 		st = llm_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err);
 		if (st != LLM_OK)

@@ -121,6 +121,17 @@ typedef struct LlmBigramHeap
 	size_t		cap;
 } LlmBigramHeap;
 
+/*
+ * Tokens matched as whole strings in the input: ids sorted by first byte,
+ * then longest first; start[b] .. start[b + 1] are those starting with b.
+ */
+typedef struct LlmSpecialIndex
+{
+	int32_t    *ids;			/* (n) */
+	int			n;
+	int32_t		start[257];
+} LlmSpecialIndex;
+
 struct LlmTokenizer
 {
 	LlmTokenizerKind kind;
@@ -150,14 +161,9 @@ struct LlmTokenizer
 	bool		add_space_prefix;	/* SPM: prepend a space to text at the start */
 	uint8_t    *eog;			/* (n_vocab) 1 when the token ends generation */
 
-	/*
-	 * Control and user-defined tokens matched in the input with
-	 * parse_special: ids sorted by first byte, then longest first;
-	 * special_start[b] .. special_start[b + 1] are those starting with b.
-	 */
-	int32_t    *special;		/* (n_special) */
-	int			n_special;
-	int32_t		special_start[257];
+	/* tokens matched as whole strings in the input (tokenizer.c) */
+	LlmSpecialIndex special;	/* control and user-defined: with parse_special */
+	LlmSpecialIndex user;		/* user-defined only: without it */
 
 	/* SPM and raw BPE: the token for each byte (<0xNN>, else the one-byte text), or -1 */
 	int32_t		byte_token[256];
@@ -203,7 +209,7 @@ LlmStatus	llm_spm_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 								  bool space_prefix, LlmTokBuf *out, LlmError *err);
 
 /* tokenizer_bpe.c */
-LlmStatus	llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, LlmError *err);
+LlmStatus	llm_bpe_init(LlmTokenizer *t, const LlmGguf *g, const char *forced_pre, LlmError *err);
 void		llm_bpe_free(LlmTokenizer *t);
 LlmStatus	llm_bpe_tokenize(const LlmTokenizer *t, const char *text, size_t len,
 								  LlmTokBuf *out, LlmError *err);
