@@ -1,4 +1,4 @@
-# The extension as a package: an installed 1.0 or 1.1 upgrades to the same
+# The extension as a package: an installed 1.0, 1.1 or 1.2 upgrades to the same
 # objects as a fresh install, and the new library serves their definitions;
 # no role can take over its SQL functions through its search_path (not even
 # inside another role's SECURITY DEFINER function);
@@ -67,17 +67,19 @@ GROUP BY e.extversion, e.extrelocatable, e.extnamespace};
 $node->safe_psql('postgres', 'CREATE DATABASE upgraded');
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('postgres', 'CREATE DATABASE from_1_1');
+$node->safe_psql('postgres', 'CREATE DATABASE from_1_2');
 $node->safe_psql('upgraded', "CREATE EXTENSION llm VERSION '1.0'");
 $node->safe_psql('from_1_1', "CREATE EXTENSION llm VERSION '1.1'");
+$node->safe_psql('from_1_2', "CREATE EXTENSION llm VERSION '1.2'");
 $node->safe_psql('fresh', 'CREATE EXTENSION llm');
 
 is($node->safe_psql('fresh', 'SELECT extversion FROM pg_extension WHERE extname = $$llm$$'),
-	'1.2', 'a fresh install is version 1.2');
+	'1.3', 'a fresh install is version 1.3');
 my @old_status = split /\|/, $node->safe_psql('upgraded', 'SELECT * FROM llm_worker_status()'), -1;
 is(scalar @old_status, 13, "1.0's llm_worker_status() still gives its 13 columns from the new library");
 
 # llm_generate_batch: a prompt over the context fails; NULL by on_error, and
-# 1.2 says why in its error column, which 1.0 and 1.1 lack
+# 1.2 and later say why in its error column, which 1.0 and 1.1 lack
 my $failing = "SELECT * FROM llm_generate_batch(ARRAY['Once upon a time', repeat('Once upon a time ', 700)], 2, "
   . "on_error => 'null') ORDER BY ord";
 for my $db ('upgraded', 'from_1_1')
@@ -87,9 +89,9 @@ for my $db ('upgraded', 'from_1_1')
 	like($rows[1], qr/^2\|\|\d+\|0\|error$/, "$db: a failed prompt: NULL completion, finish_reason error");
 }
 my @rows = split /\n/, $node->safe_psql('fresh', $failing);
-like($rows[0], qr/^1\|.+\|5\|2\|length\|$/, '1.2: an answered prompt has no error');
+like($rows[0], qr/^1\|.+\|5\|2\|length\|$/, '1.3: an answered prompt has no error');
 like($rows[1], qr/^2\|\|0\|0\|error\|prompt is too long: The prompt has \d+ tokens; the model's context length is \d+\.$/,
-	"1.2: a failed prompt has the error's message and detail ($rows[1])");
+	"1.3: a failed prompt has the error's message and detail ($rows[1])");
 
 # ---- search_path: a hostile role and a superuser's SECURITY DEFINER function ----
 my $schema = '{"type":"object","properties":{"who":{"type":"string","maxLength":12}},"required":["who"]}';
@@ -125,6 +127,14 @@ BEGIN
 END
 \$\$;
 CREATE OPERATOR evil.|| (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.cat);
+-- and the outline llm_extract shows the model (1.3)
+CREATE FUNCTION evil.llm_schema_outline(schema jsonb) RETURNS jsonb LANGUAGE plpgsql
+AS \$\$
+BEGIN
+    INSERT INTO evil.loot VALUES (current_user, 'ran llm_schema_outline');
+    RETURN schema;
+END
+\$\$;
 GRANT SELECT ON evil.loot TO PUBLIC;
 RESET ROLE;
 };
@@ -147,13 +157,15 @@ is($node->safe_psql('upgraded', 'SELECT string_agg(DISTINCT what, \',\' ORDER BY
 $node->safe_psql('upgraded', 'ALTER EXTENSION llm UPDATE');
 $node->safe_psql('upgraded', 'TRUNCATE evil.loot');
 is($node->safe_psql('upgraded', 'SELECT extversion FROM pg_extension WHERE extname = $$llm$$'),
-	'1.2', 'ALTER EXTENSION llm UPDATE goes to 1.2');
+	'1.3', 'ALTER EXTENSION llm UPDATE goes to 1.3');
 my $fresh_objects = $node->safe_psql('fresh', $objects_sql);
 cmp_ok(scalar(() = $fresh_objects =~ /^function /mg), '>=', 15, 'the catalog listing sees the functions');
 is($node->safe_psql('upgraded', $objects_sql), $fresh_objects,
-	'1.0 updated to 1.2 has the same objects, definitions, comments and privileges as a fresh 1.2');
+	'1.0 updated to 1.3 has the same objects, definitions, comments and privileges as a fresh 1.3');
 $node->safe_psql('from_1_1', 'ALTER EXTENSION llm UPDATE');
-is($node->safe_psql('from_1_1', $objects_sql), $fresh_objects, '1.1 updated to 1.2 has them too');
+is($node->safe_psql('from_1_1', $objects_sql), $fresh_objects, '1.1 updated to 1.3 has them too');
+$node->safe_psql('from_1_2', 'ALTER EXTENSION llm UPDATE');
+is($node->safe_psql('from_1_2', $objects_sql), $fresh_objects, '1.2 updated to 1.3 has them too');
 is(scalar(split /\|/, $node->safe_psql('upgraded', 'SELECT * FROM llm_worker_status()'), -1), 15,
 	"the updated llm_worker_status() has 15 columns");
 
