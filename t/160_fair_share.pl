@@ -203,11 +203,12 @@ SKIP:
 	$sn->safe_psql('postgres', 'CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN');
 	my $hello = "SELECT llm_generate('Hello', max_tokens => 4)";
 	# bob's request as he sees it: the finished query, with its engine steps
+	# and its time from being sent (psql's \timing, without psql's start)
 	my $bob = sub {
 		my $steps = llm_stat($sn, 'steps');
-		my $q = llm_finish_query(llm_start_query_as($sn, 'bob', $hello));
+		my $q = llm_finish_query(llm_start_query_as($sn, 'bob', '\timing on', $hello));
 		$q->{steps} = llm_stat($sn, 'steps') - $steps;
-		$q->{elapsed} = $q->{end} - $q->{start};
+		$q->{elapsed} = $q->{out} =~ s/\nTime: ([0-9.]+) ms.*//s ? $1 / 1000 : 9e9;
 		return $q;
 	};
 	my $alone = $bob->();
