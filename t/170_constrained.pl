@@ -3,7 +3,8 @@
 # jsonb alone, from four concurrent sessions and over a table in one batch;
 # every output validates (the keys and types of the schema); a cancelled
 # constrained batch frees the worker and its KV cache; an output cut by
-# max_tokens is an error, or NULL with on_error => 'null'.  tools/pg-test.sh
+# max_tokens is an error, or NULL with on_error => 'null'; an enum of 5,000
+# places works through llm_extract.  tools/pg-test.sh
 # passes the models' folder as LLM_REAL_MODEL_DIR.
 use strict;
 use warnings;
@@ -79,6 +80,22 @@ is($node->safe_psql('postgres', extract_sql($texts[0])), $alone[0], 'after the c
 like($err, qr/reached max_tokens before it was complete/, 'a cut output is an error');
 is($node->safe_psql('postgres', "SELECT llm_extract('$texts[0]', $schema, max_tokens => 5, on_error => 'null') IS NULL"),
 	't', "with on_error => 'null' it is NULL");
+
+# an enum of 5,000 places in the schema: llm_extract's prompt shows it as a
+# note of its size (llm_schema_outline), where written out it made the
+# prompt longer than the context, and the grammar writes the place the text
+# names (Berlin, after 2,500 towns, or Town 4321)
+my $places = q{jsonb_build_object('type', 'object', 'required', '["name", "city"]'::jsonb, 'properties', }
+  . q{jsonb_build_object('name', '{"type": "string", "maxLength": 20}'::jsonb, 'city', jsonb_build_object('enum', }
+  . q{(SELECT jsonb_agg(c ORDER BY k) FROM (SELECT 'Town ' || i, i FROM generate_series(1, 4999) i }
+  . q{UNION ALL SELECT 'Berlin', 2500.5) s(c, k)))))};
+is($node->safe_psql('postgres',
+		"SELECT string_agg(llm_extract(t, $places, max_tokens => 64)::text, '|' ORDER BY t) "
+		  . "FROM (VALUES ('Bob, 45, moved to Berlin last year.'), ('Ann lives in Town 4321.')) v(t)"),
+	'{"city": "Town 4321", "name": "Ann"}|{"city": "Berlin", "name": "Bob"}',
+	'llm_extract with an enum of 5,000 places writes the place each text names');
+like($node->safe_psql('postgres', "SELECT llm_schema_outline($places)::text"), qr/"city": \{"enum": \["\.\.\. 5000 values"\]\}/,
+	'the prompt shows the enum as a note of its size');
 
 $node->stop;
 done_testing();

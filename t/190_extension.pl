@@ -1,6 +1,6 @@
 # The extension as a package: an installed 1.0, 1.1 or 1.2 upgrades to the
 # same objects as a fresh install, and the new library serves their
-# definitions (1.3 adds llm_chat);
+# definitions (1.3 adds llm_chat and llm_schema_outline);
 # no role can take over its SQL functions through its search_path (not even
 # inside another role's SECURITY DEFINER function);
 # it works in a schema of its own that is not in the search_path, and it
@@ -80,7 +80,7 @@ my @old_status = split /\|/, $node->safe_psql('upgraded', 'SELECT * FROM llm_wor
 is(scalar @old_status, 13, "1.0's llm_worker_status() still gives its 13 columns from the new library");
 
 # llm_generate_batch: a prompt over the context fails; NULL by on_error, and
-# 1.2 says why in its error column, which 1.0 and 1.1 lack
+# 1.2 and later say why in its error column, which 1.0 and 1.1 lack
 my $failing = "SELECT * FROM llm_generate_batch(ARRAY['Once upon a time', repeat('Once upon a time ', 700)], 2, "
   . "on_error => 'null') ORDER BY ord";
 for my $db ('upgraded', 'from_1_1')
@@ -90,9 +90,9 @@ for my $db ('upgraded', 'from_1_1')
 	like($rows[1], qr/^2\|\|\d+\|0\|error$/, "$db: a failed prompt: NULL completion, finish_reason error");
 }
 my @rows = split /\n/, $node->safe_psql('fresh', $failing);
-like($rows[0], qr/^1\|.+\|5\|2\|length\|$/, '1.2: an answered prompt has no error');
+like($rows[0], qr/^1\|.+\|5\|2\|length\|$/, '1.3: an answered prompt has no error');
 like($rows[1], qr/^2\|\|0\|0\|error\|prompt is too long: The prompt has \d+ tokens; the model's context length is \d+\.$/,
-	"1.2: a failed prompt has the error's message and detail ($rows[1])");
+	"1.3: a failed prompt has the error's message and detail ($rows[1])");
 
 # llm_chat is new in 1.3
 my $has_chat = q{SELECT count(*) FROM pg_proc WHERE proname = 'llm_chat'};
@@ -133,6 +133,14 @@ BEGIN
 END
 \$\$;
 CREATE OPERATOR evil.|| (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.cat);
+-- and the outline llm_extract shows the model (1.3)
+CREATE FUNCTION evil.llm_schema_outline(schema jsonb) RETURNS jsonb LANGUAGE plpgsql
+AS \$\$
+BEGIN
+    INSERT INTO evil.loot VALUES (current_user, 'ran llm_schema_outline');
+    RETURN schema;
+END
+\$\$;
 GRANT SELECT ON evil.loot TO PUBLIC;
 RESET ROLE;
 };

@@ -409,6 +409,138 @@ check_large_literals(LlmModel *m, const char *name)
 	free(schema);
 }
 
+/* Syllables of the place names of check_enum_in_object: UTF-8, spaces, a quote, a backslash. */
+static const char *const place_syllables[] = {
+	"ber", "lin", "m\xc3\xbcn", "chen", "ham", "burg", "par", "is", "lon", "don", "ro", "me", "ma", "drid",
+	"vi", "en", "na", "S\xc3\xa3o ", "New ", "San ", "\"q\" ", "a\\b"
+};
+
+#define N_PLACE_SYLLABLES ((int) (sizeof(place_syllables) / sizeof(place_syllables[0])))
+
+/* Place name i: two syllables for the first 22 * 22, then three (so some are prefixes of others). */
+static void
+place_name(int i, char *out)
+{
+	int			digits[3] = {i / (N_PLACE_SYLLABLES * N_PLACE_SYLLABLES) % N_PLACE_SYLLABLES,
+		i / N_PLACE_SYLLABLES % N_PLACE_SYLLABLES, i % N_PLACE_SYLLABLES};
+
+	out[0] = '\0';
+	for (int d = i < N_PLACE_SYLLABLES * N_PLACE_SYLLABLES ? 1 : 0; d < 3; d++)
+		strcat(out, place_syllables[digits[d]]);
+}
+
+/* Whether v is a string that is place_name(i) for some i < n. */
+static bool
+is_place(const LlmJson *v, int n)
+{
+	char		place[64];
+
+	if (v == NULL || v->type != LLM_JSON_STRING)
+		return false;
+	for (int i = 0; i < n; i++)
+	{
+		place_name(i, place);
+		if (strlen(place) == v->len && memcmp(place, v->str, v->len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * An enum of 5,000 place names in the middle of an object, between a string
+ * and an integer range, and again as an array's items: UTF-8, spaces,
+ * quotes and backslashes (escaped in the output), names that are prefixes
+ * of others.  Greedy and sampled, each output that completes parses and its
+ * values are places; the masks against the reference along a random walk.
+ * (Issue 37 had such an enum reported to fail in the worker: what failed
+ * was llm_extract's prompt, which held the schema's whole text.)
+ */
+static void
+check_enum_in_object(LlmModel *m, const char *name, int max_tokens)
+{
+	enum
+	{
+		N_PLACES = 5000,
+		N_RUNS = 4
+	};
+	char	   *list = malloc(N_PLACES * 48);
+	char	   *schema = malloc(2 * N_PLACES * 48 + 512);
+	char		place[64];
+	size_t		at = 0;
+	LlmEngine  *e = test_engine_new(m, N_RUNS, 512);
+	Outcome		out[N_RUNS];
+	int64_t		rid[N_RUNS];
+	LlmStatus	st;
+	int			n_complete = 0;
+
+	for (int i = 0; i < N_PLACES; i++)
+	{
+		place_name(i, place);
+		if (i > 0)
+			list[at++] = ',';
+		list[at++] = '"';
+		for (const char *c = place; *c; c++)
+		{
+			if (*c == '"' || *c == '\\')
+				list[at++] = '\\';
+			list[at++] = *c;
+		}
+		list[at++] = '"';
+	}
+	list[at] = '\0';
+	sprintf(schema, "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":12},"
+			"\"city\":{\"enum\":[%s]},\"age\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":120},"
+			"\"visited\":{\"type\":\"array\",\"items\":{\"enum\":[%s]},\"maxItems\":2}},"
+			"\"required\":[\"name\",\"city\",\"age\",\"visited\"]}", list, list);
+
+	memset(out, 0, sizeof(out));
+	for (int i = 0; i < N_RUNS; i++)
+	{
+		rid[i] = add_constrained(e, m, i % 2 ? "Anna lives in Berlin." : "Once upon a time", LLM_GRAMMAR_JSON_SCHEMA,
+								 schema, strlen(schema), max_tokens, i < 2 ? 0 : 1.0f, (uint64_t) i, &st);
+		TEST_CHECK(st == LLM_OK, "%s: an enum of 5000 places in an object is queued", name);
+	}
+	test_run_to_idle(e);
+	collect(e, rid, out, N_RUNS);
+	for (int i = 0; i < N_RUNS; i++)
+	{
+		LlmJson    *v = NULL;
+		const LlmJson *visited;
+		bool		places;
+
+		TEST_CHECK(out[i].text != NULL, "%s: enum in an object, request %d finished", name, i);
+		if (out[i].text == NULL)
+			continue;
+		if (out[i].reason == LLM_FINISH_ERROR)
+		{
+			/* only a small model's long name or number may run past max_tokens, never the grammar */
+			TEST_CHECK(out[i].status == LLM_ERR_LIMIT && strstr(out[i].text, "\"name\"") != NULL,
+					   "%s: enum in an object, request %d fails only by max_tokens: %s", name, i, out[i].text);
+			free(out[i].text);
+			continue;
+		}
+		TEST_CHECK(out[i].reason == LLM_FINISH_STOP &&
+				   llm_json_parse(out[i].text, strlen(out[i].text), &v, NULL) == LLM_OK,
+				   "%s: enum in an object, output %d parses: %s", name, i, out[i].text);
+		visited = llm_json_member(v, "visited");
+		places = is_place(llm_json_member(v, "city"), N_PLACES) && visited != NULL &&
+			visited->type == LLM_JSON_ARRAY;
+		for (int k = 0; places && k < visited->n; k++)
+			places = is_place(&visited->items[k], N_PLACES);
+		TEST_CHECK(places, "%s: enum in an object, output %d has places for city and visited: %s", name, i,
+				   out[i].text);
+		n_complete++;
+		llm_json_free(v);
+		free(out[i].text);
+	}
+	printf("%s: an enum of %d places in an object, %d of %d outputs complete\n", name, N_PLACES, n_complete, N_RUNS);
+	TEST_CHECK(n_complete > 0, "%s: some output with the enum in an object completes", name);
+	llm_engine_free(e);
+	check_masks(m, schema, 40, LLM_CONSTRAINT_BUDGET_BYTES);
+	free(list);
+	free(schema);
+}
+
 /*
  * The greedy shortcut (argmax over the allowed tokens only) against the
  * masked sampler, which logprobs forces: the same tokens for every schema.
@@ -493,6 +625,7 @@ main(void)
 	check_greedy_paths(m);
 	check_requests(m);
 	check_large_literals(m, "stories260K");
+	check_enum_in_object(m, "stories260K", 200);
 	llm_model_free(m);
 
 	/* a BPE vocabulary of 49k tokens (LLM_TEST_SMOLLM2, from tools/fetch-model.sh), on fewer steps */
@@ -503,6 +636,7 @@ main(void)
 		check_masks(m, schemas[2], 12, LLM_CONSTRAINT_BUDGET_BYTES);
 		check_masks(m, schemas[5], 12, LLM_CONSTRAINT_BUDGET_BYTES);
 		check_large_literals(m, "SmolLM2-135M");
+		check_enum_in_object(m, "SmolLM2-135M", 96);
 		printf("SmolLM2-135M: masks checked against the reference\n");
 		llm_model_free(m);
 	}
