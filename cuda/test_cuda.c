@@ -18,7 +18,7 @@
  *   2e-2  cuBLAS's BF16 path (activations, and non-BF16 weights, rounded to
  *         bfloat16: 8 significant bits);
  *   exact the KV cache's stored bytes (F32, F16, INT8 with its scales),
- *         decoded embedding rows, argmax, gathers.
+ *         decoded embedding rows, argmax, gathers, bias adds.
  *
  * Without a CUDA device (or driver) it prints "SKIP: no CUDA device" and
  * passes.  Under the CPU emulator (cuda/emu) the same program runs the
@@ -526,7 +526,12 @@ test_matmul(void)
 
 /* ---- the small ops ---- */
 
-/* RMSNorm, both weight conventions, into another buffer and in place. */
+/*
+ * RMSNorm, both weight conventions, into another buffer and in place, and
+ * of rows whose mean square is near eps.  Mutation check, by hand: add
+ * 10 * eps instead of eps in rmsnorm_kernel (elementwise.cu) and the last
+ * fail (the rows of magnitude 3 do not see it).
+ */
 static void
 test_rmsnorm(void)
 {
@@ -534,11 +539,13 @@ test_rmsnorm(void)
 
 	for (int d = 0; d < 4; d++)
 		for (int add_one = 0; add_one < 2; add_one++)
-			for (int inplace = 0; inplace < 2; inplace++)
+			for (int pass = 0; pass < 3; pass++)
 			{
 				int			n = 7;
 				int			dim = dims[d];
-				float	   *x = rand_floats((size_t) n * dim, 3.0f);
+				bool		inplace = pass > 0;
+				/* the third pass: rows whose mean square is near eps, where a wrong epsilon shows */
+				float	   *x = rand_floats((size_t) n * dim, pass == 2 ? 2e-3f : 3.0f);
 				float	   *w = keep(rand_floats((size_t) dim, 1.0f));
 				float	   *want = malloc((size_t) n * dim * sizeof(float));
 				float	   *xd = dev_from(x, (size_t) n * dim);
@@ -581,6 +588,41 @@ test_rope(void)
 			llm_cpu_ref_ops.rope(cpu, x, pos, n, heads, hd, rope_dim, freq, mode ? LLM_ROPE_NEOX : LLM_ROPE_ADJACENT);
 			got = dev_read(xd, (size_t) n * heads * hd);
 			check_close("rope", "", got, x, (size_t) n * heads * hd, TOL_FLOAT);
+			dev_free(xd, NULL, NULL);
+			free(x);
+			free(got);
+		}
+}
+
+/*
+ * Bias adds (qwen2's Q, K and V) of widths that are and are not multiples
+ * of a block, over 1 to 40 rows: the same bits as the reference's one add
+ * per element.  Mutation checks, by hand: index b by (i + 1) % width in
+ * add_bias_kernel (elementwise.cu), or stop its loop at total - 1, and
+ * this fails, as would a random qwen2's forward.
+ */
+static void
+test_add_bias(void)
+{
+	static const int widths[] = {896, 128, 333};
+	static const int rows[] = {1, 7, 40};
+
+	for (size_t wi = 0; wi < sizeof(widths) / sizeof(widths[0]); wi++)
+		for (size_t ri = 0; ri < sizeof(rows) / sizeof(rows[0]); ri++)
+		{
+			int			width = widths[wi];
+			int			n = rows[ri];
+			float	   *x = rand_floats((size_t) n * width, 4.0f);
+			float	   *b = keep(rand_floats((size_t) width, 1.0f));	/* the device copy is keyed by address */
+			float	   *xd = dev_from(x, (size_t) n * width);
+			float	   *got;
+			char		lab[64];
+
+			llm_cpu_ref_ops.add_bias(cpu, x, b, n, width);
+			gpu->ops->add_bias(gpu, xd, b, n, width);
+			got = dev_read(xd, (size_t) n * width);
+			snprintf(lab, sizeof(lab), "%d rows of %d", n, width);
+			check_close("add_bias", lab, got, x, (size_t) n * width, 0.0);
 			dev_free(xd, NULL, NULL);
 			free(x);
 			free(got);
@@ -1823,6 +1865,7 @@ main(int argc, char **argv)
 		test_rmsnorm();
 		test_rope();
 		test_elementwise();
+		test_add_bias();
 		test_sampling();
 	}
 	if (only == NULL || strcmp(only, "ops") == 0 || strcmp(only, "fused") == 0)
