@@ -230,6 +230,17 @@ cuda_add(LlmBackend *be, float *x, const float *y, int64_t n)
 		cuda_ok(cb, llm_cuda_add(x, y, n, cb->stream), "kernel add");
 }
 
+/* x (n, width) += b (host, width) on every row. */
+static void
+cuda_add_bias(LlmBackend *be, float *x, const float *b, int n, int width)
+{
+	CudaBackend *cb = cuda_of(be);
+	const float *bd;
+
+	if (live(cb) && (bd = cuda_const(cb, b, (size_t) width)) != NULL)
+		cuda_ok(cb, llm_cuda_add_bias(x, bd, n, width, cb->stream), "kernel add_bias");
+}
+
 /* Rows idx (host) of x. */
 static void
 cuda_gather_rows(LlmBackend *be, const float *x, const int32_t *idx, int n, int width, float *out)
@@ -396,6 +407,7 @@ llm_cuda_device_name(const LlmBackend *be)
 	.kv_move = cuda_kv_move, \
 	.glu = cuda_glu, \
 	.add = cuda_add, \
+	.add_bias = cuda_add_bias, \
 	.alloc = cuda_alloc, \
 	.free = cuda_free, \
 	.to_host = cuda_to_host, \

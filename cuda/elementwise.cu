@@ -1,12 +1,12 @@
 /*
  * elementwise.cu
  *		The small ops between the matmuls: RMSNorm, RoPE, the gated
- *		activations (SwiGLU, GeGLU), residual adds, the logits' soft cap and
- *		gathering rows; and two fusions of them (fused.c): a residual add with
- *		the RMSNorm that reads its sum, and RoPE of Q and K in one launch.
- *		Each follows its scalar reference in cpu/ops_ref.c expression for
- *		expression (RMSNorm's sum of squares is a tree here, so only it
- *		rounds differently).
+ *		activations (SwiGLU, GeGLU), residual and bias adds, the logits' soft
+ *		cap and gathering rows; and two fusions of them (fused.c): a residual
+ *		add with the RMSNorm that reads its sum, and RoPE of Q and K in one
+ *		launch.  Each follows its scalar reference in cpu/ops_ref.c
+ *		expression for expression (RMSNorm's sum of squares is a tree here,
+ *		so only it rounds differently).
  */
 #include "common.cuh"
 
@@ -196,6 +196,31 @@ llm_cuda_add(float *x, const float *y, int64_t n, cudaStream_t st)
 	LLM_CHECK_DEV(x);
 	LLM_CHECK_DEV(y);
 	LLM_LAUNCH(add_kernel, elem_blocks(n), 256, 0, st, x, y, n);
+	return cudaGetLastError();
+}
+
+/* x (n, width) += b on every row, element-wise: one add per element, as the reference does it. */
+__global__ void
+add_bias_kernel(float *x, const float *__restrict__ b, int64_t total, int width)
+{
+	pdl_wait();
+	pdl_launch_next();
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < total;
+		 i += (int64_t) gridDim.x * blockDim.x)
+		x[i] += b[i % width];
+}
+
+/* x (n, width) += b (width) on every row (qwen2's Q/K/V biases). */
+cudaError_t
+llm_cuda_add_bias(float *x, const float *b, int n, int width, cudaStream_t st)
+{
+	int64_t		total = (int64_t) n * width;
+
+	LLM_CHECK_DEV(x);
+	LLM_CHECK_DEV(b);
+	if (total < 1)
+		return cudaSuccess;
+	LLM_LAUNCH(add_bias_kernel, elem_blocks(total), 256, 0, st, x, b, total, width);
 	return cudaGetLastError();
 }
 

@@ -130,6 +130,9 @@ cudaError_t llm_cuda_glu(const float *gate, const float *up, float *out, int64_t
 /* x (n) += y (n). */
 cudaError_t llm_cuda_add(float *x, const float *y, int64_t n, cudaStream_t st);
 
+/* x (n, width) += b (width) on every row. */
+cudaError_t llm_cuda_add_bias(float *x, const float *b, int n, int width, cudaStream_t st);
+
 /* x (n) = cap * tanh(x / cap). */
 cudaError_t llm_cuda_softcap(float *x, int64_t n, float cap, cudaStream_t st);
 

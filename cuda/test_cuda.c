@@ -1,7 +1,9 @@
 /*
  * test_cuda.c
  *		The CUDA backend against the CPU's scalar reference, op by op, then
- *		whole forward passes, then stories260K's golden greedy text.
+ *		whole forward passes (stories260K, Gemma 3 270M, and a random model
+ *		of every other architecture), then stories260K's golden greedy text
+ *		and SmolLM2's and Gemma 3's greedy text token for token.
  *
  * Every op gets fresh random inputs; its device output is poisoned with
  * NaN before the run, so an element the kernel never wrote fails; the
@@ -18,7 +20,8 @@
  *   2e-2  cuBLAS's BF16 path (activations, and non-BF16 weights, rounded to
  *         bfloat16: 8 significant bits);
  *   exact the KV cache's stored bytes (F32, F16, INT8 with its scales),
- *         decoded embedding rows, argmax, gathers.
+ *         decoded embedding rows, argmax, gathers, bias adds; greedy
+ *         tokens.
  *
  * Without a CUDA device (or driver) it prints "SKIP: no CUDA device" and
  * passes.  Under the CPU emulator (cuda/emu) the same program runs the
@@ -526,7 +529,12 @@ test_matmul(void)
 
 /* ---- the small ops ---- */
 
-/* RMSNorm, both weight conventions, into another buffer and in place. */
+/*
+ * RMSNorm, both weight conventions, into another buffer and in place, and
+ * of rows whose mean square is near eps.  Mutation check, by hand: add
+ * 10 * eps instead of eps in rmsnorm_kernel (elementwise.cu) and the last
+ * fail (the rows of magnitude 3 do not see it).
+ */
 static void
 test_rmsnorm(void)
 {
@@ -534,11 +542,13 @@ test_rmsnorm(void)
 
 	for (int d = 0; d < 4; d++)
 		for (int add_one = 0; add_one < 2; add_one++)
-			for (int inplace = 0; inplace < 2; inplace++)
+			for (int pass = 0; pass < 3; pass++)
 			{
 				int			n = 7;
 				int			dim = dims[d];
-				float	   *x = rand_floats((size_t) n * dim, 3.0f);
+				bool		inplace = pass > 0;
+				/* the third pass: rows whose mean square is near eps, where a wrong epsilon shows */
+				float	   *x = rand_floats((size_t) n * dim, pass == 2 ? 2e-3f : 3.0f);
 				float	   *w = keep(rand_floats((size_t) dim, 1.0f));
 				float	   *want = malloc((size_t) n * dim * sizeof(float));
 				float	   *xd = dev_from(x, (size_t) n * dim);
@@ -581,6 +591,41 @@ test_rope(void)
 			llm_cpu_ref_ops.rope(cpu, x, pos, n, heads, hd, rope_dim, freq, mode ? LLM_ROPE_NEOX : LLM_ROPE_ADJACENT);
 			got = dev_read(xd, (size_t) n * heads * hd);
 			check_close("rope", "", got, x, (size_t) n * heads * hd, TOL_FLOAT);
+			dev_free(xd, NULL, NULL);
+			free(x);
+			free(got);
+		}
+}
+
+/*
+ * Bias adds (qwen2's Q, K and V) of widths that are and are not multiples
+ * of a block, over 1 to 40 rows: the same bits as the reference's one add
+ * per element.  Mutation checks, by hand: index b by (i + 1) % width in
+ * add_bias_kernel (elementwise.cu), or stop its loop at total - 1, and
+ * this fails, as does the random qwen2's forward (test_archs).
+ */
+static void
+test_add_bias(void)
+{
+	static const int widths[] = {896, 128, 333};
+	static const int rows[] = {1, 7, 40};
+
+	for (size_t wi = 0; wi < sizeof(widths) / sizeof(widths[0]); wi++)
+		for (size_t ri = 0; ri < sizeof(rows) / sizeof(rows[0]); ri++)
+		{
+			int			width = widths[wi];
+			int			n = rows[ri];
+			float	   *x = rand_floats((size_t) n * width, 4.0f);
+			float	   *b = keep(rand_floats((size_t) width, 1.0f));	/* the device copy is keyed by address */
+			float	   *xd = dev_from(x, (size_t) n * width);
+			float	   *got;
+			char		lab[64];
+
+			llm_cpu_ref_ops.add_bias(cpu, x, b, n, width);
+			gpu->ops->add_bias(gpu, xd, b, n, width);
+			got = dev_read(xd, (size_t) n * width);
+			snprintf(lab, sizeof(lab), "%d rows of %d", n, width);
+			check_close("add_bias", lab, got, x, (size_t) n * width, 0.0);
 			dev_free(xd, NULL, NULL);
 			free(x);
 			free(got);
@@ -1232,6 +1277,39 @@ test_attention(void)
 
 /* ---- whole forward passes ---- */
 
+/* Whether weight type t is uploaded in a split layout, whose GEMV quantizes its activations first. */
+static bool
+split_layout(LlmType t)
+{
+	t = llm_type_base(t);
+	return t == LLM_TYPE_Q8_0 || t == LLM_TYPE_Q4_0 || t == LLM_TYPE_Q5_0;
+}
+
+/*
+ * The most kernel launches a fused decode step of m may take.  A Llama
+ * layer is 9 (10 with a split combine); one more per group of matrices
+ * read by one GEMV launch (Q/K/V, O, gate/up, down) that holds a split
+ * layout, for quantizing its activations; one more for each bias (qwen2),
+ * Q/K norm (qwen3, gemma3) and post norm (gemma2, gemma3); and 10 for the
+ * embedding, the output and the combines.
+ */
+static long
+decode_launch_bound(const LlmModel *m)
+{
+	long		bound = 10;
+
+	for (int l = 0; l < m->config.n_layers; l++)
+	{
+		const LlmLayerWeights *lw = &m->weights.layers[l];
+
+		bound += 9 + (split_layout(lw->wq.type) || split_layout(lw->wk.type) || split_layout(lw->wv.type)) +
+			split_layout(lw->wo.type) + (split_layout(lw->w_gate.type) || split_layout(lw->w_up.type)) +
+			split_layout(lw->w_down.type) + (lw->bq != NULL ? 3 : 0) + (lw->q_norm != NULL ? 2 : 0) +
+			(lw->post_attn_norm != NULL ? 2 : 0);
+	}
+	return bound;
+}
+
 /* Run the same three steps of two sequences through llm_forward on both backends; compare logits. */
 static void
 forward_case(const char *name, LlmModel *m, double tol)
@@ -1312,20 +1390,15 @@ forward_case(const char *name, LlmModel *m, double tol)
 			long		l0 = llm_cuda_emu_launches ? llm_cuda_emu_launches() : 0;
 
 			TEST_CHECK(llm_forward(m, gpu, &kg, &rg, &b, lg, &err) == LLM_OK, "forward (cuda): %s", err.msg);
-			if (llm_cuda_emu_launches && st == 1 && m->weights.layers[0].q_norm == NULL && gpu_opts.fuse)
+			if (llm_cuda_emu_launches && st == 1 && gpu_opts.fuse)
 			{
 				long		launches = llm_cuda_emu_launches() - l0;
-				LlmType		wt = m->weights.layers[0].wq.type;
-				long		per_layer = wt == LLM_TYPE_Q8_0 || wt == LLM_TYPE_Q4_0 ? 13 : 9;
+				long		bound = decode_launch_bound(m);
 
-				/*
-				 * Fused, a decode step's Llama layer is 9 launches (10 with a
-				 * split combine), 4 more for quantizing activations of Q8_0 /
-				 * Q4_0 (Gemma's extra norms are not counted here).
-				 */
-				printf("cuda: %s decode step: %ld kernel launches for %d layers\n", name, launches, c->n_layers);
-				TEST_CHECK(launches <= per_layer * c->n_layers + 10, "%s: %ld launches for a decode step of %d layers",
-						   name, launches, c->n_layers);
+				printf("cuda: %s decode step: %ld kernel launches for %d layers (at most %ld)\n", name, launches,
+					   c->n_layers, bound);
+				TEST_CHECK(launches <= bound, "%s: %ld launches for a decode step of %d layers, more than %ld",
+						   name, launches, c->n_layers, bound);
 			}
 		}
 		/* the same step without the fused ops: the same bits */
@@ -1431,18 +1504,228 @@ check_prepare_forgets(const LlmModel *m)
 }
 
 /*
- * The architectures beyond llama and gemma3 (random models written by
- * bin/llm-random-model, when it is there): Llama 3.1's RoPE frequency
- * factors run, and agree with the CPU; qwen2, qwen3, gemma2 and phi3 are
- * refused at prepare with LLM_ERR_UNSUPPORTED rather than computed.
+ * Greedy decoding of n_new tokens after prompt on the CPU's scalar
+ * reference and on CUDA, one sequence, an fp32 KV cache, each backend fed
+ * its own choice: every step's logits within tol of the reference's, and
+ * the same token at each of the first min_same steps (and golden's, when
+ * given: llama.cpp's); a later step that differs ends the run, with both
+ * choices' logits printed.  Returns the number of steps whose tokens
+ * agreed before the first that did not.
+ */
+static int
+greedy_case(const char *name, LlmModel *m, const int32_t *prompt, int n_prompt, int n_new, int min_same,
+			const int32_t *golden, double tol)
+{
+	const LlmConfig *c = &m->config;
+	LlmKvParams kp = {
+		.n_layers = c->n_layers,.n_kv_heads = c->n_kv_heads,.head_dim = c->head_dim,
+		.block_size = 16,.n_blocks = (n_prompt + n_new + 15) / 16,.type = LLM_KV_F32,
+	};
+	LlmKvCache	kc;
+	LlmKvCache	kg;
+	LlmKvSeq	sc = {0};
+	LlmKvSeq	sg = {0};
+	LlmRunState rc;
+	LlmRunState rg;
+	LlmError	err;
+	float	   *lc = malloc((size_t) c->n_vocab * sizeof(float));
+	float	   *lg = malloc((size_t) c->n_vocab * sizeof(float));
+	int32_t    *pos = malloc((size_t) n_prompt * sizeof(int32_t));
+	bool	   *want = calloc((size_t) n_prompt, sizeof(bool));
+	int32_t		next = -1;
+	int			past = 0;
+	int			same = 0;
+	bool		golden_same = true;
+
+	TEST_CHECK(gpu->ops->prepare(gpu, m, &err) == LLM_OK, "prepare %s: %s", name, err.msg);
+	TEST_CHECK(llm_kv_init(&kc, &kp, &err) == LLM_OK, "%s", err.msg);
+	kp.device_storage = true;
+	TEST_CHECK(llm_kv_init(&kg, &kp, &err) == LLM_OK, "%s", err.msg);
+	TEST_CHECK(llm_run_state_init(&rc, c, n_prompt, &err) == LLM_OK, "%s", err.msg);
+	TEST_CHECK(llm_run_state_init(&rg, c, n_prompt, &err) == LLM_OK, "%s", err.msg);
+	for (int step = 0; step < n_new; step++)
+	{
+		int			n = step == 0 ? n_prompt : 1;
+		const int32_t *tok = step == 0 ? prompt : &next;
+		LlmKvSeq  **seqc = malloc((size_t) n * sizeof(LlmKvSeq *));
+		LlmKvSeq  **seqg = malloc((size_t) n * sizeof(LlmKvSeq *));
+		LlmBatch	b;
+		int32_t		tc;
+		int32_t		tg;
+		char		lab[64];
+
+		for (int i = 0; i < n; i++)
+		{
+			pos[i] = past + i;
+			want[i] = i == n - 1;
+			seqc[i] = &sc;
+			seqg[i] = &sg;
+		}
+		TEST_CHECK(llm_kv_seq_reserve(&kc, &sc, past + n, &err) == LLM_OK, "%s", err.msg);
+		TEST_CHECK(llm_kv_seq_reserve(&kg, &sg, past + n, &err) == LLM_OK, "%s", err.msg);
+		for (int i = 0; i < c->n_vocab; i++)
+			lg[i] = NAN;
+		b = (LlmBatch) {n, tok, pos, seqc, want};
+		TEST_CHECK(llm_forward(m, cpu, &kc, &rc, &b, lc, &err) == LLM_OK, "forward (cpu): %s", err.msg);
+		b.seq = seqg;
+		TEST_CHECK(llm_forward(m, gpu, &kg, &rg, &b, lg, &err) == LLM_OK, "forward (cuda): %s", err.msg);
+		free(seqc);
+		free(seqg);
+		snprintf(lab, sizeof(lab), "greedy step %d", step);
+		check_close(name, lab, lg, lc, (size_t) c->n_vocab, tol);
+		llm_cpu_ref_ops.argmax(cpu, lc, 1, c->n_vocab, &tc);
+		llm_cpu_ref_ops.argmax(cpu, lg, 1, c->n_vocab, &tg);
+		if (tc != tg)
+			printf("cuda: %s step %d: CUDA chose token %d (logit %g, the CPU's %g), the CPU %d (%g, CUDA's %g)\n",
+				   name, step, tg, lg[tg], lc[tg], tc, lc[tc], lg[tc]);
+		TEST_CHECK(tc == tg || step >= min_same, "%s step %d: CUDA and the CPU chose different tokens", name, step);
+		if (golden != NULL && golden_same && golden[step] != tc)
+		{
+			golden_same = false;
+			TEST_CHECK(false, "%s step %d: the CPU chose token %d, llama.cpp %d", name, step, tc, golden[step]);
+		}
+		if (tc != tg)
+			break;
+		same++;
+		next = tc;
+		past += n;
+	}
+	printf("cuda: %s: %d of %d greedy tokens the same on CUDA as on the CPU%s\n", name, same, n_new,
+		   golden == NULL ? "" : golden_same ? " (and as llama.cpp's)" : " (llama.cpp's DIFFER)");
+	llm_run_state_free(&rg);
+	llm_run_state_free(&rc);
+	llm_kv_seq_release(&kc, &sc);
+	llm_kv_seq_free(&sc);
+	llm_kv_seq_release(&kg, &sg);
+	llm_kv_seq_free(&sg);
+	llm_kv_free(&kc);
+	llm_kv_free(&kg);
+	free(lc);
+	free(lg);
+	free(pos);
+	free(want);
+	return same;
+}
+
+/* Parse the space-separated ids after a golden file's key into out (at most max); their count. */
+static int
+parse_golden_ids(const char *s, int32_t *out, int max)
+{
+	int			n = 0;
+	char	   *end;
+
+	for (long v = strtol(s, &end, 10); end != s && n < max; v = strtol(s, &end, 10))
+	{
+		out[n++] = (int32_t) v;
+		s = end;
+	}
+	return n;
+}
+
+/*
+ * Greedy text of the two real models, token for token against the CPU's
+ * reference: SmolLM2-135M-Instruct converted to F32 (bin/llm-cli quantize,
+ * as test/test_golden_arch.c does), from the first prompt of
+ * test/data/golden/smollm2.golden, also against llama.cpp's continuation
+ * there, every token; and Gemma 3 270M (Q4_K_M, as stored) from a plain
+ * prompt, its first 8 tokens of 16.  Gemma's Q5_0 and Q8_0 matrices go
+ * through the GEMV of the split layout, which quantizes activations to
+ * int8 (a normalised logit error near 2e-2 against the exact reference),
+ * and at step 11 of this prompt the reference's top two tokens are a
+ * near tie (16.913 and 16.900) that CUDA resolves the other way: the
+ * steps after 8 are printed, not required.  Either model is skipped with
+ * a message when its file is not cached.  --quick checks SmolLM2's first
+ * 4 tokens only (the emulator takes seconds a token).
+ */
+static void
+test_greedy_real(void)
+{
+	FILE	   *f = fopen("test/data/golden/smollm2.golden", "r");
+	char		line[1024];
+	char		src[1024] = "";
+	const char *f32 = "build/cuda-test-models/smollm2-f32.gguf";
+	int32_t		prompt[256];
+	int32_t		greedy[256];
+	int			n_prompt = 0;
+	int			n_greedy = 0;
+	char		cmd[2300];
+	LlmModel   *m;
+	LlmError	err;
+	const char *gemma = getenv("LLM_GEMMA_MODEL");
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+	{
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "model convert ", 14) == 0)
+			snprintf(src, sizeof(src), "%s", line + 14);
+		else if (strncmp(line, "prompt ", 7) == 0 && n_prompt == 0)
+			n_prompt = parse_golden_ids(line + 7, prompt, 256);
+		else if (strncmp(line, "greedy ", 7) == 0 && n_greedy == 0)
+			n_greedy = parse_golden_ids(line + 7, greedy, 256);
+	}
+	if (f != NULL)
+		fclose(f);
+	TEST_CHECK(n_prompt > 0 && n_greedy > 0 && src[0] != '\0',
+			   "test/data/golden/smollm2.golden: no model, prompt or greedy line");
+	snprintf(cmd, sizeof(cmd), "test -f %s || { mkdir -p build/cuda-test-models && test -f %s && "
+			 "bin/llm-cli quantize %s %s F32 >/dev/null; }", f32, src, src, f32);
+	if (src[0] == '\0' || system(cmd) != 0)
+		printf("cuda: no %s (or no bin/llm-cli), the SmolLM2 greedy check skipped\n", src);
+	else if (llm_model_load(f32, &m, &err) == LLM_OK)
+	{
+		int			n_new = quick ? 4 : n_greedy;
+		int			same = greedy_case("greedy SmolLM2-135M F32", m, prompt, n_prompt, n_new, n_new, greedy, 1e-4);
+
+		note_error("greedy SmolLM2 tokens differing", n_new - same, 0.0);
+		llm_model_free(m);
+	}
+	else
+		TEST_CHECK(false, "load %s: %s", f32, err.msg);
+	if (gemma == NULL)
+		gemma = ".cache/models/gemma-3-270m-q4_k_m.gguf";
+	if (!quick && llm_model_load(gemma, &m, &err) == LLM_OK)
+	{
+		static const char text[] = "The capital of France is";
+		int32_t    *ids = NULL;
+		int			n_ids = 0;
+		int			n_new = 16;
+
+		if (llm_chat_tokenize(m, NULL, 0, text, strlen(text), false, &ids, &n_ids, &err) == LLM_OK)
+		{
+			int			same = greedy_case("greedy gemma-3-270m Q4_K_M", m, ids, n_ids, n_new, 8, NULL, 5e-2);
+
+			note_error("greedy gemma-3-270m of 8 tokens differing", same < 8 ? 8 - same : 0, 0.0);
+		}
+		else
+			TEST_CHECK(false, "tokenize: %s", err.msg);
+		free(ids);
+		llm_model_free(m);
+	}
+	else if (!quick)
+		printf("cuda: no Gemma model at %s, its greedy check skipped\n", gemma);
+}
+
+/*
+ * A random model (bin/llm-random-model, when it is there) of every
+ * architecture the engine runs beyond the real ones above, written as
+ * test/run_engine_tests.sh writes them: Llama, Llama 3.1 (RoPE frequency
+ * factors), Mistral, qwen2 (Q/K/V biases), qwen3 (Q/K norms), gemma2 (post
+ * norms, attention and final soft caps, a sliding window of 16 that the
+ * later steps cross) and phi3 (fused QKV and gate/up), through whole
+ * forward passes against the CPU's reference; in the full run also qwen2
+ * with the own INT4 (groups of 32) and phi3 with INT8, as
+ * run_engine_tests.sh loads them.  Mutation checks, by hand: a window one
+ * key wider (win_lo = pos - window in attention.cu), or no attention soft
+ * cap, fails the gemma2 forward; a bias add off by one fails qwen2's.
  */
 static void
 test_archs(void)
 {
-	static const char *const refused[] = {"qwen2", "qwen3", "gemma2", "phi3"};
+	static const char *const archs[] = {"llama", "llama31", "mistral", "qwen2", "qwen3", "gemma2", "phi3"};
 	const char *shape = "--dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 768 --vocab 2048 --ctx 1024 --seed 5";
 	char		cmd[1024];
 	char		path[256];
+	char		name[96];
 	LlmModel   *m;
 	LlmError	err;
 
@@ -1452,28 +1735,33 @@ test_archs(void)
 		return;
 	}
 	(void) system("mkdir -p build/cuda-test-models");
-	snprintf(path, sizeof(path), "build/cuda-test-models/llama31.gguf");
-	snprintf(cmd, sizeof(cmd), "bin/llm-random-model -o %s --arch llama31 %s", path, shape);
-	if (system(cmd) == 0 && llm_model_load(path, &m, &err) == LLM_OK)
+	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
 	{
-		forward_case("forward random llama31 (RoPE freq factors) F32", m, 1e-4);
-		check_prepare_forgets(m);
-		llm_model_free(m);
-	}
-	else
-		TEST_CHECK(false, "random llama31: %s", cmd);
-	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
-	{
-		snprintf(path, sizeof(path), "build/cuda-test-models/%s.gguf", refused[i]);
-		snprintf(cmd, sizeof(cmd), "bin/llm-random-model -o %s --arch %s %s", path, refused[i], shape);
+		snprintf(path, sizeof(path), "build/cuda-test-models/%s.gguf", archs[i]);
+		snprintf(cmd, sizeof(cmd), "bin/llm-random-model -o %s --arch %s %s >/dev/null", path, archs[i], shape);
 		if (system(cmd) != 0 || llm_model_load(path, &m, &err) != LLM_OK)
 		{
-			TEST_CHECK(false, "random %s: %s", refused[i], cmd);
+			TEST_CHECK(false, "random %s: %s", archs[i], cmd);
 			continue;
 		}
-		TEST_CHECK(gpu->ops->prepare(gpu, m, &err) == LLM_ERR_UNSUPPORTED && strstr(err.msg, refused[i]) != NULL,
-				   "CUDA prepare of a %s model must refuse it by name", refused[i]);
+		snprintf(name, sizeof(name), "forward random %s F32", archs[i]);
+		forward_case(name, m, 1e-4);
+		if (strcmp(archs[i], "llama31") == 0)
+			check_prepare_forgets(m);
 		llm_model_free(m);
+		if (!quick && (strcmp(archs[i], "qwen2") == 0 || strcmp(archs[i], "phi3") == 0))
+		{
+			bool		qwen2 = strcmp(archs[i], "qwen2") == 0;
+
+			if (llm_model_load_quantized(path, qwen2 ? LLM_QUANT_INT4_G32 : LLM_QUANT_INT8, &m, &err) == LLM_OK)
+			{
+				snprintf(name, sizeof(name), "forward random %s %s", archs[i], qwen2 ? "INT4_G32" : "INT8");
+				forward_case(name, m, 5e-2);
+				llm_model_free(m);
+			}
+			else
+				TEST_CHECK(false, "random %s quantized: %s", archs[i], err.msg);
+		}
 	}
 }
 
@@ -1777,7 +2065,7 @@ main(int argc, char **argv)
 		else if (argv[i][0] == '-')
 		{
 			fprintf(stderr, "usage: test_cuda [--quick] [--no-fuse] [--no-pdl] [--fp32-gemm] "
-					"[matmul|ops|fused|attention|errors|forward|archs|golden|deterministic]\n");
+					"[matmul|ops|fused|attention|errors|forward|archs|golden|greedy|deterministic]\n");
 			return 2;
 		}
 		else
@@ -1823,6 +2111,7 @@ main(int argc, char **argv)
 		test_rmsnorm();
 		test_rope();
 		test_elementwise();
+		test_add_bias();
 		test_sampling();
 	}
 	if (only == NULL || strcmp(only, "ops") == 0 || strcmp(only, "fused") == 0)
@@ -1837,6 +2126,8 @@ main(int argc, char **argv)
 		test_archs();
 	if (only == NULL || strcmp(only, "golden") == 0)
 		test_golden();
+	if (only == NULL || strcmp(only, "golden") == 0 || strcmp(only, "greedy") == 0)
+		test_greedy_real();
 	if (only == NULL || strcmp(only, "deterministic") == 0)
 		test_deterministic();
 	print_table();

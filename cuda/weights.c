@@ -413,7 +413,12 @@ prepare_vec(CudaBackend *cb, const float *v, int n)
 	return v == NULL || cuda_const(cb, v, (size_t) n) != NULL;
 }
 
-/* Upload every weight of m once (the prepare op). */
+/*
+ * Upload every weight of m once (the prepare op): the matrices, and every
+ * vector the forward pass reads (norms, Q/K/V biases, RoPE frequencies).
+ * Every architecture the engine loads runs here; only an attention shape
+ * the kernels do not take is refused.
+ */
 LlmStatus
 cuda_prepare(LlmBackend *be, const LlmModel *m, LlmError *err)
 {
@@ -423,18 +428,6 @@ cuda_prepare(LlmBackend *be, const LlmModel *m, LlmError *err)
 	bool		ok;
 	LlmStatus	st;
 
-	/*
-	 * The architectures this backend was written and tested for: Llama
-	 * (with any RoPE frequency table) and Gemma 3.  The others are refused
-	 * rather than run untested (qwen2's Q/K/V biases have no op here).
-	 */
-	if (c->arch != LLM_ARCH_LLAMA && c->arch != LLM_ARCH_GEMMA3)
-		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "the CUDA backend does not support the %s architecture yet",
-							 m->info.arch[0] != '\0' ? m->info.arch : "model's");
-	for (int l = 0; l < c->n_layers; l++)
-		if (w->layers[l].bq != NULL)
-			return llm_error_set(err, LLM_ERR_UNSUPPORTED,
-								 "the CUDA backend does not support Q/K/V biases (layer %d of this model has them)", l);
 	if (!llm_cuda_attn_supported(c->head_dim, c->n_heads / c->n_kv_heads))
 		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
 							 "the CUDA backend's attention does not take heads of %d with %d query heads per KV head",
@@ -451,7 +444,9 @@ cuda_prepare(LlmBackend *be, const LlmModel *m, LlmError *err)
 			ok = cuda_mat(cb, llm_layer_matrix_const(lw, i));
 		ok = ok && prepare_vec(cb, lw->attn_norm, c->dim) && prepare_vec(cb, lw->ffn_norm, c->dim) &&
 			prepare_vec(cb, lw->q_norm, c->head_dim) && prepare_vec(cb, lw->k_norm, c->head_dim) &&
-			prepare_vec(cb, lw->post_attn_norm, c->dim) && prepare_vec(cb, lw->post_ffn_norm, c->dim);
+			prepare_vec(cb, lw->post_attn_norm, c->dim) && prepare_vec(cb, lw->post_ffn_norm, c->dim) &&
+			prepare_vec(cb, lw->bq, c->n_heads * c->head_dim) && prepare_vec(cb, lw->bk, c->n_kv_heads * c->head_dim) &&
+			prepare_vec(cb, lw->bv, c->n_kv_heads * c->head_dim);
 	}
 	cuda_ok(cb, cudaStreamSynchronize(cb->stream), "cudaStreamSynchronize (weight upload)");
 	if (cb->err_status == LLM_OK)
