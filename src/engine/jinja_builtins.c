@@ -1335,6 +1335,16 @@ jinja_call_builtin(JRender *r, int line, JFunc *fn, JValue *args, int n_args,
 
 /* ---- tests ------------------------------------------------------------------ */
 
+/* Whether name is in the NULL-terminated list. */
+static bool
+in_list(const char *const *list, const char *name)
+{
+	for (int i = 0; list[i] != NULL; i++)
+		if (strcmp(list[i], name) == 0)
+			return true;
+	return false;
+}
+
 static const char *const test_names[] = {
 	"defined", "undefined", "none", "string", "mapping", "iterable", "sequence", "boolean", "number",
 	"integer", "float", "false", "true", "equalto", "eq", "==", "ne", "!=", "lt", "<", "le", "<=", "gt", ">",
@@ -1344,10 +1354,7 @@ static const char *const test_names[] = {
 bool
 jinja_has_test(const char *name)
 {
-	for (int i = 0; test_names[i] != NULL; i++)
-		if (strcmp(test_names[i], name) == 0)
-			return true;
-	return false;
+	return in_list(test_names, name);
 }
 
 /* Apply test name (see jinja_int.h). */
@@ -1475,16 +1482,6 @@ static const char *const jinja2_tests[] = {
 	"upper", "==", "!=", "<", "<=", ">", ">=", NULL
 };
 
-/* Whether name is in the NULL-terminated list. */
-static bool
-in_list(const char *const *list, const char *name)
-{
-	for (int i = 0; list[i] != NULL; i++)
-		if (strcmp(list[i], name) == 0)
-			return true;
-	return false;
-}
-
 bool
 jinja2_knows_filter(const char *name)
 {
@@ -1522,10 +1519,7 @@ static const char *const filter_names[] = {
 bool
 jinja_has_filter(const char *name)
 {
-	for (int i = 0; filter_names[i] != NULL; i++)
-		if (strcmp(filter_names[i], name) == 0)
-			return true;
-	return false;
+	return in_list(filter_names, name);
 }
 
 /* item's attribute path (dotted, integers as indices) as Jinja2's make_attrgetter reads it. */

@@ -275,6 +275,20 @@ dotted_name(Parser *p)
 	return nm;
 }
 
+/* A call of callee: "(args)" follows. */
+static JNode *
+parse_call(Parser *p, JNode *callee)
+{
+	JNode	   *call = node_new(p, N_CALL);
+
+	if (call == NULL)
+		return NULL;
+	call->a = callee;
+	if (!parse_call_args(p, call))
+		return NULL;
+	return call;
+}
+
 /* "|name(args)" applied to node. */
 static JNode *
 parse_filter(Parser *p, JNode *node)
@@ -353,16 +367,7 @@ parse_filter_expr(Parser *p, JNode *node)
 		else if (is_name(p, "is"))
 			node = parse_test(p, node);
 		else if (is_op(p, "("))
-		{
-			JNode	   *call = node_new(p, N_CALL);
-
-			if (call == NULL)
-				return NULL;
-			call->a = node;
-			if (!parse_call_args(p, call))
-				return NULL;
-			node = call;
-		}
+			node = parse_call(p, node);
 		else
 			break;
 	}
@@ -475,16 +480,7 @@ parse_postfix(Parser *p, JNode *node)
 			node = nd;
 		}
 		else if (is_op(p, "("))
-		{
-			JNode	   *call = node_new(p, N_CALL);
-
-			if (call == NULL)
-				return NULL;
-			call->a = node;
-			if (!parse_call_args(p, call))
-				return NULL;
-			node = call;
-		}
+			node = parse_call(p, node);
 		else
 			break;
 	}
