@@ -190,12 +190,5 @@ llm_chat(PG_FUNCTION_ARGS)
 	LlmJob		job;
 
 	LlmChatJobFromArgs(&job, fcinfo->args);
-	if (job.prompt == NULL)
-		PG_RETURN_NULL();
-
-	LlmQueueRun(&job, 1);
-
-	if (job.failed)
-		PG_RETURN_NULL();
-	PG_RETURN_TEXT_P(cstring_to_text(job.completion));
+	return LlmRunOneJob(&job, fcinfo);
 }

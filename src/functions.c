@@ -380,14 +380,25 @@ llm_generate(PG_FUNCTION_ARGS)
 	LlmJob		job;
 
 	LlmJobFromArgs(&job, fcinfo->args);
-	if (job.prompt == NULL)
+	return LlmRunOneJob(&job, fcinfo);
+}
+
+/*
+ * Run one built job (NULL prompt: no request) and return its answer as the
+ * function's text result, NULL when there is none (a NULL input, or a
+ * failure that on_error turned into NULL).
+ */
+Datum
+LlmRunOneJob(LlmJob *job, FunctionCallInfo fcinfo)
+{
+	if (job->prompt == NULL)
 		PG_RETURN_NULL();
 
-	LlmQueueRun(&job, 1);
+	LlmQueueRun(job, 1);
 
-	if (job.failed)
+	if (job->failed)
 		PG_RETURN_NULL();
-	PG_RETURN_TEXT_P(cstring_to_text(job.completion));
+	PG_RETURN_TEXT_P(cstring_to_text(job->completion));
 }
 
 /*

@@ -348,6 +348,7 @@ typedef enum LlmChatSetting
 /* functions.c: the SQL generation functions' arguments, shared with the batch node */
 #define LLM_GENERATE_NARGS 12
 extern void LlmJobFromArgs(LlmJob *job, const NullableDatum *args);
+extern Datum LlmRunOneJob(LlmJob *job, FunctionCallInfo fcinfo);
 extern void LlmJobParamsFromArgs(LlmJob *job, const NullableDatum *args);
 extern bool LlmModelChats(void);
 extern char *LlmTextUtf8(Datum d, Size *len);
