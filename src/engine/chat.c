@@ -20,55 +20,48 @@
 #include "model.h"
 #include "tokenizer.h"
 
-/* Check that messages is a non-empty array of objects with a known role, and tools an array. */
+/*
+ * Parse and check the conversation: messages a non-empty array of objects
+ * with a known role, tools (when given) an array.  *msgs and *tools (NULL
+ * when not given) are the parsed trees, which the caller frees.
+ */
 static LlmStatus
-check_conversation(const LlmChatRequest *req, LlmError *err)
+parse_conversation(const LlmChatRequest *req, LlmJson **msgs, LlmJson **tools, LlmError *err)
 {
 	static const char *const roles[] = {"system", "user", "assistant", "tool"};
-	LlmJson    *msgs = NULL;
 	LlmStatus	st;
 
-	st = llm_json_parse(req->messages, req->messages_len, &msgs, err);
+	*msgs = *tools = NULL;
+	st = llm_json_parse(req->messages, req->messages_len, msgs, err);
 	if (st != LLM_OK)
 		return llm_error_set(err, LLM_ERR_INVALID, "the messages are not JSON: %s", err->msg);
-	if (msgs->type != LLM_JSON_ARRAY || msgs->n == 0)
-		st = llm_error_set(err, LLM_ERR_INVALID, "the messages must be a non-empty JSON array");
-	for (int i = 0; st == LLM_OK && i < msgs->n; i++)
+	if ((*msgs)->type != LLM_JSON_ARRAY || (*msgs)->n == 0)
+		return llm_error_set(err, LLM_ERR_INVALID, "the messages must be a non-empty JSON array");
+	for (int i = 0; i < (*msgs)->n; i++)
 	{
-		const LlmJson *m = &msgs->items[i];
+		const LlmJson *m = &(*msgs)->items[i];
 		const LlmJson *role = llm_json_member(m, "role");
 		bool		known = false;
 
 		if (m->type != LLM_JSON_OBJECT)
-		{
-			st = llm_error_set(err, LLM_ERR_INVALID, "message %d is not a JSON object", i + 1);
-			break;
-		}
+			return llm_error_set(err, LLM_ERR_INVALID, "message %d is not a JSON object", i + 1);
 		if (role == NULL || role->type != LLM_JSON_STRING)
-		{
-			st = llm_error_set(err, LLM_ERR_INVALID, "message %d has no \"role\" string", i + 1);
-			break;
-		}
+			return llm_error_set(err, LLM_ERR_INVALID, "message %d has no \"role\" string", i + 1);
 		for (size_t k = 0; k < sizeof(roles) / sizeof(roles[0]); k++)
 			known |= strcmp(role->str, roles[k]) == 0;
 		if (!known)
-			st = llm_error_set(err, LLM_ERR_INVALID,
-							   "message %d has the role \"%.64s\"; roles are system, user, assistant and tool",
-							   i + 1, role->str);
+			return llm_error_set(err, LLM_ERR_INVALID,
+								 "message %d has the role \"%.64s\"; roles are system, user, assistant and tool",
+								 i + 1, role->str);
 	}
-	llm_json_free(msgs);
-	if (st == LLM_OK && req->tools != NULL)
-	{
-		LlmJson    *tools = NULL;
-
-		st = llm_json_parse(req->tools, req->tools_len, &tools, err);
-		if (st != LLM_OK)
-			return llm_error_set(err, LLM_ERR_INVALID, "the tools are not JSON: %s", err->msg);
-		if (tools->type != LLM_JSON_ARRAY)
-			st = llm_error_set(err, LLM_ERR_INVALID, "the tools must be a JSON array");
-		llm_json_free(tools);
-	}
-	return st;
+	if (req->tools == NULL)
+		return LLM_OK;
+	st = llm_json_parse(req->tools, req->tools_len, tools, err);
+	if (st != LLM_OK)
+		return llm_error_set(err, LLM_ERR_INVALID, "the tools are not JSON: %s", err->msg);
+	if ((*tools)->type != LLM_JSON_ARRAY)
+		return llm_error_set(err, LLM_ERR_INVALID, "the tools must be a JSON array");
+	return LLM_OK;
 }
 
 /* Render a conversation with a template (see chat.h). */
@@ -76,21 +69,21 @@ LlmStatus
 llm_chat_render(const LlmJinja *t, const LlmChatRequest *req, const LlmChatContext *ctx,
 				LlmJinjaOutput *out, LlmError *err)
 {
-	LlmJinjaVars *v;
+	LlmJinjaVars *v = NULL;
+	LlmJson    *msgs;
+	LlmJson    *tools;
 	LlmStatus	st;
 
 	memset(out, 0, sizeof(*out));
-	st = check_conversation(req, err);
-	if (st != LLM_OK)
-		return st;
-	v = llm_jinja_vars_new();
-	if (v == NULL)
-		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory rendering a chat template");
+	st = parse_conversation(req, &msgs, &tools, err);
+	if (st == LLM_OK && (v = llm_jinja_vars_new()) == NULL)
+		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory rendering a chat template");
 	/* the roles were checked to be one of four words: template text, as in '<|' + role + '|>' */
-	st = llm_jinja_vars_set_json_plain_key(v, "messages", req->messages, req->messages_len, true, "role", err);
+	if (st == LLM_OK)
+		st = llm_jinja_vars_set_tree(v, "messages", msgs, true, "role", err);
 	/* transformers passes tools and documents always, None when not given */
 	if (st == LLM_OK)
-		st = req->tools != NULL ? llm_jinja_vars_set_json(v, "tools", req->tools, req->tools_len, true, err) :
+		st = tools != NULL ? llm_jinja_vars_set_tree(v, "tools", tools, true, NULL, err) :
 			llm_jinja_vars_set_json(v, "tools", "null", 4, false, err);
 	if (st == LLM_OK)
 		st = llm_jinja_vars_set_json(v, "documents", "null", 4, false, err);
@@ -107,6 +100,8 @@ llm_chat_render(const LlmJinja *t, const LlmChatRequest *req, const LlmChatConte
 	if (st == LLM_OK)
 		st = llm_jinja_render(t, v, NULL, out, err);
 	llm_jinja_vars_free(v);
+	llm_json_free(msgs);
+	llm_json_free(tools);
 	return st;
 }
 

@@ -99,6 +99,11 @@ LlmStatus	llm_jinja_vars_set_json(LlmJinjaVars *v, const char *name, const char 
 LlmStatus	llm_jinja_vars_set_json_plain_key(LlmJinjaVars *v, const char *name, const char *json, size_t len,
 											  bool user, const char *plain_key, LlmError *err);
 
+/* llm_jinja_vars_set_json_plain_key() from JSON the caller has parsed already (json.h). */
+struct LlmJson;
+LlmStatus	llm_jinja_vars_set_tree(LlmJinjaVars *v, const char *name, const struct LlmJson *j, bool user,
+									const char *plain_key, LlmError *err);
+
 /* Set variable name to a string (len bytes), user text or not. */
 LlmStatus	llm_jinja_vars_set_string(LlmJinjaVars *v, const char *name, const char *s, size_t len,
 									  bool user, LlmError *err);

@@ -1327,15 +1327,22 @@ llm_jinja_vars_set_json_plain_key(LlmJinjaVars *v, const char *name, const char 
 								  const char *plain_key, LlmError *err)
 {
 	LlmJson    *j = NULL;
-	JValue		value;
 	LlmStatus	st = llm_json_parse(json, len, &j, err);
-	bool		ok;
 
 	if (st != LLM_OK)
 		return st;
-	ok = jv_from_json(&v->arena, j, user, plain_key, &value);
+	st = llm_jinja_vars_set_tree(v, name, j, user, plain_key, err);
 	llm_json_free(j);
-	if (!ok)
+	return st;
+}
+
+LlmStatus
+llm_jinja_vars_set_tree(LlmJinjaVars *v, const char *name, const LlmJson *j, bool user, const char *plain_key,
+						LlmError *err)
+{
+	JValue		value;
+
+	if (!jv_from_json(&v->arena, j, user, plain_key, &value))
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory setting template variable \"%s\"", name);
 	return vars_set(v, name, value, err);
 }
