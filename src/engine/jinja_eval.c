@@ -264,6 +264,9 @@ repeat(JRender *r, int line, JValue v, int64_t n, JValue *out)
 {
 	if (n < 0)
 		n = 0;
+	/* an empty string or list repeated any number of times is empty: do not loop n times */
+	if ((v.t == J_STR && v.s.len == 0) || (v.t == J_LIST && v.l->n == 0))
+		n = n > 0 ? 1 : 0;
 	if (v.t == J_STR)
 	{
 		JBuf		b = {0};
