@@ -15,6 +15,7 @@
  * and position, and the KV bytes read per second.
  */
 #include "backend.h"
+#include "cpu/backend_cpu.h"
 #include "cpu/attention.h"
 #include "cpu/cpu_features.h"
 #include "kv.h"

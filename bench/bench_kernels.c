@@ -20,6 +20,7 @@
  * or avx512 (default: every level this processor has).
  */
 #include "backend.h"
+#include "cpu/backend_cpu.h"
 #include "cpu/cpu_features.h"
 #include "cpu/matmul.h"
 #include "quant.h"

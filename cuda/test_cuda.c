@@ -39,6 +39,7 @@
 #include "test.h"
 
 #include "backend.h"
+#include "cpu/backend_cpu.h"
 #include "chat.h"
 #include "cuda_api.h"
 #include "engine.h"
@@ -256,18 +257,6 @@ make_weight(LlmWeight *w, LlmType type, LlmQuantScheme scheme, int rows, int col
 	float	   *src = rand_floats((size_t) cols, 1.0f);
 	uint8_t    *data;
 
-	if (llm_type_base(type) != type)
-	{
-		/* a grouped type (the CPU's): its base's weight, grouped; the device gets the base's blocks back */
-		make_weight(w, llm_type_base(type), LLM_QUANT_NONE, rows, cols);
-		data = keep(malloc((size_t) rows * w->row_bytes));
-		for (int r = 0; r < rows; r++)
-			llm_group_row(w->type, w->data + (size_t) r * w->row_bytes, data + (size_t) r * w->row_bytes, cols);
-		w->type = type;
-		w->data = data;
-		free(src);
-		return;
-	}
 	memset(w, 0, sizeof(*w));
 	w->name = "test";
 	w->type = scheme != LLM_QUANT_NONE ? llm_quant_scheme_type(scheme) : type;
@@ -453,11 +442,6 @@ test_matmul(void)
 		{LLM_TYPE_Q4_K, LLM_QUANT_NONE, "Q4_K", TOL_FLOAT},
 		{LLM_TYPE_Q5_K, LLM_QUANT_NONE, "Q5_K", TOL_FLOAT},
 		{LLM_TYPE_Q6_K, LLM_QUANT_NONE, "Q6_K", TOL_FLOAT},
-		{LLM_TYPE_Q8_0_G, LLM_QUANT_NONE, "Q8_0_G", TOL_Q8ACT},
-		{LLM_TYPE_Q4_0_G, LLM_QUANT_NONE, "Q4_0_G", TOL_Q8ACT},
-		{LLM_TYPE_Q4_1_G, LLM_QUANT_NONE, "Q4_1_G", TOL_FLOAT},
-		{LLM_TYPE_Q5_0_G, LLM_QUANT_NONE, "Q5_0_G", TOL_Q8ACT},
-		{LLM_TYPE_Q5_1_G, LLM_QUANT_NONE, "Q5_1_G", TOL_FLOAT},
 	};
 	static const int tokens[] = {1, 2, 3, 8, 9, 33};
 	int			n_tokens = quick ? 4 : 6;
@@ -1281,7 +1265,6 @@ test_attention(void)
 static bool
 split_layout(LlmType t)
 {
-	t = llm_type_base(t);
 	return t == LLM_TYPE_Q8_0 || t == LLM_TYPE_Q4_0 || t == LLM_TYPE_Q5_0;
 }
 

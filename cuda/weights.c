@@ -191,17 +191,12 @@ layout_of(LlmType t)
 		case LLM_TYPE_BF16:
 			return CUDA_LAYOUT_BF16;
 		case LLM_TYPE_Q8_0:
-		case LLM_TYPE_Q8_0_G:
 		case LLM_TYPE_Q5_0:
-		case LLM_TYPE_Q5_0_G:
 			return CUDA_LAYOUT_Q8_0R;
 		case LLM_TYPE_Q4_0:
-		case LLM_TYPE_Q4_0_G:
 			return CUDA_LAYOUT_Q4_0R;
 		case LLM_TYPE_Q4_1:
-		case LLM_TYPE_Q4_1_G:
 		case LLM_TYPE_Q5_1:
-		case LLM_TYPE_Q5_1_G:
 		case LLM_TYPE_Q2_K:
 		case LLM_TYPE_Q3_K:
 		case LLM_TYPE_Q4_K:
@@ -224,7 +219,7 @@ mat_alloc(CudaBackend *cb, const LlmWeight *w, int layout, CudaEntry *e)
 
 	memset(m, 0, sizeof(*m));
 	m->layout = layout;
-	m->ggml_type = llm_type_base(w->type);	/* the CPU's grouped types are uploaded as their base's blocks */
+	m->ggml_type = w->type;
 	m->rows = w->rows;
 	m->cols = w->cols;
 	switch (layout)
@@ -260,19 +255,18 @@ mat_alloc(CudaBackend *cb, const LlmWeight *w, int layout, CudaEntry *e)
 
 /*
  * Whether w's rows must be rewritten before they go to the device, and
- * the bytes of a rewritten row: the CPU's grouped types as their base
- * type's blocks, and Q5_0 (grouped or not) as Q8_0, the split layout's.
+ * the bytes of a rewritten row: Q5_0 as Q8_0, the split layout's.
  */
 static bool
 upload_rewrites(const LlmWeight *w, size_t *raw_row)
 {
 	*raw_row = w->row_bytes;
-	if (llm_type_base(w->type) == LLM_TYPE_Q5_0)
+	if (w->type == LLM_TYPE_Q5_0)
 	{
 		*raw_row = llm_type_row_size(LLM_TYPE_Q8_0, w->cols);
 		return true;
 	}
-	return llm_type_base(w->type) != w->type;
+	return false;
 }
 
 /*
@@ -286,10 +280,8 @@ upload_rows(CudaBackend *cb, const LlmWeight *w, CudaEntry *e, bool split)
 	size_t		raw_row;
 	bool		rewrite = upload_rewrites(w, &raw_row);
 	int64_t		chunk = (int64_t) (UPLOAD_CHUNK_BYTES / raw_row);
-	const bool	grouped = llm_type_base(w->type) != w->type;
 	uint8_t    *tmp = NULL;
 	uint8_t    *repacked = NULL;
-	uint8_t    *ungrouped = NULL;	/* one row, when a grouped Q5_0 is then repacked */
 	bool		ok = true;
 
 	if (chunk < 1)
@@ -298,8 +290,7 @@ upload_rows(CudaBackend *cb, const LlmWeight *w, CudaEntry *e, bool split)
 		chunk = w->rows;
 	if (split && !cuda_ok(cb, cudaMalloc((void **) &tmp, (size_t) chunk * raw_row), "cudaMalloc (weight upload buffer)"))
 		return false;
-	if ((rewrite && (repacked = malloc((size_t) chunk * raw_row)) == NULL) ||
-		(grouped && raw_row != w->row_bytes && (ungrouped = malloc(w->row_bytes)) == NULL))
+	if (rewrite && (repacked = malloc((size_t) chunk * raw_row)) == NULL)
 	{
 		cudaFree(tmp);
 		free(repacked);
@@ -315,21 +306,8 @@ upload_rows(CudaBackend *cb, const LlmWeight *w, CudaEntry *e, bool split)
 		if (repacked != NULL)
 		{
 			for (int64_t r = 0; r < nr; r++)
-			{
-				const uint8_t *row = w->data + (size_t) (r0 + r) * w->row_bytes;
-				uint8_t    *out = repacked + (size_t) r * raw_row;
-
-				if (grouped && ungrouped == NULL)
-					llm_ungroup_row(w->type, row, out, w->cols);
-				else if (grouped)
-				{
-					/* grouped Q5_0: back to Q5_0 blocks, then as Q8_0 */
-					llm_ungroup_row(w->type, row, ungrouped, w->cols);
-					llm_repack_q8_0(LLM_TYPE_Q5_0, ungrouped, out, w->cols);
-				}
-				else
-					llm_repack_q8_0(LLM_TYPE_Q5_0, row, out, w->cols);
-			}
+				llm_repack_q8_0(LLM_TYPE_Q5_0, w->data + (size_t) (r0 + r) * w->row_bytes,
+								repacked + (size_t) r * raw_row, w->cols);
 			src = repacked;
 		}
 		/* the previous chunk's split has run before this copy lands (one stream) */
@@ -341,7 +319,6 @@ upload_rows(CudaBackend *cb, const LlmWeight *w, CudaEntry *e, bool split)
 	cuda_ok(cb, cudaStreamSynchronize(cb->stream), "cudaStreamSynchronize");
 	cudaFree(tmp);
 	free(repacked);
-	free(ungrouped);
 	return ok && cb->err_status == LLM_OK;
 }
 
@@ -363,7 +340,7 @@ mat_upload(CudaBackend *cb, const LlmWeight *w, CudaEntry *e)
 	}
 	if (!mat_alloc(cb, w, layout, e))
 		return false;
-	if (layout == CUDA_LAYOUT_Q8_0R || layout == CUDA_LAYOUT_Q4_0R || llm_type_base(w->type) != w->type)
+	if (layout == CUDA_LAYOUT_Q8_0R || layout == CUDA_LAYOUT_Q4_0R)
 		ok = upload_rows(cb, w, e, layout == CUDA_LAYOUT_Q8_0R || layout == CUDA_LAYOUT_Q4_0R);
 	else
 		ok = cuda_ok(cb, cudaMemcpyAsync(e->dev, w->data, (size_t) w->rows * w->row_bytes, cudaMemcpyHostToDevice,
@@ -387,7 +364,7 @@ static bool
 entry_matches(const CudaEntry *e, const LlmWeight *w)
 {
 	return e->is_mat && e->mat.rows == w->rows && e->mat.cols == w->cols &&
-		e->mat.ggml_type == (int) llm_type_base(w->type);
+		e->mat.ggml_type == (int) w->type;
 }
 
 /* The device copy of w, uploaded on first use. */

@@ -24,6 +24,7 @@
  *    at every offset, bit for bit.
  */
 #include "backend.h"
+#include "cpu/backend_cpu.h"
 #include "cpu/activation.h"
 #include "cpu/cpu_features.h"
 #include "cpu/matmul.h"

@@ -17,6 +17,7 @@
 
 #include "cpu/attention.h"
 #include "cpu/cpu_features.h"
+#include "cpu/backend_cpu.h"
 #include "cpu/matmul.h"
 #include "test.h"
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cpu/backend_cpu.h"
 #include "engine.h"
 #include "evict.h"
 #include "forward.h"

@@ -28,6 +28,7 @@
  * Q6_K, Q8_0, Q5_0 repacked) and SmolLM2-135M (Q4_1).
  */
 #include "backend.h"
+#include "cpu/backend_cpu.h"
 #include "engine.h"
 #include "kv.h"
 #include "model.h"
@@ -265,14 +266,26 @@ check_model(const char *label, const char *path, LlmQuantScheme scheme)
 		TEST_CHECK(ref[i].text != NULL && ref[i].n > 0, "%s: request %d alone generated nothing", label, i);
 	}
 
-	/* the engines ran the matrices the CPU has grouped kernels for grouped (whose bits test_kernels checks) */
+	/*
+	 * The model kept its file's layout (or its own INT8/INT4, quantized at
+	 * load), and the CPU backend serves the matrices its level has grouped
+	 * kernels for from grouped copies (whose bits test_kernels checks): the
+	 * engines above ran on those.
+	 */
 	{
 		const LlmWeight *wq = &m->weights.layers[0].wq;
-		LlmType		grouped = llm_type_grouped(llm_type_base(wq->type));
+		LlmType		grouped = llm_type_grouped(wq->type);
+		LlmBackend *be = NULL;
+		LlmError	err;
 
-		TEST_CHECK(grouped == LLM_TYPE_COUNT || !llm_cpu_has_kernel(grouped) || llm_group_blocks(wq->cols / 32) == 0 ||
-				   wq->type == grouped, "%s: an engine on this CPU serves %s matrices grouped", label,
-				   llm_type_traits(wq->type)->name);
+		TEST_CHECK(llm_type_base(wq->type) == wq->type, "%s: the model holds %s as %s, a CPU backend's type", label,
+				   wq->name, llm_type_traits(wq->type)->name);
+		if (llm_backend_cpu_new(1, &be, &err) == LLM_OK && be->ops->prepare != NULL &&
+			be->ops->prepare(be, m, &err) == LLM_OK)
+			TEST_CHECK(grouped == LLM_TYPE_COUNT || !llm_cpu_has_kernel(grouped) ||
+					   llm_group_blocks(wq->cols / 32) == 0 || llm_cpu_weight(be, wq)->type == grouped,
+					   "%s: the CPU backend serves %s matrices grouped", label, llm_type_traits(wq->type)->name);
+		llm_backend_free(be);
 	}
 
 	/* a pool of about 3 requests' worth of blocks */

@@ -18,6 +18,7 @@
  * input among weights, give each weight its own matmul's bits.
  */
 #include "backend.h"
+#include "cpu/backend_cpu.h"
 #include "cpu/cpu_features.h"
 #include "cpu/matmul.h"
 #include "quant.h"

@@ -31,6 +31,7 @@
  * 5. Q5_0 gives the bits of its exact Q8_0 rewrite (the loader's repack).
  */
 #include "backend.h"
+#include "cpu/backend_cpu.h"
 #include "cpu/cpu_features.h"
 #include "cpu/matmul.h"
 #include "quant.h"

@@ -184,30 +184,11 @@ void		llm_be_add_rmsnorm(LlmBackend *be, float *x, const float *r, const float *
 void		llm_be_rope_qk(LlmBackend *be, float *q, int n_heads, float *k, int n_kv_heads, const int32_t *pos,
 						   int n, int head_dim, int rope_dim, const float *inv_freq, LlmRopeMode mode);
 
-/* The CPU backend with the scalar reference kernels. */
-extern const LlmBackendOps llm_cpu_ref_ops;
-
-/* Create the backend for device (backend.c): CUDA, or the CPU; opt NULL: the defaults. */
+/* Create the backend for device (device.c): CUDA, or the CPU (cpu/backend_cpu.h); opt NULL: the defaults. */
 LlmStatus	llm_backend_new(LlmDevice device, const LlmBackendOptions *opt, LlmBackend **out, LlmError *err);
-
-/* Create a CPU backend with n_threads compute threads. */
-LlmStatus	llm_backend_cpu_new(int n_threads, LlmBackend **out, LlmError *err);
-
-/* Whether this process's CPU level has a fast matmul kernel for weight type (else: the scalar reference). */
-bool		llm_cpu_has_kernel(LlmType type);
 
 /* Free any backend through its destroy op (CUDA: device memory, stream, cuBLAS); NULL is allowed. */
 void		llm_backend_free(LlmBackend *be);
-
-/* The CPU backend's memory and result ops (cpu/ops_mem.c), shared by every SIMD level's table. */
-void	   *llm_cpu_alloc(LlmBackend *be, size_t bytes);
-void		llm_cpu_free(LlmBackend *be, void *p);
-void		llm_cpu_copy(LlmBackend *be, void *dst, const void *src, size_t bytes);
-void		llm_cpu_gather_rows(LlmBackend *be, const float *x, const int32_t *idx, int n, int width, float *out);
-void		llm_cpu_softcap(LlmBackend *be, float *x, int64_t n, float cap);
-void		llm_cpu_argmax(LlmBackend *be, const float *x, int n, int width, int32_t *out);
-void		llm_cpu_softmax(LlmBackend *be, float *x, int n, int width);
-LlmStatus	llm_cpu_sync(LlmBackend *be, LlmError *err);
 
 /*
  * The CUDA backend (cuda/) as a module: llm_cuda.so gives this table as its

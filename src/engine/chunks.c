@@ -6,6 +6,7 @@
  *		eviction after each, so every prediction sees only the kept keys.
  *		Perplexity, AWQ calibration and the eviction study run on these.
  */
+#include "cpu/backend_cpu.h"
 #include "forward.h"
 
 #include <stdlib.h>
@@ -49,6 +50,7 @@ llm_forward_chunks(const LlmModel *m, const int32_t *tokens, int n_chunks, int c
 	if (!buf || !pos || !seqs || !want || (want_logits && !logits))
 		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for chunks of %d tokens", chunk);
 	else if ((st = llm_backend_cpu_new(n_threads, &be, err)) == LLM_OK &&
+			 (be->ops->prepare == NULL || (st = be->ops->prepare(be, m, err)) == LLM_OK) &&
 			 (st = llm_kv_init(&kv, &kp, err)) == LLM_OK &&
 			 (st = llm_run_state_init(&rs, c, chunk, err)) == LLM_OK &&
 			 (st = llm_kv_seq_reserve(&kv, &seq, chunk, err)) == LLM_OK)
@@ -118,6 +120,7 @@ llm_forward_chunks_evicting(const LlmModel *m, const int32_t *tokens, int n_chun
 	else if (!logits || !moves)
 		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for %d chunks side by side", width);
 	else if ((st = llm_backend_cpu_new(n_threads, &be, err)) == LLM_OK &&
+			 (be->ops->prepare == NULL || (st = be->ops->prepare(be, m, err)) == LLM_OK) &&
 			 (st = llm_kv_init(&kv, &kp, err)) == LLM_OK)
 		st = llm_run_state_init(&rs, c, width, err);
 	for (int k0 = 0; k0 < n_chunks && st == LLM_OK; k0 += width)

@@ -248,9 +248,8 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	bo.fuse = cfg->gpu_fusion;
 	bo.pdl = cfg->gpu_pdl;
 	bo.cuda_module = cfg->cuda_module;
-	/* matmuls on this CPU: the weights in the kernels' grouped order (a GPU keeps the file's) */
+	/* the backend makes its own copies of the weights in the layouts its kernels read */
 	if ((st = llm_backend_new(cfg->device, &bo, &e->backend, err)) != LLM_OK ||
-		(!e->backend->device_memory && (st = llm_model_group_weights(m, err))) ||
 		(e->backend->ops->prepare != NULL && (st = e->backend->ops->prepare(e->backend, m, err))))
 	{
 		llm_engine_free(e);

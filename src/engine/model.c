@@ -9,7 +9,6 @@
  */
 #include "chat.h"
 #include "model.h"
-#include "backend.h"
 #include "engine.h"
 
 #include <math.h>
@@ -388,18 +387,6 @@ bind_rows(const LlmGgufTensor *t, int64_t cols, int64_t t_rows, int64_t row0, in
 	w->row_bytes = llm_type_row_size(t->type, cols);
 	w->data = (const uint8_t *) t->data + (size_t) row0 * w->row_bytes;
 	w->owned = NULL;
-	if (llm_type_repacks_to_q8_0(t->type) && !llm_cpu_has_kernel(t->type))
-	{
-		/* no fast CPU kernel for this type here: the same integers and scales as Q8_0 (the same bits) */
-		size_t		row_bytes = llm_type_row_size(LLM_TYPE_Q8_0, cols);
-		uint8_t    *q8 = malloc(row_bytes * (size_t) rows);
-
-		if (q8 == NULL)
-			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory repacking tensor \"%s\"", t->name);
-		for (int64_t r = 0; r < rows; r++)
-			llm_repack_q8_0(t->type, w->data + (size_t) r * w->row_bytes, q8 + (size_t) r * row_bytes, cols);
-		llm_weight_set_owned(w, LLM_TYPE_Q8_0, q8);
-	}
 	return LLM_OK;
 }
 
@@ -603,21 +590,20 @@ check_all_used(const ModelLoader *ld, LlmError *err)
 	return LLM_OK;
 }
 
-/* Count matrix w under the type it is served in rather than the type the file stores. */
+/* Count matrix w under the type the model holds it in (quantized at load) rather than the type the file stores. */
 static void
 count_served_type(const LlmGguf *g, const LlmWeight *w, int *counts)
 {
 	const LlmGgufTensor *t = llm_gguf_tensor(g, w->name);
-	LlmType		served = llm_type_base(w->type);	/* a grouped type is its base's numbers */
 
-	if (t != NULL && t->type != served)
+	if (t != NULL && t->type != w->type)
 	{
 		counts[t->type]--;
-		counts[served]++;
+		counts[w->type]++;
 	}
 }
 
-/* Describe the served weight types as "Q4_K x 100, Q6_K x 12" into buf (repacked and quantized ones included). */
+/* Describe the model's weight types as "Q4_K x 100, Q6_K x 12" into buf (ones quantized at load included). */
 static void
 describe_weight_types(const LlmModel *m, char *buf, size_t len)
 {
@@ -789,66 +775,6 @@ llm_layer_is_float(const LlmLayerWeights *lw)
 			return false;
 	}
 	return true;
-}
-
-/*
- * Rewrite w as its grouped type (quant.h) in a new owned buffer when this
- * processor's kernels have one: the same numbers and the same answers, in
- * the order the AVX-512 kernels multiply them, read with no unpacking.
- */
-static LlmStatus
-group_weight(const LlmGguf *file, LlmWeight *w, LlmError *err)
-{
-	LlmType		g = llm_type_grouped(w->type);
-	const uint8_t *mapped = w->owned == NULL ? w->data : NULL;
-	uint8_t    *buf;
-
-	if (g == LLM_TYPE_COUNT || !llm_cpu_has_kernel(g) || llm_group_blocks(w->cols / LLM_QK) == 0)
-		return LLM_OK;
-	buf = malloc(w->row_bytes * (size_t) w->rows);
-	if (buf == NULL)
-		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory grouping tensor \"%s\"", w->name);
-	for (int64_t r = 0; r < w->rows; r++)
-		llm_group_row(w->type, w->data + (size_t) r * w->row_bytes, buf + (size_t) r * w->row_bytes, w->cols);
-	llm_weight_set_owned(w, g, buf);
-	/* the file's copy is not read again: its pages need not stay in this process */
-	if (mapped != NULL)
-		llm_gguf_release(file, mapped, w->row_bytes * (size_t) w->rows);
-	return LLM_OK;
-}
-
-/*
- * Group every matrix of m that the matmul reads (group_weight): the layers'
- * and the output; the embedding only when it is the output too, since
- * otherwise its rows are only looked up.  For an engine whose matmuls run
- * on this CPU (llm_engine_new): a model only a GPU runs, or one written back
- * to a file (llm-cli quantize), keeps its file's layout.  Grouping twice
- * changes nothing.
- */
-LlmStatus
-llm_model_group_weights(LlmModel *m, LlmError *err)
-{
-	LlmWeights *w = &m->weights;
-	LlmStatus	st;
-
-	if (w->output.data == w->tok_embd.data)
-	{
-		if ((st = group_weight(m->gguf, &w->tok_embd, err)))
-			return st;
-		w->output = w->tok_embd;
-	}
-	else if ((st = group_weight(m->gguf, &w->output, err)))
-		return st;
-	for (int l = 0; l < m->config.n_layers; l++)
-		for (int i = 0; i < LLM_LAYER_MATRICES; i++)
-		{
-			LlmWeight  *lm = llm_layer_matrix(&w->layers[l], i);
-
-			/* a fused tensor's parts (phi3) point into one mapping; each part is grouped on its own */
-			if ((st = group_weight(m->gguf, lm, err)))
-				return st;
-		}
-	return LLM_OK;
 }
 
 /*

@@ -146,12 +146,6 @@ struct LlmModel
 /* Make buf (w's rows in type) w's data, owned by w; a previously owned copy is freed. */
 void		llm_weight_set_owned(LlmWeight *w, LlmType type, void *buf);
 
-/*
- * Rewrite m's matrices in their grouped types (quant.h) where this CPU's
- * kernels have them, for an engine whose matmuls run here; the same answers.
- */
-LlmStatus	llm_model_group_weights(LlmModel *m, LlmError *err);
-
 /* Replace w by src (w's shape, in type from) quantized with scheme, in a new owned buffer. */
 LlmStatus	llm_weight_quantize_from(LlmWeight *w, LlmType from, const void *src, LlmQuantScheme scheme,
 									 LlmError *err);

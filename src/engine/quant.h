@@ -35,7 +35,7 @@ typedef enum LlmType
 	LLM_TYPE_Q5_K = 13,
 	LLM_TYPE_Q6_K = 14,
 	LLM_TYPE_BF16 = 30,
-	/* internal, never in a file: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 rows grouped for the AVX-512 kernels (quant_groups.c) */
+	/* the CPU backend's own, never in a file or a model: rows grouped for the AVX-512 kernels (quant_groups.c) */
 	LLM_TYPE_Q8_0_G = 40,
 	LLM_TYPE_Q4_0_G = 41,
 	LLM_TYPE_Q4_1_G = 42,

@@ -1,10 +1,9 @@
 /*
  * quant_groups.c
  *		The grouped weight types (see quant.h): rows of Q8_0, Q4_0, Q4_1,
- *		Q5_0 or Q5_1
- *		rewritten when an engine starts on the CPU, 16 blocks at a time, into the order in which the
- *		AVX-512 kernels multiply them, and the matching order of the
- *		activations' quants.  Plain C: the layout's definition and the
+ *		Q5_0 or Q5_1 rewritten by the CPU backend's prepare (cpu/weights.c),
+ *		16 blocks at a time, into the order in which the AVX-512 kernels
+ *		multiply them, and the matching order of the activations' quants.  Plain C: the layout's definition and the
  *		reference every kernel of these types is tested against.
  *
  * A row of n values has nb = n / 32 blocks.  Its first llm_group_blocks(nb)

@@ -1,7 +1,7 @@
 /*
  * matmul.c
- *		The CPU backend's matmul op on the fast kernels, and the op tables
- *		of each SIMD level (see matmul.h).
+ *		The CPU backend's matmul on the fast kernels of a SIMD level (see
+ *		matmul.h); backend_cpu.c puts it in each level's op table.
  *
  * One call, y (n, rows) = x (n, cols) times w transposed:
  *
@@ -20,16 +20,15 @@
  * matmul_multi (Q, K and V) and matmul_glu (gate and up) quantize their
  * shared input once and hand every weight's tasks to the pool in one run.
  *
+ * Each weight is read in the backend's copy where it has one (weights.c).
+ *
  * Types without a fast kernel at a level (AVX2: Q4_1, Q5_0, Q5_1, Q2_K,
  * Q3_K and Q5_K), and any
  * call whose buffer cannot be allocated, use the scalar reference.
  */
-#include "cpu/activation.h"
-#include "cpu/attention.h"
+#include "cpu/backend_cpu.h"
 #include "cpu/matmul.h"
-#include "cpu/norm.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,7 +204,7 @@ jobs_run(LlmBackend *be, MatmulJob *jobs, int n_jobs)
 		llm_pool_run(be->pool, r.first[n_jobs], run_task, &r);
 }
 
-/* y (n, rows) = x (n, cols) times w transposed, on the kernels k. */
+/* y (n, rows) = x (n, cols) times w transposed, on the kernels kern; w is the backend's copy. */
 static void
 matmul_run(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *w, const float *x, float *y, int n)
 {
@@ -215,23 +214,30 @@ matmul_run(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *w, con
 
 	if (!job_init(&j, kern, w, y, n, llm_pool_size(be->pool)) || !job_activations(be, &j, x, stack_buf, &heap_buf))
 	{
-		llm_cpu_ref_ops.matmul(be, w, x, y, n);
+		llm_cpu_matmul_ref(be, w, x, y, n);
 		return;
 	}
 	jobs_run(be, &j, 1);
 	free(heap_buf);
 }
 
+/* y (n, rows) = x (n, cols) times w transposed, on the kernels kern and be's copy of w. */
+void
+llm_cpu_matmul(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *w, const float *x, float *y, int n)
+{
+	matmul_run(be, kern, llm_cpu_weight(be, w), x, y, n);
+}
+
 /*
  * y[i] = x w[i]^T for i < count (Q, K and V; gate and up), on the kernels
- * k: when every weight has a fast gemm taking the same activations, x is
- * quantized once and every weight's tasks go to the pool together (one
- * wake-up, one barrier); else one matmul after another.  Each output is
- * the gemm's, as matmul_run gives it.
+ * kern and be's copies of the weights: when every weight has a fast gemm
+ * taking the same activations, x is quantized once and every weight's
+ * tasks go to the pool together (one wake-up, one barrier); else one
+ * matmul after another.  Each output is the gemm's, as matmul_run gives it.
  */
-static void
-matmul_multi_run(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *const *w, const float *x,
-				 float *const *y, int count, int n)
+void
+llm_cpu_matmul_multi(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *const *w, const float *x,
+					 float *const *y, int count, int n)
 {
 	_Alignas(64) uint8_t stack_buf[STACK_ACT_BYTES];
 	MatmulJob	jobs[MATMUL_MULTI_MAX];
@@ -239,12 +245,12 @@ matmul_multi_run(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *
 	bool		shared = count <= MATMUL_MULTI_MAX;
 
 	for (int i = 0; i < count && shared; i++)
-		shared = job_init(&jobs[i], kern, w[i], y[i], n, llm_pool_size(be->pool)) &&
+		shared = job_init(&jobs[i], kern, llm_cpu_weight(be, w[i]), y[i], n, llm_pool_size(be->pool)) &&
 			jobs[i].fmt == jobs[0].fmt && w[i]->cols == w[0]->cols;
 	if (!shared || !job_activations(be, &jobs[0], x, stack_buf, &heap_buf))
 	{
 		for (int i = 0; i < count; i++)
-			matmul_run(be, kern, w[i], x, y[i], n);
+			llm_cpu_matmul(be, kern, w[i], x, y[i], n);
 		return;
 	}
 	for (int i = 1; i < count; i++)
@@ -257,137 +263,6 @@ matmul_multi_run(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *
 	free(heap_buf);
 }
 
-/* The matmul op of the AVX2 level. */
-static void
-matmul_avx2(LlmBackend *be, const LlmWeight *w, const float *x, float *y, int n)
-{
-	matmul_run(be, &llm_matmul_kernels_avx2, w, x, y, n);
-}
-
-/* The matmul op of the AVX-512 level. */
-static void
-matmul_avx512(LlmBackend *be, const LlmWeight *w, const float *x, float *y, int n)
-{
-	matmul_run(be, &llm_matmul_kernels_avx512, w, x, y, n);
-}
-
-/* The matmul_multi op of the AVX2 level. */
-static void
-matmul_multi_avx2(LlmBackend *be, const LlmWeight *const *w, const float *x, float *const *y, int count, int n)
-{
-	matmul_multi_run(be, &llm_matmul_kernels_avx2, w, x, y, count, n);
-}
-
-/* The matmul_multi op of the AVX-512 level. */
-static void
-matmul_multi_avx512(LlmBackend *be, const LlmWeight *const *w, const float *x, float *const *y, int count, int n)
-{
-	matmul_multi_run(be, &llm_matmul_kernels_avx512, w, x, y, count, n);
-}
-
-static LlmBackendOps isa_ops[LLM_CPU_ISA_COUNT];
-static pthread_once_t isa_ops_once = PTHREAD_ONCE_INIT;
-
-/* The attention op of the AVX2 level. */
-static void
-attention_avx2(LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArgs *a)
-{
-	llm_cpu_attention(be, kv, layer, a, &llm_attn_kernels_avx2);
-}
-
-/* The attention op of the AVX-512 level. */
-static void
-attention_avx512(LlmBackend *be, const LlmKvCache *kv, int layer, const LlmAttnArgs *a)
-{
-	llm_cpu_attention(be, kv, layer, a, &llm_attn_kernels_avx512);
-}
-
-/* The GLU op of the AVX-512 level. */
-static void
-glu_avx512(LlmBackend *be, const float *gate, const float *up, float *out, int64_t n, LlmActivation act)
-{
-	llm_cpu_glu(be, gate, up, out, n, act, llm_glu_range_avx512);
-}
-
-/* The rmsnorm op of the AVX-512 level. */
-static void
-rmsnorm_avx512(LlmBackend *be, const float *x, const float *w, float *y, int n, int dim, float eps, bool add_one)
-{
-	LlmNormArgs a = {(float *) x, NULL, w, y, n, dim, eps, add_one};
-
-	llm_cpu_rmsnorm(be, &a, llm_norm_rows_avx512);
-}
-
-/* The add_rmsnorm op of the AVX-512 level. */
-static void
-add_rmsnorm_avx512(LlmBackend *be, float *x, const float *r, const float *w, float *y, int n, int dim, float eps,
-				   bool add_one)
-{
-	LlmNormArgs a = {x, r, w, y, n, dim, eps, add_one};
-
-	llm_cpu_rmsnorm(be, &a, llm_norm_rows_avx512);
-}
-
-/* gate and up as one matmul_multi on the kernels of level isa, then that level's glu op. */
-static void
-matmul_glu_run(LlmBackend *be, LlmCpuIsa isa, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x,
-			   float *gate, float *up, int n, LlmActivation act)
-{
-	const LlmWeight *w[2] = {w_gate, w_up};
-	float	   *y[2] = {gate, up};
-
-	matmul_multi_run(be, llm_matmul_kernels(isa), w, x, y, 2, n);
-	isa_ops[isa].glu(be, gate, up, gate, (int64_t) n * w_gate->rows, act);
-}
-
-/* The matmul_glu op of the AVX2 level. */
-static void
-matmul_glu_avx2(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x, float *gate,
-				float *up, int n, LlmActivation act)
-{
-	matmul_glu_run(be, LLM_CPU_ISA_AVX2, w_gate, w_up, x, gate, up, n, act);
-}
-
-/* The matmul_glu op of the AVX-512 level. */
-static void
-matmul_glu_avx512(LlmBackend *be, const LlmWeight *w_gate, const LlmWeight *w_up, const float *x, float *gate,
-				  float *up, int n, LlmActivation act)
-{
-	matmul_glu_run(be, LLM_CPU_ISA_AVX512, w_gate, w_up, x, gate, up, n, act);
-}
-
-/* Build the op tables: the reference's, with the matmul, attention, GLU and (AVX-512) RMSNorm of each level. */
-static void
-build_isa_ops(void)
-{
-	isa_ops[LLM_CPU_ISA_SCALAR] = llm_cpu_ref_ops;
-	isa_ops[LLM_CPU_ISA_AVX2] = llm_cpu_ref_ops;
-	isa_ops[LLM_CPU_ISA_AVX2].name = "cpu-avx2";
-	isa_ops[LLM_CPU_ISA_AVX2].matmul = matmul_avx2;
-	isa_ops[LLM_CPU_ISA_AVX2].matmul_multi = matmul_multi_avx2;
-	isa_ops[LLM_CPU_ISA_AVX2].matmul_glu = matmul_glu_avx2;
-	if (llm_attn_kernels_avx2.name != NULL)
-		isa_ops[LLM_CPU_ISA_AVX2].attention = attention_avx2;
-	isa_ops[LLM_CPU_ISA_AVX512] = llm_cpu_ref_ops;
-	isa_ops[LLM_CPU_ISA_AVX512].name = "cpu-avx512";
-	isa_ops[LLM_CPU_ISA_AVX512].matmul = matmul_avx512;
-	isa_ops[LLM_CPU_ISA_AVX512].matmul_multi = matmul_multi_avx512;
-	isa_ops[LLM_CPU_ISA_AVX512].matmul_glu = matmul_glu_avx512;
-	if (llm_attn_kernels_avx512.name != NULL)
-		isa_ops[LLM_CPU_ISA_AVX512].attention = attention_avx512;
-	if (llm_glu_range_avx512 != NULL)
-		isa_ops[LLM_CPU_ISA_AVX512].glu = glu_avx512;
-	if (llm_norm_rows_avx512 != NULL)
-	{
-		isa_ops[LLM_CPU_ISA_AVX512].rmsnorm = rmsnorm_avx512;
-		isa_ops[LLM_CPU_ISA_AVX512].add_rmsnorm = add_rmsnorm_avx512;
-	}
-#if defined(__x86_64__) && defined(__GNUC__)
-	isa_ops[LLM_CPU_ISA_AVX2].kv_store = llm_cpu_kv_store_f16c;
-	isa_ops[LLM_CPU_ISA_AVX512].kv_store = llm_cpu_kv_store_f16c;
-#endif
-}
-
 /* The kernels of level isa; NULL for scalar or a level this processor lacks. */
 const LlmMatmulKernels *
 llm_matmul_kernels(LlmCpuIsa isa)
@@ -397,34 +272,4 @@ llm_matmul_kernels(LlmCpuIsa isa)
 	if (isa == LLM_CPU_ISA_AVX2)
 		return llm_matmul_kernels_avx2.name != NULL ? &llm_matmul_kernels_avx2 : NULL;
 	return llm_matmul_kernels_avx512.name != NULL ? &llm_matmul_kernels_avx512 : NULL;
-}
-
-/* The backend op table of level isa (llm_cpu_ref_ops for scalar); NULL if the processor lacks it. */
-const LlmBackendOps *
-llm_cpu_ops_for_isa(LlmCpuIsa isa)
-{
-	if (isa == LLM_CPU_ISA_SCALAR)
-		return &llm_cpu_ref_ops;
-	if (llm_matmul_kernels(isa) == NULL)
-		return NULL;
-	pthread_once(&isa_ops_once, build_isa_ops);
-	return &isa_ops[isa];
-}
-
-/* Whether the kernels of this process's level (llm_cpu_isa()) have a gemm for type. */
-bool
-llm_cpu_has_kernel(LlmType type)
-{
-	const LlmMatmulKernels *k = llm_matmul_kernels(llm_cpu_isa());
-
-	return k != NULL && type >= 0 && type < LLM_TYPE_COUNT && k->gemm[type] != NULL;
-}
-
-/* The op table for this process: the level of llm_cpu_isa(). */
-const LlmBackendOps *
-llm_cpu_select_ops(void)
-{
-	const LlmBackendOps *ops = llm_cpu_ops_for_isa(llm_cpu_isa());
-
-	return ops != NULL ? ops : &llm_cpu_ref_ops;
 }

@@ -2,7 +2,7 @@
  * matmul.h
  *		Private: the CPU backend's fast matrix multiplication -- the kernel
  *		tables of each SIMD level, the activation formats they read, and the
- *		op tables that plug them into the backend.
+ *		matmul ops built on them (backend_cpu.c puts those in the op tables).
  *
  * y (n, rows) = x (n, cols) times w transposed.  For float weights (F32,
  * F16, BF16) the kernels read x as given and multiply in float.  For the
@@ -139,10 +139,15 @@ void		llm_quantize_act_q8ki_ref(const float *x, int64_t k, uint8_t *out);
 /* The kernels of level isa; NULL for scalar or a level this processor lacks. */
 const LlmMatmulKernels *llm_matmul_kernels(LlmCpuIsa isa);
 
-/* The backend op table of level isa (llm_cpu_ref_ops for scalar); NULL if the processor lacks it. */
-const LlmBackendOps *llm_cpu_ops_for_isa(LlmCpuIsa isa);
+/* y (n, rows) = x (n, cols) times w transposed, on kernels kern (matmul.c): the matmul op of a level. */
+void		llm_cpu_matmul(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *w, const float *x, float *y,
+						   int n);
 
-/* The op table for this process: the level of llm_cpu_isa(). */
-const LlmBackendOps *llm_cpu_select_ops(void);
+/* y[i] = x w[i]^T for i < count, x quantized once (matmul.c): the matmul_multi op of a level. */
+void		llm_cpu_matmul_multi(LlmBackend *be, const LlmMatmulKernels *kern, const LlmWeight *const *w,
+								 const float *x, float *const *y, int count, int n);
+
+/* y (n, rows) = x (n, cols) times w transposed on the scalar reference (ops_ref.c): w in any type. */
+void		llm_cpu_matmul_ref(LlmBackend *be, const LlmWeight *w, const float *x, float *y, int n);
 
 #endif							/* LLM_CPU_MATMUL_H */

@@ -3,9 +3,10 @@
  *		The CPU backend's memory and result ops: its activations are plain
  *		host memory, so alloc is malloc and the copies are memcpy; the
  *		logits' soft cap, and argmax and softmax for sampling, are scalar
- *		loops (the reference a device backend is tested against).
+ *		loops (the reference a device backend is tested against); and the
+ *		backend's teardown.
  */
-#include "backend.h"
+#include "cpu/backend_cpu.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -106,4 +107,13 @@ LlmStatus
 llm_cpu_sync(LlmBackend *be, LlmError *err)
 {
 	return LLM_OK;
+}
+
+/* Free a CPU backend: its weight copies, its thread pool, then itself. */
+void
+llm_cpu_destroy(LlmBackend *be)
+{
+	llm_cpu_weights_free(be);
+	llm_pool_free(be->pool);
+	free(be);
 }

@@ -6,9 +6,9 @@
  * Work is split over the thread pool: matmuls by chunks of output rows,
  * element-wise ops by ranges; attention is in cpu/attention.c.
  */
-#include "backend.h"
 #include "cpu/activation.h"
 #include "cpu/attention.h"
+#include "cpu/backend_cpu.h"
 #include "cpu/matmul.h"
 #include "cpu/norm.h"
 
@@ -45,9 +45,9 @@ matmul_task(void *arg, int chunk)
 	}
 }
 
-/* y (n, rows) = x (n, cols) times w transposed. */
-static void
-ref_matmul(LlmBackend *be, const LlmWeight *w, const float *x, float *y, int n)
+/* y (n, rows) = x (n, cols) times w transposed, w in any type. */
+void
+llm_cpu_matmul_ref(LlmBackend *be, const LlmWeight *w, const float *x, float *y, int n)
 {
 	MatmulTask	t = {w, x, y, n};
 
@@ -346,17 +346,9 @@ ref_add_bias(LlmBackend *be, float *x, const float *b, int n, int width)
 	}
 }
 
-/* Free a CPU backend: its thread pool, then itself. */
-static void
-cpu_destroy(LlmBackend *be)
-{
-	llm_pool_free(be->pool);
-	free(be);
-}
-
 const LlmBackendOps llm_cpu_ref_ops = {
 	.name = "cpu-ref",
-	.matmul = ref_matmul,
+	.matmul = llm_cpu_matmul_ref,
 	.get_rows = ref_get_rows,
 	.rmsnorm = ref_rmsnorm,
 	.rope = ref_rope,
@@ -368,7 +360,7 @@ const LlmBackendOps llm_cpu_ref_ops = {
 	.glu = ref_glu,
 	.add = ref_add,
 	.add_bias = ref_add_bias,
-	.destroy = cpu_destroy,
+	.destroy = llm_cpu_destroy,
 	.alloc = llm_cpu_alloc,
 	.free = llm_cpu_free,
 	.to_host = llm_cpu_copy,
@@ -379,24 +371,3 @@ const LlmBackendOps llm_cpu_ref_ops = {
 	.softmax = llm_cpu_softmax,
 	.sync = llm_cpu_sync,
 };
-
-/* Create a CPU backend with n_threads compute threads. */
-LlmStatus
-llm_backend_cpu_new(int n_threads, LlmBackend **out, LlmError *err)
-{
-	LlmBackend *be = calloc(1, sizeof(*be));
-	LlmStatus	st;
-
-	if (be == NULL)
-		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the backend");
-	if ((st = llm_pool_new(n_threads, &be->pool, err)))
-	{
-		free(be);
-		return st;
-	}
-	be->ops = llm_cpu_select_ops();
-	*out = be;
-	return LLM_OK;
-}
-
-
