@@ -16,7 +16,7 @@
 # median of three), and llama-bench -p 128 -n 64 -r 3 (its mean), THREADS
 # threads (default 2).  The machine is shared: ratios move by about 15%
 # between runs.  The roofline is the read bandwidth that
-# bench/stream_probe.c measures at THREADS threads divided by the weight
+# bench/peak_probe.c measures at THREADS threads divided by the weight
 # bytes one decode step reads (bench/gguf_decode_bytes.py).  Prints a table
 # and writes bench/results/$NAME.{csv,json} (NAME default quant_bench).
 set -euo pipefail
@@ -31,8 +31,8 @@ OUT=bench/results
 mkdir -p "$MODELS" "$OUT"
 make -s bin/llm-cli bin/llm-random-model
 
-cc -O3 -march=native -pthread -o build/stream_probe bench/stream_probe.c
-bw=$(build/stream_probe "$THREADS" 2>/dev/null)
+cc -std=c11 -D_GNU_SOURCE -O2 -pthread -o build/peak_probe bench/peak_probe.c
+bw=$(build/peak_probe --dram "$THREADS" 2>/dev/null)
 echo "DRAM read bandwidth at $THREADS threads: $bw GB/s"
 
 shapes=("134m:--dim 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --ctx 1024")
