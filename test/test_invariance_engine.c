@@ -74,6 +74,7 @@ typedef struct Scenario
 	int			n_threads;
 	int			pool_tokens;	/* KV pool in tokens (0: the default) */
 	int			n_long;			/* long prompts added first */
+	int			spec_step;		/* speculative decoding (prompt lookup) in steps of this many tokens; 0: off */
 } Scenario;
 
 static int32_t *req_ids[N_REQ];
@@ -96,6 +97,11 @@ make_engine(LlmModel *m, const Scenario *sc, bool prefix_cache)
 	c.max_batch_tokens = sc->max_batch_tokens;
 	c.n_ctx = mc->n_ctx < 1024 ? mc->n_ctx : 1024;
 	c.prefix_cache = prefix_cache;
+	if (sc->spec_step > 0)
+	{
+		c.speculative = LLM_SPEC_NGRAM;
+		c.spec_step_tokens = sc->spec_step;
+	}
 	if (sc->pool_tokens > 0)
 		c.kv_cache_bytes = llm_kv_block_bytes(mc->n_layers, mc->n_kv_heads, mc->head_dim, c.kv_block_size, c.kv_type) *
 			(size_t) ((sc->pool_tokens + c.kv_block_size - 1) / c.kv_block_size);
@@ -107,7 +113,15 @@ make_engine(LlmModel *m, const Scenario *sc, bool prefix_cache)
 	return e;
 }
 
-/* Queue request i (or a long prompt for i < 0); returns its id. */
+/* Stop strings of two requests, and the choices (NUL-separated) of two constrained ones. */
+static const char *const stops[] = {" the", "."};
+static const char choices[] = "the sky\0a big blue whale\0the sun and the moon";
+
+/*
+ * Queue request i (or a long prompt for i < 0); returns its id.  Every
+ * other one samples (its own seed); some have a repetition penalty, stop
+ * strings or choices.
+ */
 static int64_t
 add_request(LlmEngine *e, int i)
 {
@@ -125,6 +139,19 @@ add_request(LlmEngine *e, int i)
 		r.temperature = 0.9f;
 		r.top_p = 0.95f;
 		r.seed = 1000 + (uint64_t) i;
+	}
+	if (i >= 0 && i % 4 == 2)
+		r.repeat_penalty = 1.3f;
+	if (i == 6 || i == 9)
+	{
+		r.stop = stops;
+		r.n_stop = 2;
+	}
+	if (i == 10 || i == 13)
+	{
+		r.grammar = LLM_GRAMMAR_CHOICES;
+		r.grammar_text = choices;
+		r.grammar_len = sizeof(choices);
 	}
 	TEST_CHECK(llm_engine_add(e, &r, &id, &err) == LLM_OK, "add: %s", err.msg);
 	return id;
@@ -241,7 +268,7 @@ load(const char *path, LlmQuantScheme scheme)
 static void
 check_model(const char *label, const char *path, LlmQuantScheme scheme)
 {
-	const Scenario ref_sc = {"alone", 1, 512, 2, 0, 0};
+	const Scenario ref_sc = {"alone", 1, 512, 2, 0, 0, 0};
 	Outcome		ref[N_REQ];
 	Outcome		got[N_REQ];
 	LlmEngineStats st;
@@ -292,15 +319,20 @@ check_model(const char *label, const char *path, LlmQuantScheme scheme)
 	pool = 3 * (req_n[N_REQ - 1] + N_NEW + 32);
 	{
 		const Scenario scenarios[] = {
-			{"2 at once", 2, 512, 2, 0, 0},
-			{"5 at once", 5, 512, 2, 0, 0},
-			{"16 at once", 16, 512, 2, 0, 0},
-			{"steps of 1 token", 16, 1, 2, 0, 0},
-			{"steps of 7 tokens", 16, 7, 2, 0, 0},
-			{"steps of 64 tokens", 16, 64, 2, 0, 0},
-			{"with two long prefills", 18, 64, 2, 0, 2},
-			{"preempted", 16, 512, 2, pool, 0},
-			{"1 thread", 16, 512, 1, 0, 0},
+			{"2 at once", 2, 512, 2, 0, 0, 0},
+			{"5 at once", 5, 512, 2, 0, 0, 0},
+			{"16 at once", 16, 512, 2, 0, 0, 0},
+			{"steps of 1 token", 16, 1, 2, 0, 0, 0},
+			{"steps of 7 tokens", 16, 7, 2, 0, 0, 0},
+			{"steps of 64 tokens", 16, 64, 2, 0, 0, 0},
+			{"with two long prefills", 18, 64, 2, 0, 2, 0},
+			{"preempted", 16, 512, 2, pool, 0, 0},
+			{"1 thread", 16, 512, 1, 0, 0, 0},
+			{"speculative, one at a time", 1, 512, 2, 0, 0, 16},
+			{"speculative, 5 at once", 5, 512, 2, 0, 0, 16},
+			{"speculative, 2 in steps of 7", 2, 7, 2, 0, 0, 16},
+			{"speculative, long prefills", 18, 64, 2, 0, 2, 24},
+			{"speculative, preempted", 16, 512, 2, pool, 0, 24},
 		};
 
 		for (int s = 0; s < (int) (sizeof(scenarios) / sizeof(scenarios[0])); s++)
@@ -324,7 +356,14 @@ check_model(const char *label, const char *path, LlmQuantScheme scheme)
 				TEST_CHECK(st.prefix_hit_tokens > 0, "%s, %s: no prefix-cache hit", label, sc->name);
 			if (sc->pool_tokens > 0)
 				TEST_CHECK(st.preemptions > 0, "%s, %s: nothing was preempted", label, sc->name);
-			printf("  %-28s %-24s %s\n", label, sc->name, n_bad == 0 ? "identical" : "DIFFERS");
+			/* (a tight pool may leave no room for drafts) */
+			if (sc->spec_step > 0 && sc->pool_tokens == 0)
+				TEST_CHECK(st.draft_tokens > 0, "%s, %s: nothing was drafted", label, sc->name);
+			if (sc->spec_step > 0)
+				printf("  %-28s %-28s %s (%lld drafted, %lld accepted)\n", label, sc->name,
+					   n_bad == 0 ? "identical" : "DIFFERS", (long long) st.draft_tokens, (long long) st.draft_accepted);
+			else
+				printf("  %-28s %-28s %s\n", label, sc->name, n_bad == 0 ? "identical" : "DIFFERS");
 			n_bad_total += n_bad;
 			free_outcomes(got);
 		}
@@ -335,7 +374,7 @@ check_model(const char *label, const char *path, LlmQuantScheme scheme)
 	m = load(path, scheme);
 	if (m != NULL)
 	{
-		const Scenario sc = {"reloaded, 16 at once", 16, 512, 2, 0, 0};
+		const Scenario sc = {"reloaded, 16 at once", 16, 512, 2, 0, 0, 0};
 		LlmEngine  *e = make_engine(m, &sc, true);
 		int			n_bad = 0;
 

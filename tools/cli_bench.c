@@ -156,7 +156,7 @@ cli_bench(int argc, char **argv)
 	BenchRow	rows[CLI_MAX_BATCHES];
 
 	if (!cli_parse_options(argc, argv, "-m -p -n -b --threads --kv --shared-prefix --no-prefix-cache --quantize --calib "
-						   "--kv-mb --kv-budget --evict --sinks --device --step-ms --long", &o))
+						   "--kv-mb --kv-budget --evict --sinks --device --step-ms --long --speculative --draft-max", &o))
 		return 2;
 	if (o.long_prompt > 0)
 		return cli_bench_latency(&o);

@@ -109,7 +109,7 @@ cli_generate(int argc, char **argv)
 
 	if (!cli_parse_options(argc, argv,
 						   "-m -p -n --temp --top-k --top-p --min-p --repeat-penalty --seed --threads --kv --ctx --stop --chat --system --quantize --calib "
-						   "--kv-budget --evict --sinks --kv-mb --device --step-ms --json-schema --choice",
+						   "--kv-budget --evict --sinks --kv-mb --device --step-ms --json-schema --choice --speculative --draft-max",
 						   &o))
 		return 2;
 	if (o.prompt == NULL)

@@ -242,6 +242,24 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 				return false;
 			o->step_ms = (int) iv;
 		}
+		else if (strcmp(opt, "--speculative") == 0)
+		{
+			if (strcmp(val, "off") == 0)
+				o->speculative = LLM_SPEC_OFF;
+			else if (strcmp(val, "ngram") == 0)
+				o->speculative = LLM_SPEC_NGRAM;
+			else
+			{
+				fprintf(stderr, "llm-cli %s: --speculative must be off or ngram, got \"%s\"\n", argv[0], val);
+				return false;
+			}
+		}
+		else if (strcmp(opt, "--draft-max") == 0)
+		{
+			if (!cli_parse_int(opt, val, 1, LLM_SPEC_MAX_DRAFT, &iv))
+				return false;
+			o->draft_max = (int) iv;
+		}
 		else if (strcmp(opt, "--kv-mb") == 0)
 		{
 			if (!cli_parse_int(opt, val, 1, 1 << 24, &iv))
@@ -401,6 +419,9 @@ cli_engine_config(const CliOptions *o, LlmEngineConfig *c)
 	c->cuda_module = cli_cuda_module();
 	if (o->step_ms >= 0)
 		c->step_time_ms = o->step_ms;
+	c->speculative = o->speculative;
+	if (o->draft_max > 0)
+		c->spec_max_draft = o->draft_max;
 }
 
 /* The KV budget in tokens: --kv-budget N, or P% of length (rounded up). */

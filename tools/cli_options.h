@@ -37,6 +37,8 @@ typedef struct CliOptions
 	int			sinks;			/* --sinks */
 	int			step_ms;		/* --step-ms: pace steps to this many ms (0: off; -1: the engine's default) */
 	int			kv_mb;			/* --kv-mb: KV pool size; 0 = the engine's default */
+	LlmSpeculative speculative; /* --speculative off|ngram */
+	int			draft_max;		/* --draft-max: drafted tokens per step and sequence; 0 = the engine's default */
 	LlmDevice	device;			/* --device */
 	int			ctx;
 	const char *stop[CLI_MAX_STOPS];

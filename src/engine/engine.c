@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "constraint.h"
+#include "draft.h"
 #include "forward.h"
 #include "kv.h"
 #include "model.h"
@@ -87,6 +88,10 @@ typedef struct Seq
 	LlmStatus	status;			/* why, when reason is LLM_FINISH_ERROR */
 	bool		polled;
 	LlmKvSeq	kv;
+	/* speculative decoding (config.speculative): this step's drafts follow tokens[n_tokens - 1] */
+	int			n_draft;		/* drafted tokens fed this step, at tokens[n_tokens ..] */
+	int			draft_base;		/* n_tokens when they were drafted */
+	int			draft_len;		/* tokens to draft next time (adapts to how many were accepted) */
 } Seq;
 
 struct LlmEngine
@@ -127,7 +132,11 @@ struct LlmEngine
 /* Admissions a waiting sequence may be passed over for later ones before it goes first. */
 #define LLM_ADMIT_MAX_PASSED	8
 
-/* Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks of 16, f32 KV, prefix cache on, 100 ms steps. */
+/*
+ * Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks
+ * of 16, f32 KV, prefix cache on, 100 ms steps, no speculation (8 drafted
+ * tokens at most when on, in steps of up to 16 tokens).
+ */
 void
 llm_engine_config_default(LlmEngineConfig *c)
 {
@@ -147,6 +156,9 @@ llm_engine_config_default(LlmEngineConfig *c)
 	c->step_time_ms = 100;
 	c->gpu_fusion = true;
 	c->gpu_pdl = true;
+	c->speculative = LLM_SPEC_OFF;
+	c->spec_max_draft = 8;
+	c->spec_step_tokens = 16;
 }
 
 
@@ -201,6 +213,11 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 		return llm_error_set(err, LLM_ERR_INVALID,
 							 "invalid engine configuration: threads %d, batch tokens %d, sequences %d, block size %d, context %d",
 							 cfg->n_threads, cfg->max_batch_tokens, cfg->max_seqs, cfg->kv_block_size, cfg->n_ctx);
+	if (cfg->speculative != LLM_SPEC_OFF &&
+		(cfg->spec_max_draft < 1 || cfg->spec_max_draft > LLM_SPEC_MAX_DRAFT || cfg->spec_step_tokens < 2))
+		return llm_error_set(err, LLM_ERR_INVALID,
+							 "invalid speculative decoding configuration: %d drafted tokens (1 to %d), steps of %d tokens (at least 2)",
+							 cfg->spec_max_draft, LLM_SPEC_MAX_DRAFT, cfg->spec_step_tokens);
 	if ((st = llm_evict_rule_make(cfg->kv_budget, cfg->kv_sink_tokens, cfg->evict_policy, &rule, err)))
 		return st;
 	e = calloc(1, sizeof(*e));
@@ -210,7 +227,10 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	e->config = *cfg;
 	e->evict = rule;
 	if (rule.budget > 0)
+	{
 		e->config.prefix_cache = false; /* shared blocks cannot be compacted (kv.h) */
+		e->config.speculative = LLM_SPEC_OFF;	/* a rejected draft's keys would have to leave the scores too */
+	}
 	if (e->config.n_ctx == 0 || e->config.n_ctx > mc->n_ctx)
 		e->config.n_ctx = mc->n_ctx;
 	e->next_id = 1;
@@ -241,7 +261,10 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 		.scores = rule.budget > 0 && rule.by_score,.prefault = cfg->kv_prefault,
 	};
 
-	e->max_out = cfg->max_seqs < cfg->max_batch_tokens ? cfg->max_seqs : cfg->max_batch_tokens;
+	/* logits rows: one a sequence, and a step's drafts */
+	e->max_out = cfg->max_seqs + (e->config.speculative != LLM_SPEC_OFF ? cfg->spec_step_tokens : 0);
+	if (e->max_out > cfg->max_batch_tokens)
+		e->max_out = cfg->max_batch_tokens;
 	llm_backend_options_default(&bo);
 	bo.n_threads = cfg->n_threads;
 	bo.deterministic = cfg->deterministic;
@@ -563,6 +586,7 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 		s->n_tokens += r->n_forced - 1;
 	}
 	s->max_tokens = r->max_tokens;
+	s->draft_len = e->config.spec_max_draft < 4 ? e->config.spec_max_draft : 4;
 	s->ignore_eos = r->ignore_eos;
 	s->share_group = r->share_group;
 	s->share_weight = r->share_weight > 0 ? r->share_weight : 1;
@@ -736,13 +760,84 @@ seq_first_wanted(const Seq *s)
 }
 
 /*
- * Add up to budget of s's unfed tokens to the batch, with at most out_room
- * of them wanting logits; returns how many were added.
+ * Draft up to budget tokens to follow decoding s's last one
+ * (config.speculative) into tokens[n_tokens ..], as many as its adaptive
+ * length, max_tokens and the context allow, and only when the pool has KV
+ * for them without preempting anyone; returns how many.
+ */
+static int
+seq_draft(LlmEngine *e, Seq *s, int budget)
+{
+	int			k = s->draft_len < budget ? s->draft_len : budget;
+	int			room = s->max_tokens - (s->n_tokens - s->n_prompt) - 1;	/* the token after the drafts is sampled too */
+
+	s->n_draft = 0;
+	s->draft_base = s->n_tokens;
+	if (room > e->config.n_ctx - s->n_tokens)
+		room = e->config.n_ctx - s->n_tokens;
+	if (k > room)
+		k = room;
+	if (s->forced != NULL || k < 1)
+		return 0;
+	k = llm_draft_ngram(s->tokens, s->n_tokens, k, s->tokens + s->n_tokens);
+	if (k > 0 && llm_kv_seq_reserve(&e->kv, &s->kv, s->n_past - s->kv.n_evicted + 1 + k, NULL) != LLM_OK)
+		k = 0;
+	s->n_draft = k;
+	return k;
+}
+
+/*
+ * Whether the logits of batch row b (of s, which drafted) count: the token
+ * fed there is s's own, every drafted token before it having been accepted.
+ */
+static bool
+draft_row_live(const LlmEngine *e, const Seq *s, int b)
+{
+	int			pos = e->b_pos[b];
+
+	return s->n_tokens == pos + 1 && s->tokens[pos] == e->b_token[b];
+}
+
+/*
+ * After a step in which s drafted: its accepted drafts are its own tokens
+ * now; the keys of the rejected ones leave its KV (whose blocks were not
+ * offered to the prefix cache past its last sure token), and the next draft
+ * length follows how many were accepted.
+ */
+static void
+seq_end_draft(LlmEngine *e, Seq *s)
+{
+	int			drafted = s->n_draft;
+	int			accepted = s->n_tokens - s->draft_base - 1;
+
+	s->n_draft = 0;
+	if (accepted < 0)
+		accepted = 0;				/* finished before the first sample took */
+	if (accepted > drafted)
+		accepted = drafted;
+	e->stats.draft_tokens += drafted;
+	e->stats.draft_accepted += accepted;
+	if (s->state == SEQ_RUNNING)
+	{
+		s->n_past = s->n_tokens - 1;
+		llm_kv_seq_shrink(&e->kv, &s->kv, s->n_past - s->kv.n_evicted);
+		llm_kv_prefix_register(&e->kv, &s->kv, s->tokens, s->n_past);
+	}
+	s->draft_len = accepted == drafted ? 2 * drafted : accepted + 1;
+	if (s->draft_len > e->config.spec_max_draft)
+		s->draft_len = e->config.spec_max_draft;
+	if (s->draft_len < 1)
+		s->draft_len = 1;
+}
+
+/*
+ * Add up to budget of s's unfed tokens (its drafts included) to the batch,
+ * with at most out_room of them wanting logits; returns how many were added.
  */
 static int
 batch_add_seq(LlmEngine *e, Seq *s, int n_batch, int budget, int out_room)
 {
-	int			take = s->n_tokens - s->n_past;
+	int			take = s->n_tokens + s->n_draft - s->n_past;
 	int			first_want = seq_first_wanted(s);
 	int			skip = first_want > s->n_past ? first_want - s->n_past : 0;	/* unfed tokens that want no logits */
 
@@ -752,8 +847,13 @@ batch_add_seq(LlmEngine *e, Seq *s, int n_batch, int budget, int out_room)
 		take = skip + out_room;
 	if (s->forced != NULL && skip > 0 && take > skip)
 		take = skip;			/* the prompt first, so that other labels of it can copy it (seq_copy_prompt_tail) */
+	/* drafts that do not fit are not drafted */
+	s->n_draft = take - (s->n_tokens - s->n_past) > 0 ? take - (s->n_tokens - s->n_past) : 0;
 	if (take <= 0 || !reserve_or_preempt(e, s, s->n_past - s->kv.n_evicted + take, n_batch))
+	{
+		s->n_draft = 0;
 		return 0;
+	}
 	if (s->n_past == s->n_attached && s->n_attached > 0)
 		e->stats.prefix_hit_tokens += s->n_attached;	/* the cached prefix is used now */
 	for (int j = 0; j < take; j++)
@@ -1130,6 +1230,9 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 	LlmBatch	batch;
 	LlmStatus	st;
 
+	int			n_decoding = 0;
+	int			spec_budget;
+
 	for (int i = 0; i < e->n_seqs; i++)
 		if (e->seqs[i]->state == SEQ_RUNNING)
 			n_running++;
@@ -1143,6 +1246,10 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 	 */
 	llm_pace_begin(&e->pace);
 	n_prompts = prompt_order(e);
+	/* drafts only where the step would read the weights for few tokens anyway: no prompt, few decoders */
+	for (int i = 0; i < e->n_seqs; i++)
+		n_decoding += e->seqs[i]->state == SEQ_RUNNING && e->seqs[i]->n_tokens - e->seqs[i]->n_past == 1;
+	spec_budget = e->config.speculative != LLM_SPEC_OFF && n_prompts == 0 ? e->config.spec_step_tokens - n_decoding : 0;
 	for (int pass = 0; pass < 2; pass++)
 		for (int k = 0; k < (pass == 0 ? e->n_seqs : n_prompts) && n_batch < budget; k++)
 		{
@@ -1161,6 +1268,8 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 					break;
 				any_prompt = true;
 			}
+			if (decoding && spec_budget > 0)
+				spec_budget -= seq_draft(e, s, spec_budget);
 			added = batch_add_seq(e, s, n_batch, limit, e->max_out - n_out);
 			llm_pace_add(&e->pace, s->n_past, added, !decoding);
 			if (!decoding && s->share_index >= 0)
@@ -1192,22 +1301,35 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 		return st;
 	}
 
-	/* the batch's keys and values are stored: advance, offer full blocks to the prefix cache, evict */
+	/*
+	 * the batch's keys and values are stored: advance, offer full blocks to
+	 * the prefix cache (up to a drafting sequence's last sure token), evict
+	 */
 	for (int b = 0; b < n_batch; b++)
 		e->b_owner[b]->n_past++;
 	for (int b = 0; b < n_batch; b++)
 		if (b == n_batch - 1 || e->b_owner[b + 1] != e->b_owner[b])
 		{
-			llm_kv_prefix_register(&e->kv, &e->b_owner[b]->kv, e->b_owner[b]->tokens, e->b_owner[b]->n_past);
-			seq_evict(e, e->b_owner[b]);
+			Seq		   *s = e->b_owner[b];
+
+			llm_kv_prefix_register(&e->kv, &s->kv, s->tokens, s->n_past - s->n_draft);
+			seq_evict(e, s);
 		}
 
+	/* sample each row in order; a drafting sequence's rows count while its drafts are accepted */
 	n_out = 0;
 	for (int b = 0; b < n_batch; b++)
-		if (e->b_want[b] && e->b_owner[b]->state == SEQ_RUNNING)
-			seq_accept_logits(e, e->b_owner[b], e->b_pos[b], e->logits + (size_t) n_out++ * e->model->config.n_vocab);
-		else if (e->b_want[b])
-			n_out++;
+	{
+		Seq		   *s = e->b_owner[b];
+
+		if (!e->b_want[b])
+			continue;
+		if (s->state == SEQ_RUNNING && (s->n_draft == 0 || draft_row_live(e, s, b)))
+			seq_accept_logits(e, s, e->b_pos[b], e->logits + (size_t) n_out * e->model->config.n_vocab);
+		n_out++;
+		if (s->n_draft > 0 && (b == n_batch - 1 || e->b_owner[b + 1] != s))
+			seq_end_draft(e, s);
+	}
 	return LLM_OK;
 }
 

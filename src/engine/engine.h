@@ -111,6 +111,13 @@ typedef struct LlmChatRequest
 LlmStatus	llm_chat_tokenize_messages(const LlmModel *m, const LlmChatRequest *req,
 									   int32_t **ids, int *n_ids, LlmError *err);
 
+/* How a decoding sequence drafts tokens to verify in one pass (speculative decoding, draft.h). */
+typedef enum LlmSpeculative
+{
+	LLM_SPEC_OFF = 0,
+	LLM_SPEC_NGRAM				/* prompt lookup: what followed the same tokens earlier in the sequence */
+} LlmSpeculative;
+
 typedef struct LlmEngineConfig
 {
 	int			n_threads;		/* compute threads (>= 1) */
@@ -133,7 +140,20 @@ typedef struct LlmEngineConfig
 	bool		kv_prefault;	/* host KV pool: touch every page when the engine starts (as a
 								 * long-running server's pool is after first use), so no step
 								 * pays the first writes' page faults */
+	/*
+	 * Speculative decoding: decoding sequences feed drafted tokens beside
+	 * their last one and keep those the sampler picks, so the output is
+	 * the same bits as without.  Only in steps with no prompt to compute,
+	 * while the decoding tokens and drafts stay within spec_step_tokens
+	 * (where a step costs about what one token's does); off under a KV
+	 * budget (eviction).
+	 */
+	LlmSpeculative speculative;
+	int			spec_max_draft; /* drafted tokens per sequence and step, at most (1 to LLM_SPEC_MAX_DRAFT) */
+	int			spec_step_tokens;	/* a step's decoding tokens and drafts, at most */
 } LlmEngineConfig;
+
+#define LLM_SPEC_MAX_DRAFT 16
 
 /*
  * Defaults: 1 thread, model context, 512 batch tokens, 16 sequences, blocks
@@ -306,6 +326,8 @@ typedef struct LlmEngineStats
 	int64_t		preemptions;
 	int64_t		prefix_hit_tokens;	/* prompt tokens not computed thanks to the prefix cache */
 	int64_t		evicted_keys;	/* (position, layer, KV head) keys dropped by eviction */
+	int64_t		draft_tokens;	/* speculative decoding: tokens drafted and verified */
+	int64_t		draft_accepted; /* of those, the ones the sampler picked (steps saved) */
 } LlmEngineStats;
 
 void		llm_engine_stats(const LlmEngine *e, LlmEngineStats *out);
