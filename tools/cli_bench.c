@@ -20,6 +20,12 @@
  * sequences ran at once (mean over the decode-only steps) and how
  * often one had to be preempted.  With --long N: the inter-token latency
  * table instead (cli_bench_latency.c).
+ *
+ * With --prompts FILE the prompts are FILE's lines instead (sequence s takes
+ * line s modulo their number; --chat wraps each in the model's chat format,
+ * --json-schema or --choice constrains the output), and each sequence ends
+ * at EOS or -n tokens: the case of real jobs, where speculative decoding
+ * (--speculative ngram; the drafted and accepted columns) finds text to copy.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +34,7 @@
 #include "cli.h"
 #include "cli_common.h"
 #include "cli_options.h"
+#include "chat.h"
 #include "engine.h"
 #include "sampler.h"
 
@@ -41,11 +48,73 @@ typedef struct BenchRow
 	int64_t		prefix_hits;	/* prompt tokens served from the prefix cache */
 	double		mean_running;	/* sequences running at once, mean over the decode steps */
 	int64_t		preemptions;
+	double		mean_prompt;	/* prompt tokens per sequence */
+	int64_t		drafted;		/* speculative decoding: tokens drafted, and accepted */
+	int64_t		accepted;
+	int64_t		rounds;
 } BenchRow;
+
+/* Real prompts (--prompts), tokenized. */
+typedef struct BenchPrompts
+{
+	int32_t   **ids;
+	int		   *n;
+	int			count;
+} BenchPrompts;
+
+/* Read and tokenize the lines of o->prompts_file (--chat: in the chat format); false with a message. */
+static bool
+prompts_load(LlmModel *m, const CliOptions *o, BenchPrompts *p)
+{
+	size_t		len = 0;
+	char	   *text = cli_read_file(o->prompts_file, &len);
+	char	   *line;
+	char	   *save = NULL;
+	LlmError	err;
+
+	memset(p, 0, sizeof(*p));
+	if (text == NULL)
+	{
+		fprintf(stderr, "llm-cli bench: could not read \"%s\"\n", o->prompts_file);
+		return false;
+	}
+	for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
+	{
+		int32_t   **ids = realloc(p->ids, (size_t) (p->count + 1) * sizeof(int32_t *));
+		int		   *n = realloc(p->n, (size_t) (p->count + 1) * sizeof(int));
+
+		if (ids != NULL)
+			p->ids = ids;
+		if (n != NULL)
+			p->n = n;
+		if (ids == NULL || n == NULL ||
+			llm_chat_tokenize(m, NULL, 0, line, strlen(line), o->chat, &p->ids[p->count], &p->n[p->count], &err) != LLM_OK)
+		{
+			fprintf(stderr, "llm-cli bench: %s\n", ids && n ? err.msg : "out of memory");
+			free(text);
+			return false;
+		}
+		p->count++;
+	}
+	free(text);
+	if (p->count == 0)
+		fprintf(stderr, "llm-cli bench: \"%s\" has no prompt\n", o->prompts_file);
+	return p->count > 0;
+}
+
+/* Free what prompts_load made. */
+static void
+prompts_free(BenchPrompts *p)
+{
+	for (int i = 0; i < p->count; i++)
+		free(p->ids[i]);
+	free(p->ids);
+	free(p->n);
+}
 
 /* Run one batch size; false with a message on failure. */
 static bool
-bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
+bench_one(LlmModel *m, const CliOptions *o, const BenchPrompts *real, int batch, BenchRow *row)
 {
 	LlmEngineConfig ec;
 	LlmEngine  *e = NULL;
@@ -63,12 +132,17 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 	double		util_sum = 0.0;
 	double		running_sum = 0.0;
 	int			util_steps = 0;
+	int64_t		prompt_tokens = 0;
+	int			max_prompt = o->n_prompt;
+	char	   *grammar = NULL;
 	bool		ok = false;
 
 	memset(row, 0, sizeof(*row));
 	cli_engine_config(o, &ec);
 	ec.max_seqs = batch;
-	ec.n_ctx = o->n_prompt + o->n_predict;
+	for (int i = 0; real != NULL && i < real->count; i++)
+		max_prompt = i == 0 || real->n[i] > max_prompt ? real->n[i] : max_prompt;
+	ec.n_ctx = max_prompt + o->n_predict;
 	ec.kv_budget = cli_kv_budget(o, ec.n_ctx);
 	ec.kv_prefault = true;		/* steady state: no step pays the pool's first page faults */
 	if (prompt == NULL || llm_engine_new(m, &ec, &e, &err) != LLM_OK)
@@ -81,6 +155,7 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 	{
 		LlmRequest	r;
 		int64_t		id;
+		LlmStatus	added;
 
 		if (s == 0)
 			for (int i = 0; i < o->n_prompt; i++)
@@ -93,7 +168,19 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 		r.n_prompt = o->n_prompt;
 		r.max_tokens = o->n_predict;
 		r.ignore_eos = true;
-		if (llm_engine_add(e, &r, &id, &err) != LLM_OK)
+		if (real != NULL)
+		{
+			r.prompt = real->ids[s % real->count];
+			r.n_prompt = real->n[s % real->count];
+			r.ignore_eos = false;
+			if (!cli_request_grammar(o, &r, &grammar))
+				goto done;
+		}
+		prompt_tokens += r.n_prompt;
+		added = llm_engine_add(e, &r, &id, &err);
+		free(grammar);
+		grammar = NULL;
+		if (added != LLM_OK)
 		{
 			fprintf(stderr, "llm-cli bench: %s\n", err.msg);
 			goto done;
@@ -135,13 +222,18 @@ bench_one(LlmModel *m, const CliOptions *o, int batch, BenchRow *row)
 	row->prefix_hits = st.prefix_hit_tokens;
 	row->preemptions = st.preemptions;
 	row->batch = batch;
-	row->prefill_tps = (double) batch * o->n_prompt / (t_prefilled - t0);
+	row->mean_prompt = (double) prompt_tokens / batch;
+	row->drafted = st.draft_tokens;
+	row->accepted = st.draft_accepted;
+	row->rounds = st.draft_rounds;
+	row->prefill_tps = (double) prompt_tokens / (t_prefilled - t0);
 	row->decode_tps = decode_time > 0.0 ? (double) decode_tokens / decode_time : 0.0;
 	row->seconds = t1 - t0;
 	ok = true;
 
 done:
 	free(prompt);
+	free(grammar);
 	llm_engine_free(e);
 	return ok;
 }
@@ -155,8 +247,11 @@ cli_bench(int argc, char **argv)
 	const LlmModelInfo *info;
 	BenchRow	rows[CLI_MAX_BATCHES];
 
+	BenchPrompts real = {0};
+
 	if (!cli_parse_options(argc, argv, "-m -p -n -b --threads --kv --shared-prefix --no-prefix-cache --quantize --calib "
-						   "--kv-mb --kv-budget --evict --sinks --device --step-ms --long --speculative --draft-max", &o))
+						   "--kv-mb --kv-budget --evict --sinks --device --step-ms --long --speculative --draft-max "
+						   "--prompts --chat --json-schema --choice", &o))
 		return 2;
 	if (o.long_prompt > 0)
 		return cli_bench_latency(&o);
@@ -170,18 +265,29 @@ cli_bench(int argc, char **argv)
 	info = llm_model_info(m);
 	fprintf(stderr, "model: %s (%s), %.1fM parameters, %s; %d threads\n", info->name, info->arch,
 			info->n_params / 1e6, info->weight_types, o.threads);
+	if (o.prompts_file != NULL && !prompts_load(m, &o, &real))
+	{
+		prompts_free(&real);
+		llm_model_free(m);
+		return 1;
+	}
 	for (int i = 0; i < o.n_batches; i++)
-		if (!bench_one(m, &o, o.batches[i], &rows[i]))
+		if (!bench_one(m, &o, o.prompts_file != NULL ? &real : NULL, o.batches[i], &rows[i]))
 		{
+			prompts_free(&real);
 			llm_model_free(m);
 			return 1;
 		}
-	printf("| batch | prompt | new | prefill tok/s | decode tok/s | seconds | KV util %% | prefix hits | running | preemptions |\n");
-	printf("|------:|-------:|----:|--------------:|-------------:|--------:|----------:|------------:|--------:|------------:|\n");
+	printf("| batch | prompt | new | prefill tok/s | decode tok/s | seconds | KV util %% | prefix hits | running | preemptions "
+		   "| drafted | accepted | rounds |\n");
+	printf("|------:|-------:|----:|--------------:|-------------:|--------:|----------:|------------:|--------:|------------:"
+		   "|--------:|---------:|-------:|\n");
 	for (int i = 0; i < o.n_batches; i++)
-		printf("| %5d | %6d | %3d | %13.1f | %12.1f | %7.2f | %9.1f | %11lld | %7.1f | %11lld |\n", rows[i].batch,
-			   o.n_prompt, o.n_predict, rows[i].prefill_tps, rows[i].decode_tps, rows[i].seconds, rows[i].kv_util,
-			   (long long) rows[i].prefix_hits, rows[i].mean_running, (long long) rows[i].preemptions);
+		printf("| %5d | %6.0f | %3d | %13.1f | %12.1f | %7.2f | %9.1f | %11lld | %7.1f | %11lld | %7lld | %8lld | %6lld |\n",
+			   rows[i].batch, rows[i].mean_prompt, o.n_predict, rows[i].prefill_tps, rows[i].decode_tps, rows[i].seconds,
+			   rows[i].kv_util, (long long) rows[i].prefix_hits, rows[i].mean_running, (long long) rows[i].preemptions,
+			   (long long) rows[i].drafted, (long long) rows[i].accepted, (long long) rows[i].rounds);
+	prompts_free(&real);
 	llm_model_free(m);
 	return 0;
 }

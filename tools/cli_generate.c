@@ -48,21 +48,21 @@ read_stdin(size_t *len)
  * options, into r; *buf holds the text for the caller to free.  False,
  * with a message, when the schema file cannot be read or both are given.
  */
-static bool
+bool
 cli_request_grammar(const CliOptions *o, LlmRequest *r, char **buf)
 {
 	size_t		len = 0;
 
 	if (o->json_schema != NULL && o->n_choice > 0)
 	{
-		fprintf(stderr, "llm-cli generate: --json-schema and --choice exclude each other\n");
+		fprintf(stderr, "llm-cli: --json-schema and --choice exclude each other\n");
 		return false;
 	}
 	if (o->json_schema != NULL)
 	{
 		if (o->json_schema[0] == '@' && (*buf = cli_read_file(o->json_schema + 1, &len)) == NULL)
 		{
-			fprintf(stderr, "llm-cli generate: could not read \"%s\"\n", o->json_schema + 1);
+			fprintf(stderr, "llm-cli: could not read \"%s\"\n", o->json_schema + 1);
 			return false;
 		}
 		r->grammar = LLM_GRAMMAR_JSON_SCHEMA;

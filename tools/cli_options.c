@@ -242,6 +242,8 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 				return false;
 			o->step_ms = (int) iv;
 		}
+		else if (strcmp(opt, "--prompts") == 0)
+			o->prompts_file = val;
 		else if (strcmp(opt, "--speculative") == 0)
 		{
 			if (strcmp(val, "off") == 0)

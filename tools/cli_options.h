@@ -62,6 +62,7 @@ typedef struct CliOptions
 	const char *date;			/* template --date "01 Dec 2026": strftime_now's date */
 	int			shared_prefix;	/* bench: leading prompt tokens common to all sequences */
 	int			long_prompt;	/* bench --long N: inter-token latency beside one prompt of N tokens */
+	const char *prompts_file;	/* bench --prompts FILE: real prompts, one a line, instead of random tokens */
 	bool		no_prefix_cache;	/* bench: turn the prefix cache off */
 	LlmQuantScheme quantize;	/* quantize float weights at load (--quantize) */
 	const char *calib;			/* calibration text for AWQ scales (--calib) */

@@ -92,6 +92,8 @@ typedef struct Seq
 	int			n_draft;		/* drafted tokens fed this step, at tokens[n_tokens ..] */
 	int			draft_base;		/* n_tokens when they were drafted */
 	int			draft_len;		/* tokens to draft next time (adapts to how many were accepted) */
+	int			draft_misses;	/* verifications in a row that accepted nothing */
+	int			draft_skip;		/* steps to go without drafting (backs off after misses) */
 } Seq;
 
 struct LlmEngine
@@ -773,6 +775,11 @@ seq_draft(LlmEngine *e, Seq *s, int budget)
 
 	s->n_draft = 0;
 	s->draft_base = s->n_tokens;
+	if (s->draft_skip > 0)
+	{
+		s->draft_skip--;
+		return 0;
+	}
 	if (room > e->config.n_ctx - s->n_tokens)
 		room = e->config.n_ctx - s->n_tokens;
 	if (k > room)
@@ -802,7 +809,7 @@ draft_row_live(const LlmEngine *e, const Seq *s, int b)
  * After a step in which s drafted: its accepted drafts are its own tokens
  * now; the keys of the rejected ones leave its KV (whose blocks were not
  * offered to the prefix cache past its last sure token), and the next draft
- * length follows how many were accepted.
+ * length follows how many were accepted (none, twice running: a pause).
  */
 static void
 seq_end_draft(LlmEngine *e, Seq *s)
@@ -817,12 +824,16 @@ seq_end_draft(LlmEngine *e, Seq *s)
 		accepted = drafted;
 	e->stats.draft_tokens += drafted;
 	e->stats.draft_accepted += accepted;
+	e->stats.draft_rounds++;
 	if (s->state == SEQ_RUNNING)
 	{
 		s->n_past = s->n_tokens - 1;
 		llm_kv_seq_shrink(&e->kv, &s->kv, s->n_past - s->kv.n_evicted);
 		llm_kv_prefix_register(&e->kv, &s->kv, s->tokens, s->n_past);
 	}
+	/* a miss costs a step its drafts: after misses in a row, pause 2, 4, ... 32 steps */
+	s->draft_misses = accepted == 0 ? s->draft_misses + 1 : 0;
+	s->draft_skip = s->draft_misses > 1 ? 1 << (s->draft_misses - 1 < 5 ? s->draft_misses - 1 : 5) : 0;
 	s->draft_len = accepted == drafted ? 2 * drafted : accepted + 1;
 	if (s->draft_len > e->config.spec_max_draft)
 		s->draft_len = e->config.spec_max_draft;

@@ -328,6 +328,7 @@ typedef struct LlmEngineStats
 	int64_t		evicted_keys;	/* (position, layer, KV head) keys dropped by eviction */
 	int64_t		draft_tokens;	/* speculative decoding: tokens drafted and verified */
 	int64_t		draft_accepted; /* of those, the ones the sampler picked (steps saved) */
+	int64_t		draft_rounds;	/* sequence steps that verified drafts (accepted / rounds: mean accepted length) */
 } LlmEngineStats;
 
 void		llm_engine_stats(const LlmEngine *e, LlmEngineStats *out);
