@@ -55,6 +55,8 @@ int			llm_role_weight = 1;
 int			llm_chat_setting = LLM_CHAT_AUTO;
 char	   *llm_system_prompt = NULL;
 int			llm_kv_type = LLM_KV_F16;
+int			llm_speculative = LLM_SPEC_OFF;
+int			llm_speculative_max_draft = 8;
 int			llm_quantize = LLM_QUANT_NONE;
 char	   *llm_quantize_calib = NULL;
 
@@ -71,6 +73,12 @@ static const struct config_enum_entry llm_kv_type_options[] = {
 	{"f32", LLM_KV_F32, false},
 	{"f16", LLM_KV_F16, false},
 	{"int8", LLM_KV_I8, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry llm_speculative_options[] = {
+	{"off", LLM_SPEC_OFF, false},
+	{"ngram", LLM_SPEC_NGRAM, false},
 	{NULL, 0, false}
 };
 
@@ -377,6 +385,30 @@ LlmDefineSettings(void)
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("llm.speculative",
+							 "How decoding requests draft tokens to verify in one step (speculative decoding).",
+							 "ngram: prompt lookup, the tokens that followed the request's last few tokens earlier in "
+							 "its prompt or output; summaries and extractions copy their input.  Every answer is the "
+							 "same as with off: a drafted token is kept only where the sampler picks it.  Drafts are "
+							 "made only in steps with few requests decoding and no prompt to compute, and not under "
+							 "llm.kv_budget.  Takes effect when the worker next loads a model.",
+							 &llm_speculative,
+							 LLM_SPEC_OFF,
+							 llm_speculative_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.speculative_max_draft",
+							"Most tokens a request drafts in one step under llm.speculative.",
+							"The length adapts to how many of a request's drafts were accepted, up to this.  Takes "
+							"effect when the worker next loads a model.",
+							&llm_speculative_max_draft,
+							8, 1, LLM_SPEC_MAX_DRAFT,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
 
 	DefineCustomEnumVariable("llm.quantize",
 							 "Quantization of the model's float weights when the worker loads it.",

@@ -51,6 +51,8 @@ extern int	llm_debug_step_delay;
 extern int	llm_chat_setting;	/* llm.chat, an LlmChatSetting (llm_chat is the SQL function) */
 extern char *llm_system_prompt;
 extern int	llm_kv_type;
+extern int	llm_speculative;
+extern int	llm_speculative_max_draft;
 extern int	llm_quantize;
 extern char *llm_quantize_calib;
 extern int	llm_batch_rows;
@@ -186,6 +188,8 @@ typedef struct LlmCounters
 	int64		preemptions;
 	int64		prefix_hit_tokens;	/* prompt tokens the prefix cache saved */
 	int64		evicted_keys;	/* (position, layer, KV head) keys dropped by llm.kv_budget */
+	int64		draft_tokens;	/* llm.speculative: tokens drafted, and of those accepted */
+	int64		draft_accepted;
 	int			engine_waiting; /* gauges */
 	int			engine_running;
 	int			kv_blocks_used;

@@ -81,8 +81,8 @@ llm_stats(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc = LlmResultDesc(fcinfo);
 	LlmCounters c;
 	int			queued = 0;
-	Datum		values[17];
-	bool		nulls[17] = {0};
+	Datum		values[19];
+	bool		nulls[19] = {0};
 	double		busy_s;
 	int64		own;
 	int			i = 0;
@@ -127,7 +127,10 @@ llm_stats(PG_FUNCTION_ARGS)
 	values[i++] = Int64GetDatum(c.preemptions);
 	values[i++] = Int64GetDatum(c.evicted_keys);
 	values[i++] = TimestampTzGetDatum(c.reset_at);
-	Assert(i == lengthof(values));
+	/* 1.4 and later: speculative decoding's (an older definition has 17 columns) */
+	values[i++] = Int64GetDatum(c.draft_tokens);
+	values[i++] = Int64GetDatum(c.draft_accepted);
+	Assert(i == lengthof(values) && tupdesc->natts <= i);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -260,6 +263,8 @@ llm_reset_stats(PG_FUNCTION_ARGS)
 	LlmState->counters.preemptions = 0;
 	LlmState->counters.prefix_hit_tokens = 0;
 	LlmState->counters.evicted_keys = 0;
+	LlmState->counters.draft_tokens = 0;
+	LlmState->counters.draft_accepted = 0;
 	LlmState->counters.reset_at = GetCurrentTimestamp();
 	LlmRoleStatsReset();
 	LWLockRelease(LlmState->lock);

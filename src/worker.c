@@ -571,6 +571,10 @@ LlmWorkerPublish(void)
 		LlmState->counters.prefix_hit_tokens += st.prefix_hit_tokens - WorkerLast.prefix_hit_tokens;
 	if (st.evicted_keys > WorkerLast.evicted_keys)
 		LlmState->counters.evicted_keys += st.evicted_keys - WorkerLast.evicted_keys;
+	if (st.draft_tokens > WorkerLast.draft_tokens)
+		LlmState->counters.draft_tokens += st.draft_tokens - WorkerLast.draft_tokens;
+	if (st.draft_accepted > WorkerLast.draft_accepted)
+		LlmState->counters.draft_accepted += st.draft_accepted - WorkerLast.draft_accepted;
 	LWLockRelease(LlmState->lock);
 	WorkerLast = st;
 

@@ -47,6 +47,8 @@ typedef struct LlmModelSettings
 	int			kv_sink_tokens;
 	int			kv_evict;
 	int			kv_type;
+	int			speculative;
+	int			speculative_max_draft;
 	int			device;
 	bool		deterministic;
 	bool		gpu_fusion;
@@ -163,6 +165,8 @@ LlmWorkerReadSettings(LlmModelSettings *s)
 	s->kv_sink_tokens = llm_kv_sink_tokens;
 	s->kv_evict = llm_kv_evict;
 	s->kv_type = llm_kv_type;
+	s->speculative = llm_speculative;
+	s->speculative_max_draft = llm_speculative_max_draft;
 	s->device = llm_device;
 	s->deterministic = llm_deterministic;
 	s->gpu_fusion = llm_gpu_fusion;
@@ -313,6 +317,8 @@ LlmWorkerMakeConfig(const LlmModelSettings *s, int n_threads, int model_n_ctx, L
 	config->step_time_ms = s->step_time_ms;
 	config->max_seqs = s->max_sequences + LlmFairHeadroom(s->max_sequences);	/* fair.c */
 	config->kv_type = (LlmKvType) s->kv_type;
+	config->speculative = (LlmSpeculative) s->speculative;
+	config->spec_max_draft = s->speculative_max_draft;
 	config->kv_block_size = s->kv_block_size;
 	config->kv_cache_bytes = (size_t) s->kv_cache_mb * 1024 * 1024;
 	config->device = (LlmDevice) s->device;

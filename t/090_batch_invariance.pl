@@ -1,9 +1,10 @@
 # The batch-invariance rule through SQL, on the real default model (Gemma 3
 # 270M, Q4_K_M): a prompt's answer -- greedy, or sampled with a seed -- is the
 # same text alone, from eight concurrent sessions, inside one
-# llm_generate_batch call, and after a reload that prefills every prompt in
-# steps of 7 tokens.  tools/pg-test.sh passes the model's folder as
-# LLM_REAL_MODEL_DIR.
+# llm_generate_batch call, after a reload that prefills every prompt in
+# steps of 7 tokens, and with speculative decoding (llm.speculative = ngram),
+# alone and from eight sessions.  tools/pg-test.sh passes the model's folder
+# as LLM_REAL_MODEL_DIR.
 use strict;
 use warnings;
 use FindBin;
@@ -86,6 +87,17 @@ $node->safe_psql('postgres',
 	"ALTER SYSTEM SET llm.max_batch_tokens = 7; SELECT pg_reload_conf()");
 llm_poll($node, "SELECT loaded_at > '$loaded' AND state = 'ready' FROM llm_worker_status()");
 concurrent('steps of 7 tokens, after a reload');
+
+# Speculative decoding: the same texts alone and together, and it drafted
+$loaded = $node->safe_psql('postgres', 'SELECT loaded_at FROM llm_worker_status()');
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET llm.max_batch_tokens; ALTER SYSTEM SET llm.speculative = 'ngram'; SELECT pg_reload_conf()");
+llm_poll($node, "SELECT loaded_at > '$loaded' AND state = 'ready' FROM llm_worker_status()");
+my $drafted = $node->safe_psql('postgres', 'SELECT draft_tokens FROM llm_stats');
+is($node->safe_psql('postgres', call($_)), $alone[$_], "speculative: prompt $_ alone gets its text") for 0 .. $n - 1;
+cmp_ok($node->safe_psql('postgres', 'SELECT draft_tokens FROM llm_stats'), '>', $drafted,
+	'speculative: tokens were drafted');
+concurrent('speculative, 8 sessions');
 
 $node->stop;
 done_testing();

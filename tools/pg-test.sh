@@ -127,7 +127,7 @@ if ! timeout 900 "${run_as[@]}" env HOME="$work" "${mk[@]}" installcheck TAP_TES
     [ -f "$work/main/regression.diffs" ] && cat "$work/main/regression.diffs"
 fi
 echo "pg-test: TAP tests"
-if ! timeout 1200 "${run_as[@]}" env HOME="$work" "${mk[@]}" installcheck REGRESS= PROVE_FLAGS=--timer \
+if ! timeout 1200 "${run_as[@]}" env HOME="$work" "${mk[@]}" installcheck REGRESS= PROVE_FLAGS="--timer ${PROVE_VERBOSE:+-v}" \
         ${PROVE_TESTS:+PROVE_TESTS="$PROVE_TESTS"}; then
     status=1
     for f in "$work"/main/tmp_check/log/regress_log_*; do
