@@ -375,10 +375,14 @@ test_pace_chunks(void)
 	llm_pace_init(&p, model, 10);
 	TEST_CHECK(llm_pace_chunk(&p, 0, 400, true) == 400, "no rate yet: the whole prompt");
 	/* a rate at which ten tokens at positions 0..9 fill the budget exactly */
-	llm_pace_begin(&p);
+	llm_pace_begin(&p, false);
 	llm_pace_add(&p, 0, 10, true);
 	p.rate = p.prompt_cost / 0.010;
-	llm_pace_begin(&p);
+	/* a prompt alone: steps of LLM_PACE_ALONE_S, 25 times the 10 ms target, take more */
+	llm_pace_begin(&p, true);
+	n = llm_pace_chunk(&p, 0, 400, false);
+	TEST_CHECK(n > 100, "alone, a budget of 250 ms: took %d", n);
+	llm_pace_begin(&p, false);
 	n = llm_pace_chunk(&p, 0, 400, false);
 	TEST_CHECK(n == 10, "budget of ten tokens: took %d", n);
 	TEST_CHECK(llm_pace_chunk(&p, 0, 400, true) == LLM_PACE_MIN_CHUNK, "first chunk: at least the minimum");

@@ -1255,7 +1255,17 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 	 * lasts; tokens that want logits only while the logits rows last
 	 * (batch_add_seq)
 	 */
-	llm_pace_begin(&e->pace);
+	{
+		int			running = 0;
+		int			waiting = 0;
+
+		for (int i = 0; i < e->n_seqs; i++)
+		{
+			running += e->seqs[i]->state == SEQ_RUNNING;
+			waiting += e->seqs[i]->state == SEQ_WAITING;
+		}
+		llm_pace_begin(&e->pace, running == 1 && waiting == 0);
+	}
 	n_prompts = prompt_order(e);
 	/* drafts only where the step would read the weights for few tokens anyway: no prompt, few decoders */
 	for (int i = 0; i < e->n_seqs; i++)

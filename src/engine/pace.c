@@ -33,6 +33,7 @@ llm_pace_init(LlmPace *p, const LlmModel *m, int step_ms)
 	p->n_global = c->n_layers - p->n_local;
 	p->window = c->sliding_window;
 	p->target_s = step_ms > 0 ? step_ms / 1000.0 : 0.0;
+	p->step_target_s = p->target_s;
 	p->rate = 0.0;
 	p->step_cost = 0.0;
 	p->prompt_cost = 0.0;
@@ -49,10 +50,11 @@ token_cost(const LlmPace *p, int pos)
 	return p->dense + p->per_key * (p->n_global * keys + p->n_local * local);
 }
 
-/* Start building a step. */
+/* Start building a step (alone: a longer target, pace.h). */
 void
-llm_pace_begin(LlmPace *p)
+llm_pace_begin(LlmPace *p, bool alone)
 {
+	p->step_target_s = alone && p->target_s > 0.0 && p->target_s < LLM_PACE_ALONE_S ? LLM_PACE_ALONE_S : p->target_s;
 	p->step_cost = 0.0;
 	p->prompt_cost = 0.0;
 	p->t0 = now_s();
@@ -80,9 +82,9 @@ llm_pace_chunk(const LlmPace *p, int pos, int want, bool first)
 	int			n = 0;
 	int			min_take = first ? (want < LLM_PACE_MIN_CHUNK ? want : LLM_PACE_MIN_CHUNK) : 0;
 
-	if (p->target_s <= 0.0 || p->rate <= 0.0)
+	if (p->step_target_s <= 0.0 || p->rate <= 0.0)
 		return want;
-	budget = p->rate * p->target_s;
+	budget = p->rate * p->step_target_s;
 	while (n < want)
 	{
 		double		c = token_cost(p, pos + n);

@@ -16,7 +16,10 @@
  * chunk of the first prompt), on top of one token of every decoding
  * sequence.  So a step takes at most the decode step plus the target,
  * however long the prompts; decode is never split, since one step of all
- * decoding sequences is what makes batched decode fast.
+ * decoding sequences is what makes batched decode fast.  A prompt alone
+ * (nothing else running or waiting) delays no one, and each chunk reads
+ * the weights again: its steps take up to LLM_PACE_ALONE_S, so that a
+ * cancel still takes effect about that soon.
  *
  * Chunking never changes an answer (the batch-invariance rule), so pacing
  * by measured time keeps every result exact.
@@ -29,6 +32,7 @@
 #include "model.h"
 
 #define LLM_PACE_MIN_CHUNK 32	/* prompt tokens a step always takes, when a prompt waits */
+#define LLM_PACE_ALONE_S 0.25	/* a step's target while one sequence runs and none waits (a cancel's delay) */
 
 typedef struct LlmPace
 {
@@ -38,6 +42,7 @@ typedef struct LlmPace
 	int			n_local;		/* sliding-window layers */
 	int			window;			/* their window (positions) */
 	double		target_s;		/* seconds a step should take; 0: no pacing */
+	double		step_target_s;	/* the step being built's: target_s, or longer when its sequence is alone */
 	double		rate;			/* cost per second of recent steps; 0: not measured yet */
 	double		step_cost;		/* cost of the step being built */
 	double		prompt_cost;	/* of which its prompt tokens */
@@ -47,8 +52,11 @@ typedef struct LlmPace
 /* Set p up for model m and a target of step_ms milliseconds a step (0: no pacing). */
 void		llm_pace_init(LlmPace *p, const LlmModel *m, int step_ms);
 
-/* Start building a step. */
-void		llm_pace_begin(LlmPace *p);
+/*
+ * Start building a step; alone: one sequence runs and none waits, so no
+ * one waits on its steps but a cancel: the target grows to LLM_PACE_ALONE_S.
+ */
+void		llm_pace_begin(LlmPace *p, bool alone);
 
 /* Count n tokens at positions pos .. pos + n - 1 in the step (prompt tokens when prompt). */
 void		llm_pace_add(LlmPace *p, int pos, int n, bool prompt);
