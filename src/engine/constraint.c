@@ -460,6 +460,17 @@ llm_constraint_cursor_free(LlmConstraintCursor *cur)
 	llm_grammar_state_free(&cur->state);
 }
 
+/* Make dst (initialised, or freed) a copy of src; false when out of memory. */
+bool
+llm_constraint_cursor_copy(LlmConstraintCursor *dst, const LlmConstraintCursor *src)
+{
+	if (!llm_grammar_state_copy(&dst->state, &src->state))
+		return false;
+	dst->id = src->id;
+	dst->epoch = src->epoch;
+	return true;
+}
+
 /* A new cache. */
 LlmStatus
 llm_constraint_cache_new(const LlmTokenizer *tok, LlmConstraintCache **out, LlmError *err)

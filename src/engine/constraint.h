@@ -62,6 +62,23 @@ llm_mask_allows(const uint64_t *mask, int32_t t)
 	return (mask[t >> 6] >> (t & 63)) & 1;
 }
 
+/* The one token of n_vocab that mask allows, or -1 when it allows none or several. */
+static inline int32_t
+llm_mask_single(const uint64_t *mask, int n_vocab)
+{
+	int32_t		only = -1;
+
+	for (int w = 0; w * 64 < n_vocab; w++)
+	{
+		if (mask[w] == 0)
+			continue;
+		if (only >= 0 || (mask[w] & (mask[w] - 1)) != 0)
+			return -1;
+		only = w * 64 + __builtin_ctzll(mask[w]);
+	}
+	return only;
+}
+
 /* Allow token t in mask. */
 static inline void
 llm_mask_allow(uint64_t *mask, int32_t t)
@@ -87,6 +104,8 @@ void		llm_constraint_put(LlmConstraintCache *cache, LlmConstraint *c);
 /* Put cur at the start of c's grammar. */
 LlmStatus	llm_constraint_cursor_init(LlmConstraint *c, LlmConstraintCursor *cur, LlmError *err);
 void		llm_constraint_cursor_free(LlmConstraintCursor *cur);
+/* Make dst (initialised with llm_grammar_state_init, or freed) a copy of src; false when out of memory. */
+bool		llm_constraint_cursor_copy(LlmConstraintCursor *dst, const LlmConstraintCursor *src);
 
 /*
  * The tokens allowed at cur: (n_vocab) bits in 64-bit words, bit t of word

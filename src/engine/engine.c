@@ -125,6 +125,7 @@ struct LlmEngine
 
 	LlmPace		pace;			/* prompt chunks sized to the step time */
 	LlmConstraintCache *constraints;	/* grammars of constrained requests, made on first use */
+	LlmConstraintCursor draft_cursor;	/* scratch: where a draft of forced tokens leads */
 
 	LlmEngineStats stats;
 };
@@ -236,6 +237,7 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	if (e->config.n_ctx == 0 || e->config.n_ctx > mc->n_ctx)
 		e->config.n_ctx = mc->n_ctx;
 	e->next_id = 1;
+	llm_grammar_state_init(&e->draft_cursor.state);
 	llm_pace_init(&e->pace, m, cfg->step_time_ms);
 
 	/* the KV pool: as configured, else max_seqs full contexts up to a cap (at least one context) */
@@ -340,6 +342,7 @@ llm_engine_free(LlmEngine *e)
 	free(e->seqs);
 	free(e->prompt_order);
 	llm_shares_free(&e->shares);
+	llm_constraint_cursor_free(&e->draft_cursor);
 	llm_constraint_cache_free(e->constraints);
 	llm_run_state_free(&e->run);
 	llm_kv_free(&e->kv);
@@ -762,8 +765,36 @@ seq_first_wanted(const Seq *s)
 }
 
 /*
+ * Grammar jump-forward: the tokens s's grammar forces next, each the only
+ * one its mask allows (an end-of-generation token ends them), at most k,
+ * into tokens[n_tokens ..]; returns how many.  They are accepted without
+ * sampling, as seq_accept_logits takes them.
+ */
+static int
+seq_draft_forced(LlmEngine *e, Seq *s, int k)
+{
+	const uint64_t *mask;
+	LlmError	err;
+	int			n = 0;
+
+	if (s->constraint == NULL || !llm_constraint_cursor_copy(&e->draft_cursor, &s->cursor))
+		return 0;
+	while (n < k && llm_constraint_mask(s->constraint, &e->draft_cursor, &mask, &err) == LLM_OK)
+	{
+		int32_t		t = llm_mask_single(mask, e->model->config.n_vocab);
+
+		if (t < 0 || llm_tokenizer_is_eog(e->model->tokenizer, t) ||
+			!llm_constraint_advance(s->constraint, &e->draft_cursor, t))
+			break;
+		s->tokens[s->n_tokens + n++] = t;
+	}
+	return n;
+}
+
+/*
  * Draft up to budget tokens to follow decoding s's last one
- * (config.speculative) into tokens[n_tokens ..], as many as its adaptive
+ * (config.speculative) into tokens[n_tokens ..]: those its grammar forces,
+ * then prompt lookup's; as many as its adaptive
  * length, max_tokens and the context allow, and only when the pool has KV
  * for them without preempting anyone; returns how many.
  */
@@ -771,6 +802,7 @@ static int
 seq_draft(LlmEngine *e, Seq *s, int budget)
 {
 	int			k = s->draft_len < budget ? s->draft_len : budget;
+	int			forced;
 	int			room = s->max_tokens - (s->n_tokens - s->n_prompt) - 1;	/* the token after the drafts is sampled too */
 
 	s->n_draft = 0;
@@ -786,7 +818,8 @@ seq_draft(LlmEngine *e, Seq *s, int budget)
 		k = room;
 	if (s->forced != NULL || k < 1)
 		return 0;
-	k = llm_draft_ngram(s->tokens, s->n_tokens, k, s->tokens + s->n_tokens);
+	forced = seq_draft_forced(e, s, k);
+	k = forced + llm_draft_ngram(s->tokens, s->n_tokens + forced, k - forced, s->tokens + s->n_tokens + forced);
 	if (k > 0 && llm_kv_seq_reserve(&e->kv, &s->kv, s->n_past - s->kv.n_evicted + 1 + k, NULL) != LLM_OK)
 		k = 0;
 	s->n_draft = k;
@@ -1005,7 +1038,9 @@ seq_accept_logits(LlmEngine *e, Seq *s, int pos, float *logits)
 			seq_finish(e, s, LLM_FINISH_ERROR, err.status, err.msg);
 			return;
 		}
-		if ((t = seq_sample_constrained(s, mask, logits, e->model->config.n_vocab)) < 0)
+		/* a token the grammar forces is taken as it is: no sampling, no draw from the random stream */
+		if ((t = llm_mask_single(mask, e->model->config.n_vocab)) < 0 &&
+			(t = seq_sample_constrained(s, mask, logits, e->model->config.n_vocab)) < 0)
 		{
 			seq_finish(e, s, LLM_FINISH_ERROR, LLM_ERR_LIMIT, "no token of the vocabulary can continue the grammar here");
 			return;
