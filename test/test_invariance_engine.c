@@ -74,7 +74,8 @@ typedef struct Scenario
 	int			n_threads;
 	int			pool_tokens;	/* KV pool in tokens (0: the default) */
 	int			n_long;			/* long prompts added first */
-	int			spec_step;		/* speculative decoding (prompt lookup) in steps of this many tokens; 0: off */
+	int			spec_step;		/* speculative decoding in steps of this many tokens; 0: off */
+	bool		draft;			/* with a draft model (the model itself); else prompt lookup */
 } Scenario;
 
 static int32_t *req_ids[N_REQ];
@@ -99,7 +100,8 @@ make_engine(LlmModel *m, const Scenario *sc, bool prefix_cache)
 	c.prefix_cache = prefix_cache;
 	if (sc->spec_step > 0)
 	{
-		c.speculative = LLM_SPEC_NGRAM;
+		c.speculative = sc->draft ? LLM_SPEC_DRAFT : LLM_SPEC_NGRAM;
+		c.draft_model = m;		/* the model drafts for itself: a vocabulary it shares, a drafter to test */
 		c.spec_step_tokens = sc->spec_step;
 	}
 	if (sc->pool_tokens > 0)
@@ -276,7 +278,7 @@ load(const char *path, LlmQuantScheme scheme)
 static void
 check_model(const char *label, const char *path, LlmQuantScheme scheme)
 {
-	const Scenario ref_sc = {"alone", 1, 512, 2, 0, 0, 0};
+	const Scenario ref_sc = {"alone", 1, 512, 2, 0, 0, 0, false};
 	Outcome		ref[N_REQ];
 	Outcome		got[N_REQ];
 	LlmEngineStats st;
@@ -327,20 +329,23 @@ check_model(const char *label, const char *path, LlmQuantScheme scheme)
 	pool = 3 * (req_n[N_REQ - 1] + N_NEW + 32);
 	{
 		const Scenario scenarios[] = {
-			{"2 at once", 2, 512, 2, 0, 0, 0},
-			{"5 at once", 5, 512, 2, 0, 0, 0},
-			{"16 at once", 16, 512, 2, 0, 0, 0},
-			{"steps of 1 token", 16, 1, 2, 0, 0, 0},
-			{"steps of 7 tokens", 16, 7, 2, 0, 0, 0},
-			{"steps of 64 tokens", 16, 64, 2, 0, 0, 0},
-			{"with two long prefills", 18, 64, 2, 0, 2, 0},
-			{"preempted", 16, 512, 2, pool, 0, 0},
-			{"1 thread", 16, 512, 1, 0, 0, 0},
-			{"speculative, one at a time", 1, 512, 2, 0, 0, 16},
-			{"speculative, 5 at once", 5, 512, 2, 0, 0, 16},
-			{"speculative, 2 in steps of 7", 2, 7, 2, 0, 0, 16},
-			{"speculative, long prefills", 18, 64, 2, 0, 2, 24},
-			{"speculative, preempted", 16, 512, 2, pool, 0, 24},
+			{"2 at once", 2, 512, 2, 0, 0, 0, false},
+			{"5 at once", 5, 512, 2, 0, 0, 0, false},
+			{"16 at once", 16, 512, 2, 0, 0, 0, false},
+			{"steps of 1 token", 16, 1, 2, 0, 0, 0, false},
+			{"steps of 7 tokens", 16, 7, 2, 0, 0, 0, false},
+			{"steps of 64 tokens", 16, 64, 2, 0, 0, 0, false},
+			{"with two long prefills", 18, 64, 2, 0, 2, 0, false},
+			{"preempted", 16, 512, 2, pool, 0, 0, false},
+			{"1 thread", 16, 512, 1, 0, 0, 0, false},
+			{"speculative, one at a time", 1, 512, 2, 0, 0, 16, false},
+			{"speculative, 5 at once", 5, 512, 2, 0, 0, 16, false},
+			{"speculative, 2 in steps of 7", 2, 7, 2, 0, 0, 16, false},
+			{"speculative, long prefills", 18, 64, 2, 0, 2, 24, false},
+			{"speculative, preempted", 16, 512, 2, pool, 0, 24, false},
+			{"draft model, one at a time", 1, 512, 2, 0, 0, 16, true},
+			{"draft model, 5 at once", 5, 512, 2, 0, 0, 16, true},
+			{"draft model, preempted", 16, 512, 2, pool, 0, 24, true},
 		};
 
 		for (int s = 0; s < (int) (sizeof(scenarios) / sizeof(scenarios[0])); s++)
@@ -382,7 +387,7 @@ check_model(const char *label, const char *path, LlmQuantScheme scheme)
 	m = load(path, scheme);
 	if (m != NULL)
 	{
-		const Scenario sc = {"reloaded, 16 at once", 16, 512, 2, 0, 0, 0};
+		const Scenario sc = {"reloaded, 16 at once", 16, 512, 2, 0, 0, 0, false};
 		LlmEngine  *e = make_engine(m, &sc, true);
 		int			n_bad = 0;
 

@@ -251,7 +251,7 @@ cli_bench(int argc, char **argv)
 
 	if (!cli_parse_options(argc, argv, "-m -p -n -b --threads --kv --shared-prefix --no-prefix-cache --quantize --calib "
 						   "--kv-mb --kv-budget --evict --sinks --device --step-ms --long --speculative --draft-max "
-						   "--prompts --chat --json-schema --choice", &o))
+						   "--prompts --chat --json-schema --choice --draft-model", &o))
 		return 2;
 	if (o.long_prompt > 0)
 		return cli_bench_latency(&o);
@@ -262,6 +262,11 @@ cli_bench(int argc, char **argv)
 	}
 	if ((m = cli_load_model(&o)) == NULL)
 		return 1;
+	if (!cli_load_draft(&o))
+	{
+		llm_model_free(m);
+		return 1;
+	}
 	info = llm_model_info(m);
 	fprintf(stderr, "model: %s (%s), %.1fM parameters, %s; %d threads\n", info->name, info->arch,
 			info->n_params / 1e6, info->weight_types, o.threads);
@@ -269,6 +274,7 @@ cli_bench(int argc, char **argv)
 	{
 		prompts_free(&real);
 		llm_model_free(m);
+		llm_model_free(o.draft);
 		return 1;
 	}
 	for (int i = 0; i < o.n_batches; i++)
@@ -276,6 +282,7 @@ cli_bench(int argc, char **argv)
 		{
 			prompts_free(&real);
 			llm_model_free(m);
+			llm_model_free(o.draft);
 			return 1;
 		}
 	printf("| batch | prompt | new | prefill tok/s | decode tok/s | seconds | KV util %% | prefix hits | running | preemptions "
@@ -289,5 +296,6 @@ cli_bench(int argc, char **argv)
 			   (long long) rows[i].drafted, (long long) rows[i].accepted, (long long) rows[i].rounds);
 	prompts_free(&real);
 	llm_model_free(m);
+	llm_model_free(o.draft);
 	return 0;
 }

@@ -109,7 +109,8 @@ cli_generate(int argc, char **argv)
 
 	if (!cli_parse_options(argc, argv,
 						   "-m -p -n --temp --top-k --top-p --min-p --repeat-penalty --seed --threads --kv --ctx --stop --chat --system --quantize --calib "
-						   "--kv-budget --evict --sinks --kv-mb --device --step-ms --json-schema --choice --speculative --draft-max",
+						   "--kv-budget --evict --sinks --kv-mb --device --step-ms --json-schema --choice --speculative --draft-max "
+						   "--draft-model",
 						   &o))
 		return 2;
 	if (o.prompt == NULL)
@@ -119,6 +120,11 @@ cli_generate(int argc, char **argv)
 	}
 	if ((m = cli_load_model(&o)) == NULL)
 		return 1;
+	if (!cli_load_draft(&o))
+	{
+		llm_model_free(m);
+		return 1;
+	}
 	cli_engine_config(&o, &ec);
 	ec.max_seqs = 1;
 	if (llm_engine_new(m, &ec, &e, &err) != LLM_OK ||
@@ -179,6 +185,7 @@ done:
 	free(ids);
 	llm_engine_free(e);
 	llm_model_free(m);
+	llm_model_free(o.draft);
 	return rc;
 }
 

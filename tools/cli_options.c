@@ -250,12 +250,16 @@ cli_parse_options(int argc, char **argv, const char *allowed, CliOptions *o)
 				o->speculative = LLM_SPEC_OFF;
 			else if (strcmp(val, "ngram") == 0)
 				o->speculative = LLM_SPEC_NGRAM;
+			else if (strcmp(val, "draft") == 0)
+				o->speculative = LLM_SPEC_DRAFT;
 			else
 			{
-				fprintf(stderr, "llm-cli %s: --speculative must be off or ngram, got \"%s\"\n", argv[0], val);
+				fprintf(stderr, "llm-cli %s: --speculative must be off, ngram or draft, got \"%s\"\n", argv[0], val);
 				return false;
 			}
 		}
+		else if (strcmp(opt, "--draft-model") == 0)
+			o->draft_path = val;
 		else if (strcmp(opt, "--draft-max") == 0)
 		{
 			if (!cli_parse_int(opt, val, 1, LLM_SPEC_MAX_DRAFT, &iv))
@@ -422,6 +426,7 @@ cli_engine_config(const CliOptions *o, LlmEngineConfig *c)
 	if (o->step_ms >= 0)
 		c->step_time_ms = o->step_ms;
 	c->speculative = o->speculative;
+	c->draft_model = o->draft;
 	if (o->draft_max > 0)
 		c->spec_max_draft = o->draft_max;
 }
@@ -479,6 +484,7 @@ cli_read_calib(const char *path, size_t *len)
 LlmModel *
 cli_load_model(const CliOptions *o)
 {
+	/* (cli_load_draft, below, loads the draft model) */
 	LlmModel   *m = NULL;
 	LlmError	err;
 	char	   *text = NULL;
@@ -499,4 +505,25 @@ cli_load_model(const CliOptions *o)
 		return NULL;
 	}
 	return m;
+}
+
+/* Load --draft-model into o->draft for --speculative draft (see cli_options.h). */
+bool
+cli_load_draft(CliOptions *o)
+{
+	LlmError	err;
+
+	if (o->speculative != LLM_SPEC_DRAFT)
+		return true;
+	if (o->draft_path == NULL)
+	{
+		fprintf(stderr, "llm-cli: --speculative draft needs --draft-model FILE\n");
+		return false;
+	}
+	if (llm_model_load(o->draft_path, &o->draft, &err) != LLM_OK)
+	{
+		fprintf(stderr, "llm-cli: could not load draft model \"%s\": %s\n", o->draft_path, err.msg);
+		return false;
+	}
+	return true;
 }

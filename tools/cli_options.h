@@ -37,7 +37,9 @@ typedef struct CliOptions
 	int			sinks;			/* --sinks */
 	int			step_ms;		/* --step-ms: pace steps to this many ms (0: off; -1: the engine's default) */
 	int			kv_mb;			/* --kv-mb: KV pool size; 0 = the engine's default */
-	LlmSpeculative speculative; /* --speculative off|ngram */
+	LlmSpeculative speculative; /* --speculative off|ngram|draft */
+	const char *draft_path;		/* --draft-model FILE: the draft model of --speculative draft */
+	LlmModel   *draft;			/* loaded by cli_load_draft */
 	int			draft_max;		/* --draft-max: drafted tokens per step and sequence; 0 = the engine's default */
 	LlmDevice	device;			/* --device */
 	int			ctx;
@@ -88,5 +90,8 @@ char	   *cli_read_calib(const char *path, size_t *len);
 
 /* Load the model named by -m (quantized as --quantize / --calib ask), printing any error; NULL on failure. */
 LlmModel   *cli_load_model(const CliOptions *o);
+
+/* Load --draft-model into o->draft for --speculative draft; false with a message (true when none is wanted). */
+bool		cli_load_draft(CliOptions *o);
 
 #endif							/* LLM_CLI_OPTIONS_H */

@@ -39,6 +39,7 @@
 
 #include "constraint.h"
 #include "draft.h"
+#include "draft_model.h"
 #include "forward.h"
 #include "kv.h"
 #include "model.h"
@@ -94,6 +95,7 @@ typedef struct Seq
 	int			draft_len;		/* tokens to draft next time (adapts to how many were accepted) */
 	int			draft_misses;	/* verifications in a row that accepted nothing */
 	int			draft_skip;		/* steps to go without drafting (backs off after misses) */
+	LlmDraftSeq draft_seq;		/* LLM_SPEC_DRAFT: its keys in the draft model */
 } Seq;
 
 struct LlmEngine
@@ -126,6 +128,9 @@ struct LlmEngine
 	LlmPace		pace;			/* prompt chunks sized to the step time */
 	LlmConstraintCache *constraints;	/* grammars of constrained requests, made on first use */
 	LlmConstraintCursor draft_cursor;	/* scratch: where a draft of forced tokens leads */
+	LlmDraftModel *drafter;		/* LLM_SPEC_DRAFT */
+	LlmDraftJob *draft_jobs;	/* (max_seqs) a step's, */
+	Seq		  **draft_owner;	/* (max_seqs) their sequences */
 
 	LlmEngineStats stats;
 };
@@ -216,6 +221,8 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 		return llm_error_set(err, LLM_ERR_INVALID,
 							 "invalid engine configuration: threads %d, batch tokens %d, sequences %d, block size %d, context %d",
 							 cfg->n_threads, cfg->max_batch_tokens, cfg->max_seqs, cfg->kv_block_size, cfg->n_ctx);
+	if (cfg->speculative == LLM_SPEC_DRAFT && cfg->draft_model == NULL)
+		return llm_error_set(err, LLM_ERR_INVALID, "speculative decoding with a draft model needs the draft model");
 	if (cfg->speculative != LLM_SPEC_OFF &&
 		(cfg->spec_max_draft < 1 || cfg->spec_max_draft > LLM_SPEC_MAX_DRAFT || cfg->spec_step_tokens < 2))
 		return llm_error_set(err, LLM_ERR_INVALID,
@@ -284,10 +291,19 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	}
 	kp.device_storage = e->backend->device_storage;
 	if ((st = llm_kv_init(&e->kv, &kp, err)) ||
-		(st = llm_run_state_init(&e->run, mc, cfg->max_batch_tokens, err)))
+		(st = llm_run_state_init(&e->run, mc, cfg->max_batch_tokens, err)) ||
+		(e->config.speculative == LLM_SPEC_DRAFT &&
+		 (st = llm_draft_model_new(m, cfg->draft_model, &e->config, &e->drafter, err))))
 	{
 		llm_engine_free(e);
 		return st;
+	}
+	if (e->drafter != NULL &&
+		((e->draft_jobs = malloc((size_t) cfg->max_seqs * sizeof(LlmDraftJob))) == NULL ||
+		 (e->draft_owner = malloc((size_t) cfg->max_seqs * sizeof(Seq *))) == NULL))
+	{
+		llm_engine_free(e);
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the draft model's jobs");
 	}
 	e->logits = malloc((size_t) e->max_out * mc->n_vocab * sizeof(float));
 	e->b_token = malloc((size_t) cfg->max_batch_tokens * sizeof(int32_t));
@@ -314,6 +330,9 @@ seq_free(LlmEngine *e, Seq *s)
 {
 	llm_kv_seq_release(&e->kv, &s->kv);
 	llm_kv_seq_free(&s->kv);
+	if (e->drafter != NULL)
+		llm_draft_seq_release(e->drafter, &s->draft_seq);
+	llm_kv_seq_free(&s->draft_seq.kv);
 	llm_sampler_free(&s->sampler);
 	for (int i = 0; i < s->n_stop; i++)
 		free(s->stop[i]);
@@ -343,6 +362,9 @@ llm_engine_free(LlmEngine *e)
 	free(e->prompt_order);
 	llm_shares_free(&e->shares);
 	llm_constraint_cursor_free(&e->draft_cursor);
+	llm_draft_model_free(e->drafter);
+	free(e->draft_jobs);
+	free(e->draft_owner);
 	llm_constraint_cache_free(e->constraints);
 	llm_run_state_free(&e->run);
 	llm_kv_free(&e->kv);
@@ -429,6 +451,8 @@ seq_finish(LlmEngine *e, Seq *s, LlmFinishReason reason, LlmStatus status, const
 	if (error != NULL && s->error == NULL)
 		s->error = strdup(error);
 	llm_kv_seq_release(&e->kv, &s->kv);
+	if (e->drafter != NULL)
+		llm_draft_seq_release(e->drafter, &s->draft_seq);
 	s->n_past = 0;
 }
 
@@ -636,6 +660,8 @@ seq_preempt(LlmEngine *e, Seq *s)
 	if (s->n_past > s->n_attached)
 		e->stats.preemptions++;
 	llm_kv_seq_release(&e->kv, &s->kv);
+	if (e->drafter != NULL)
+		llm_draft_seq_release(e->drafter, &s->draft_seq);
 	s->n_past = 0;
 	s->n_attached = 0;
 	s->state = SEQ_WAITING;
@@ -792,17 +818,14 @@ seq_draft_forced(LlmEngine *e, Seq *s, int k)
 }
 
 /*
- * Draft up to budget tokens to follow decoding s's last one
- * (config.speculative) into tokens[n_tokens ..]: those its grammar forces,
- * then prompt lookup's; as many as its adaptive
- * length, max_tokens and the context allow, and only when the pool has KV
- * for them without preempting anyone; returns how many.
+ * How many tokens decoding s may draft this step, at most budget: its
+ * adaptive length, as max_tokens and the context allow; 0 while it pauses
+ * after misses, or scores.  Starts s's draft.
  */
 static int
-seq_draft(LlmEngine *e, Seq *s, int budget)
+seq_draft_room(LlmEngine *e, Seq *s, int budget)
 {
 	int			k = s->draft_len < budget ? s->draft_len : budget;
-	int			forced;
 	int			room = s->max_tokens - (s->n_tokens - s->n_prompt) - 1;	/* the token after the drafts is sampled too */
 
 	s->n_draft = 0;
@@ -816,14 +839,75 @@ seq_draft(LlmEngine *e, Seq *s, int budget)
 		room = e->config.n_ctx - s->n_tokens;
 	if (k > room)
 		k = room;
-	if (s->forced != NULL || k < 1)
-		return 0;
-	forced = seq_draft_forced(e, s, k);
-	k = forced + llm_draft_ngram(s->tokens, s->n_tokens + forced, k - forced, s->tokens + s->n_tokens + forced);
+	return s->forced != NULL || k < 1 ? 0 : k;
+}
+
+/* Make the k tokens at tokens[n_tokens ..] s's draft when the pool has KV for them without preempting anyone. */
+static int
+seq_draft_keep(LlmEngine *e, Seq *s, int k)
+{
 	if (k > 0 && llm_kv_seq_reserve(&e->kv, &s->kv, s->n_past - s->kv.n_evicted + 1 + k, NULL) != LLM_OK)
 		k = 0;
 	s->n_draft = k;
 	return k;
+}
+
+/*
+ * Draft up to budget tokens to follow decoding s's last one by prompt
+ * lookup (LLM_SPEC_NGRAM) into tokens[n_tokens ..]: those its grammar
+ * forces, then prompt lookup's; returns how many.
+ */
+static int
+seq_draft(LlmEngine *e, Seq *s, int budget)
+{
+	int			k = seq_draft_room(e, s, budget);
+	int			forced;
+
+	if (k < 1)
+		return 0;
+	forced = seq_draft_forced(e, s, k);
+	k = forced + llm_draft_ngram(s->tokens, s->n_tokens + forced, k - forced, s->tokens + s->n_tokens + forced);
+	return seq_draft_keep(e, s, k);
+}
+
+/*
+ * Draft for every decoding sequence at once with the draft model
+ * (LLM_SPEC_DRAFT), within budget tokens: each one's forced tokens, then
+ * the model's greedy guesses.  A failure of the draft model's pass costs
+ * only the drafts.
+ */
+static void
+draft_with_model(LlmEngine *e, int budget)
+{
+	int			nj = 0;
+	LlmError	err;
+
+	for (int i = 0; i < e->n_seqs && budget > 0 && nj < e->config.max_seqs; i++)
+	{
+		Seq		   *s = e->seqs[i];
+		int			k;
+		int			f;
+
+		if (s->state != SEQ_RUNNING || s->n_tokens - s->n_past != 1 || (k = seq_draft_room(e, s, budget)) < 1)
+			continue;
+		f = seq_draft_forced(e, s, k);
+		e->draft_jobs[nj] = (LlmDraftJob) {&s->draft_seq, s->tokens, s->n_tokens + f, k - f, s->tokens + s->n_tokens + f, 0};
+		e->draft_owner[nj] = s;
+		s->n_draft = f;
+		budget -= k;
+		nj++;
+	}
+	if (nj > 0 && llm_draft_model_propose(e->drafter, e->draft_jobs, nj, &err) != LLM_OK)
+		for (int i = 0; i < nj; i++)
+			e->draft_jobs[i].n_out = 0;
+	for (int i = 0; i < nj; i++)
+	{
+		Seq		   *s = e->draft_owner[i];
+
+		/* drafts the pool cannot hold are dropped, and the draft model forgets what it read of them */
+		if (seq_draft_keep(e, s, s->n_draft + e->draft_jobs[i].n_out) == 0)
+			llm_draft_seq_keep(e->drafter, &s->draft_seq, s->n_tokens - 1);
+	}
 }
 
 /*
@@ -863,6 +947,8 @@ seq_end_draft(LlmEngine *e, Seq *s)
 		s->n_past = s->n_tokens - 1;
 		llm_kv_seq_shrink(&e->kv, &s->kv, s->n_past - s->kv.n_evicted);
 		llm_kv_prefix_register(&e->kv, &s->kv, s->tokens, s->n_past);
+		if (e->drafter != NULL)
+			llm_draft_seq_keep(e->drafter, &s->draft_seq, s->n_past);
 	}
 	/* a miss costs a step its drafts: after misses in a row, pause 2, 4, ... 32 steps */
 	s->draft_misses = accepted == 0 ? s->draft_misses + 1 : 0;
@@ -1306,6 +1392,11 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 	for (int i = 0; i < e->n_seqs; i++)
 		n_decoding += e->seqs[i]->state == SEQ_RUNNING && e->seqs[i]->n_tokens - e->seqs[i]->n_past == 1;
 	spec_budget = e->config.speculative != LLM_SPEC_OFF && n_prompts == 0 ? e->config.spec_step_tokens - n_decoding : 0;
+	if (e->drafter != NULL && spec_budget > 0)
+	{
+		draft_with_model(e, spec_budget);
+		spec_budget = 0;		/* every draft is made: none in pass 0 */
+	}
 	for (int pass = 0; pass < 2; pass++)
 		for (int k = 0; k < (pass == 0 ? e->n_seqs : n_prompts) && n_batch < budget; k++)
 		{
@@ -1324,7 +1415,7 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 					break;
 				any_prompt = true;
 			}
-			if (decoding && spec_budget > 0)
+			if (decoding && spec_budget > 0 && e->drafter == NULL)
 				spec_budget -= seq_draft(e, s, spec_budget);
 			added = batch_add_seq(e, s, n_batch, limit, e->max_out - n_out);
 			llm_pace_add(&e->pace, s->n_past, added, !decoding);

@@ -115,7 +115,8 @@ LlmStatus	llm_chat_tokenize_messages(const LlmModel *m, const LlmChatRequest *re
 typedef enum LlmSpeculative
 {
 	LLM_SPEC_OFF = 0,
-	LLM_SPEC_NGRAM				/* prompt lookup: what followed the same tokens earlier in the sequence */
+	LLM_SPEC_NGRAM,				/* prompt lookup: what followed the same tokens earlier in the sequence */
+	LLM_SPEC_DRAFT				/* a small model of the same vocabulary (config.draft_model), greedily */
 } LlmSpeculative;
 
 typedef struct LlmEngineConfig
@@ -149,6 +150,7 @@ typedef struct LlmEngineConfig
 	 * budget (eviction).
 	 */
 	LlmSpeculative speculative;
+	const LlmModel *draft_model;	/* LLM_SPEC_DRAFT: the draft model (the caller keeps it loaded) */
 	int			spec_max_draft; /* drafted tokens per sequence and step, at most (1 to LLM_SPEC_MAX_DRAFT) */
 	int			spec_step_tokens;	/* a step's decoding tokens and drafts, at most */
 } LlmEngineConfig;
