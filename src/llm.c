@@ -57,6 +57,7 @@ char	   *llm_system_prompt = NULL;
 int			llm_kv_type = LLM_KV_F16;
 int			llm_speculative = LLM_SPEC_OFF;
 int			llm_speculative_max_draft = 8;
+char	   *llm_draft_model = NULL;
 int			llm_quantize = LLM_QUANT_NONE;
 char	   *llm_quantize_calib = NULL;
 
@@ -79,6 +80,7 @@ static const struct config_enum_entry llm_kv_type_options[] = {
 static const struct config_enum_entry llm_speculative_options[] = {
 	{"off", LLM_SPEC_OFF, false},
 	{"ngram", LLM_SPEC_NGRAM, false},
+	{"draft", LLM_SPEC_DRAFT, false},
 	{NULL, 0, false}
 };
 
@@ -389,7 +391,8 @@ LlmDefineSettings(void)
 	DefineCustomEnumVariable("llm.speculative",
 							 "How decoding requests draft tokens to verify in one step (speculative decoding).",
 							 "ngram: prompt lookup, the tokens that followed the request's last few tokens earlier in "
-							 "its prompt or output; summaries and extractions copy their input.  Every answer is the "
+							 "its prompt or output; summaries and extractions copy their input.  draft: the greedy "
+							 "guesses of llm.draft_model, a smaller model of the same vocabulary.  Every answer is the "
 							 "same as with off: a drafted token is kept only where the sampler picks it.  Drafts are "
 							 "made only in steps with few requests decoding and no prompt to compute, and not under "
 							 "llm.kv_budget.  Takes effect when the worker next loads a model.",
@@ -399,6 +402,17 @@ LlmDefineSettings(void)
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomStringVariable("llm.draft_model",
+							   "The draft model of llm.speculative = draft: a GGUF file in llm.model_dir.",
+							   "A smaller model (or a more quantized copy) with the same vocabulary as llm.model; it "
+							   "runs beside it in the worker, over KV of its own.  Takes effect when the worker next "
+							   "loads a model.",
+							   &llm_draft_model,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
 
 	DefineCustomIntVariable("llm.speculative_max_draft",
 							"Most tokens a request drafts in one step under llm.speculative.",

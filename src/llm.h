@@ -53,6 +53,7 @@ extern char *llm_system_prompt;
 extern int	llm_kv_type;
 extern int	llm_speculative;
 extern int	llm_speculative_max_draft;
+extern char *llm_draft_model;
 extern int	llm_quantize;
 extern char *llm_quantize_calib;
 extern int	llm_batch_rows;

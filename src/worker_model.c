@@ -49,6 +49,7 @@ typedef struct LlmModelSettings
 	int			kv_type;
 	int			speculative;
 	int			speculative_max_draft;
+	char		draft_model[MAXPGPATH];	/* llm.speculative = draft: its file */
 	int			device;
 	bool		deterministic;
 	bool		gpu_fusion;
@@ -58,6 +59,7 @@ typedef struct LlmModelSettings
 } LlmModelSettings;
 
 LlmModel   *LlmWorkerModel = NULL;
+static LlmModel *LlmWorkerDraft = NULL; /* llm.draft_model, when llm.speculative = draft */
 LlmEngine  *LlmWorkerEngine = NULL;
 static LlmModelSettings WorkerApplied;	/* the settings of the last load */
 
@@ -167,6 +169,8 @@ LlmWorkerReadSettings(LlmModelSettings *s)
 	s->kv_type = llm_kv_type;
 	s->speculative = llm_speculative;
 	s->speculative_max_draft = llm_speculative_max_draft;
+	if (s->speculative == LLM_SPEC_DRAFT)
+		strlcpy(s->draft_model, llm_draft_model ? llm_draft_model : "", sizeof(s->draft_model));
 	s->device = llm_device;
 	s->deterministic = llm_deterministic;
 	s->gpu_fusion = llm_gpu_fusion;
@@ -334,6 +338,52 @@ LlmWorkerMakeConfig(const LlmModelSettings *s, int n_threads, int model_n_ctx, L
 		(int) ceil(s->kv_budget * model_n_ctx);
 }
 
+/*
+ * Load llm.draft_model for llm.speculative = draft (target, loaded, is
+ * freed when this errors out): a file in llm.model_dir.
+ */
+static LlmModel *
+LlmWorkerOpenDraft(const LlmModelSettings *s, LlmModel *target)
+{
+	LlmModel   *draft = NULL;
+	LlmError	err;
+	LlmStatus	status;
+	sigset_t	mask;
+	char	   *path;
+
+	if (s->draft_model[0] == '\0')
+	{
+		llm_model_free(target);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("llm.speculative = draft needs llm.draft_model"),
+				 errhint("Set llm.draft_model to a GGUF file in llm.model_dir with the model's vocabulary, "
+						 "or set llm.speculative to ngram or off.")));
+	}
+	PG_TRY();
+	{
+		path = LlmWorkerPathInDir(s, s->draft_model, "draft model file");
+	}
+	PG_CATCH();
+	{
+		llm_model_free(target);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	mask = LlmBlockSignals();
+	status = llm_model_load(path, &draft, &err);
+	LlmRestoreSignals(&mask);
+	if (status != LLM_OK)
+	{
+		llm_model_free(target);
+		ereport(ERROR,
+				(errcode(LlmStatusErrcode(status)),
+				 errmsg("could not load draft model file \"%s\"", path),
+				 errdetail_internal("%s", LlmMessageAsSentence(err.msg))));
+	}
+	return draft;
+}
+
 /* Load the model and start an engine for it; errors out on failure. */
 static void
 LlmWorkerOpenModel(const LlmModelSettings *s)
@@ -350,6 +400,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	char	   *calib = NULL;
 	size_t		calib_len = 0;
 	int			n_threads;
+	LlmModel   *draft = NULL;
 
 	path = LlmWorkerModelPath(s);
 
@@ -376,6 +427,8 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 				 errdetail_internal("%s", LlmMessageAsSentence(err.msg))));
 
 	LlmWorkerMakeConfig(s, n_threads, llm_model_info(model)->n_ctx, &config);
+	if (s->speculative == LLM_SPEC_DRAFT)
+		config.draft_model = draft = LlmWorkerOpenDraft(s, model);
 
 	mask = LlmBlockSignals();
 	status = llm_engine_new(model, &config, &engine, &err);
@@ -383,6 +436,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	if (status != LLM_OK)
 	{
 		llm_model_free(model);
+		llm_model_free(draft);
 		ereport(ERROR,
 				(errcode(LlmStatusErrcode(status)),
 				 errmsg("could not start the inference engine for model \"%s\"", path),
@@ -395,6 +449,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	/* the new model works: only now let the old one go */
 	LlmWorkerFreeEngine();
 	LlmWorkerModel = model;
+	LlmWorkerDraft = draft;
 	LlmWorkerEngine = engine;
 	info = llm_model_info(model);
 
@@ -515,8 +570,10 @@ LlmWorkerFreeEngine(void)
 		llm_engine_free(LlmWorkerEngine);
 	if (LlmWorkerModel)
 		llm_model_free(LlmWorkerModel);
+	llm_model_free(LlmWorkerDraft);
 	LlmWorkerEngine = NULL;
 	LlmWorkerModel = NULL;
+	LlmWorkerDraft = NULL;
 }
 
 /*

@@ -2,8 +2,9 @@
 # 270M, Q4_K_M): a prompt's answer -- greedy, or sampled with a seed -- is the
 # same text alone, from eight concurrent sessions, inside one
 # llm_generate_batch call, after a reload that prefills every prompt in
-# steps of 7 tokens, and with speculative decoding (llm.speculative = ngram),
-# alone and from eight sessions.  tools/pg-test.sh passes the model's folder
+# steps of 7 tokens, and with speculative decoding (llm.speculative = ngram,
+# then draft with the model drafting for itself), alone and from eight
+# sessions; a draft model of another vocabulary is refused.  tools/pg-test.sh passes the model's folder
 # as LLM_REAL_MODEL_DIR.
 use strict;
 use warnings;
@@ -98,6 +99,25 @@ is($node->safe_psql('postgres', call($_)), $alone[$_], "speculative: prompt $_ a
 cmp_ok($node->safe_psql('postgres', 'SELECT draft_tokens FROM llm_stats'), '>', $drafted,
 	'speculative: tokens were drafted');
 concurrent('speculative, 8 sessions');
+
+# A draft model of another vocabulary is refused, and the worker keeps serving with prompt lookup
+$loaded = $node->safe_psql('postgres', 'SELECT loaded_at FROM llm_worker_status()');
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET llm.speculative = 'draft'; ALTER SYSTEM SET llm.draft_model = 'SmolLM2-135M-Instruct.Q4_1.gguf'; "
+	  . "SELECT pg_reload_conf()");
+llm_poll($node, "SELECT error IS NOT NULL FROM llm_worker_status()");
+like($node->safe_psql('postgres', 'SELECT error FROM llm_worker_status()'),
+	qr/draft model.*vocabulary/, 'a draft model with another vocabulary is refused, saying why');
+is($node->safe_psql('postgres', call(0)), $alone[0], 'and the worker keeps serving');
+
+# The model as its own draft (the same vocabulary): the same texts, and drafts were made
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET llm.draft_model = 'gemma-3-270m-q4_k_m.gguf'; SELECT pg_reload_conf()");
+llm_poll($node, "SELECT loaded_at > '$loaded' AND state = 'ready' AND error IS NULL FROM llm_worker_status()");
+$drafted = $node->safe_psql('postgres', 'SELECT draft_tokens FROM llm_stats');
+concurrent('draft model, 8 sessions');
+cmp_ok($node->safe_psql('postgres', 'SELECT draft_tokens FROM llm_stats'), '>', $drafted,
+	'draft model: tokens were drafted');
 
 $node->stop;
 done_testing();
