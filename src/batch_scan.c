@@ -133,6 +133,8 @@ typedef struct BatchState
 	int64		prompt_tokens;
 	int64		completion_tokens;
 	int64		cached_tokens;
+	int64		drafted_tokens; /* llm.speculative's, and of those accepted */
+	int64		accepted_tokens;
 	int64		run_us;
 } BatchState;
 
@@ -715,6 +717,8 @@ batch_take_answer(BatchState *bs, BatchRow *row, int j)
 	bs->prompt_tokens += job->prompt_tokens;
 	bs->completion_tokens += job->completion_tokens;
 	bs->cached_tokens += job->cached_tokens;
+	bs->drafted_tokens += job->drafted_tokens;
+	bs->accepted_tokens += job->accepted_tokens;
 	bs->run_us += job->run_us;
 	bs->n_failed += job->failed;
 	if (job->shared)
@@ -866,6 +870,11 @@ batch_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Prompt Tokens", NULL, bs->prompt_tokens, es);
 	ExplainPropertyInteger("Cached Prompt Tokens", NULL, bs->cached_tokens, es);
 	ExplainPropertyInteger("Completion Tokens", NULL, bs->completion_tokens, es);
+	if (bs->drafted_tokens > 0 || es->format != EXPLAIN_FORMAT_TEXT)
+	{
+		ExplainPropertyInteger("Drafted Tokens", NULL, bs->drafted_tokens, es);
+		ExplainPropertyInteger("Accepted Draft Tokens", NULL, bs->accepted_tokens, es);
+	}
 	if (es->timing)
 		ExplainPropertyFloat("Summed Request Time", "ms", bs->run_us / 1000.0, 3, es);
 }

@@ -129,6 +129,8 @@ typedef struct LlmSlot
 	int32		prompt_tokens;
 	int32		completion_tokens;	/* while RUNNING: so far, after each step */
 	int32		cached_tokens;	/* prompt tokens taken from the prefix cache */
+	int32		drafted_tokens; /* llm.speculative: tokens drafted for it, and of those accepted */
+	int32		accepted_tokens;
 	double		logprob;		/* params.score: the continuation's log-probability */
 	int64		run_us;			/* from the worker's claim to the result */
 	LlmFinishReason finish_reason;
@@ -328,6 +330,8 @@ typedef struct LlmJob
 	int32		prompt_tokens;
 	int32		completion_tokens;
 	int32		cached_tokens;
+	int32		drafted_tokens;
+	int32		accepted_tokens;
 	double		logprob;		/* params.score: natural log of the continuation's probability */
 	int32		n_scored;		/* params.score: the continuation's tokens (copied with the answer) */
 	int64		run_us;

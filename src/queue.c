@@ -219,6 +219,8 @@ LlmQueueTrySubmit(LlmJob *job, LlmFairRefusal *why, LlmFairWaiter *waiter)
 		slot->prompt_tokens = 0;
 		slot->completion_tokens = 0;
 		slot->cached_tokens = 0;
+		slot->drafted_tokens = 0;
+		slot->accepted_tokens = 0;
 		slot->run_us = 0;
 		slot->finish_reason = LLM_FINISH_NONE;
 		slot->sqlerrcode = 0;
@@ -381,6 +383,8 @@ LlmQueueWait(LlmJob *job)
 		job->prompt_tokens = slot->prompt_tokens;
 		job->completion_tokens = slot->completion_tokens;
 		job->cached_tokens = slot->cached_tokens;
+		job->drafted_tokens = slot->drafted_tokens;
+		job->accepted_tokens = slot->accepted_tokens;
 		job->logprob = slot->logprob;
 		job->n_scored = job->params.score ? slot->completion_tokens : 0;
 		job->run_us = slot->run_us;

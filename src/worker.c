@@ -130,6 +130,8 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 			slot->prompt_tokens = result->n_prompt;
 			slot->completion_tokens = result->n_generated;
 			slot->cached_tokens = result->n_cached;
+			slot->drafted_tokens = result->n_drafted;
+			slot->accepted_tokens = result->n_draft_accepted;
 			slot->logprob = 0;
 			for (int i = 0; result->logprobs != NULL && i < result->n_generated; i++)
 				slot->logprob += result->logprobs[i];	/* in order: the same sum every time */

@@ -118,6 +118,10 @@ $drafted = $node->safe_psql('postgres', 'SELECT draft_tokens FROM llm_stats');
 concurrent('draft model, 8 sessions');
 cmp_ok($node->safe_psql('postgres', 'SELECT draft_tokens FROM llm_stats'), '>', $drafted,
 	'draft model: tokens were drafted');
+my $explain = $node->safe_psql('postgres',
+	"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT llm_generate(prompt, max_tokens => 24) FROM prompts");
+like($explain, qr/Drafted Tokens: [1-9]\d*\n\s*Accepted Draft Tokens: \d+/,
+	'EXPLAIN ANALYZE shows the drafted and accepted tokens of the LLM Batch node');
 
 $node->stop;
 done_testing();

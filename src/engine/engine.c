@@ -96,6 +96,8 @@ typedef struct Seq
 	int			draft_misses;	/* verifications in a row that accepted nothing */
 	int			draft_skip;		/* steps to go without drafting (backs off after misses) */
 	LlmDraftSeq draft_seq;		/* LLM_SPEC_DRAFT: its keys in the draft model */
+	int			n_drafted;		/* tokens drafted for it, and of those accepted, in all */
+	int			n_draft_accepted;
 } Seq;
 
 struct LlmEngine
@@ -941,6 +943,8 @@ seq_end_draft(LlmEngine *e, Seq *s)
 		accepted = drafted;
 	e->stats.draft_tokens += drafted;
 	e->stats.draft_accepted += accepted;
+	s->n_drafted += drafted;
+	s->n_draft_accepted += accepted;
 	e->stats.draft_rounds++;
 	if (s->state == SEQ_RUNNING)
 	{
@@ -1495,6 +1499,8 @@ llm_engine_poll(LlmEngine *e, LlmResult *out)
 		out->reason = s->reason;
 		out->n_prompt = s->n_prompt;
 		out->n_cached = s->n_attached;
+		out->n_drafted = s->n_drafted;
+		out->n_draft_accepted = s->n_draft_accepted;
 		out->n_generated = s->n_tokens - s->n_prompt;
 		out->tokens = s->tokens + s->n_prompt;
 		out->text = s->text;

@@ -286,6 +286,8 @@ typedef struct LlmResult
 	LlmFinishReason reason;
 	int			n_prompt;
 	int			n_cached;		/* of the prompt's tokens, taken from the prefix cache */
+	int			n_drafted;		/* speculative decoding: tokens drafted for it, and of those accepted */
+	int			n_draft_accepted;
 	int			n_generated;
 	const int32_t *tokens;		/* (n_generated) */
 	const char *text;			/* generated text, cut before a stop string; NUL-terminated */
