@@ -133,6 +133,7 @@ typedef struct BatchState
 	int64		prompt_tokens;
 	int64		completion_tokens;
 	int64		cached_tokens;
+	uint64		draft_group;	/* its requests' (LlmParams.draft_group): this process and instance */
 	int64		drafted_tokens; /* llm.speculative's, and of those accepted */
 	int64		accepted_tokens;
 	int64		run_us;
@@ -288,6 +289,7 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 	outerPlanState(bs) = ExecInitNode(outerPlan(cscan), estate, eflags);
 	bs->bound = intVal(linitial(cscan->custom_private));
 	bs->window = batch_window(bs->bound);
+	bs->draft_group = LlmQueueDraftGroup();
 
 	/* the calls (the scan tuple's last columns) are not evaluated as expressions: check what that would */
 	bs->n_calls = list_length(call_args);
@@ -524,6 +526,7 @@ batch_read_row(BatchState *bs)
 
 			*job = jobs[j];
 			job->slot = -1;
+			job->params.draft_group = bs->draft_group;
 			if (job->system != NULL)	/* it may be llm.system_prompt, which a SET could free */
 				job->system = pnstrdup(job->system, job->system_len);
 		}

@@ -98,6 +98,8 @@ typedef struct LlmParams
 	bool		score;			/* score the continuation instead of generating (max_tokens unused) */
 	LlmGrammarKind grammar;		/* what constrains the output: its text (grammar_len bytes) ends the input */
 	Size		grammar_len;
+	uint64		draft_group;	/* llm.speculative's prompt lookup also searches this group's requests (an
+								 * LLM Batch node's: its process and instance); 0: none */
 } LlmParams;
 
 /* One request slot in shared memory. */
@@ -337,6 +339,9 @@ typedef struct LlmJob
 	int64		run_us;
 	LlmFinishReason finish_reason;
 } LlmJob;
+
+/* A new draft group for the requests of one batch (queue.c). */
+extern uint64 LlmQueueDraftGroup(void);
 
 extern void LlmQueueRun(LlmJob *jobs, int n_jobs);
 extern void LlmQueueAttach(void);

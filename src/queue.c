@@ -501,8 +501,21 @@ LlmQueueSlotsFull(void)
 }
 
 /*
+ * A new draft group (LlmParams.draft_group) for the requests of one batch:
+ * this process's pid and a count of its groups, never 0.
+ */
+uint64
+LlmQueueDraftGroup(void)
+{
+	static uint32 n_groups = 0;
+
+	return ((uint64) MyProcPid << 32) | ++n_groups;
+}
+
+/*
  * Submit and collect the jobs in order, submitting all that fit before
- * waiting; the body of LlmQueueRun().
+ * waiting; the body of LlmQueueRun().  The jobs of one call draft from each
+ * other (a draft group).
  */
 static void
 LlmQueueSubmitAndWait(LlmJob *jobs, int n_jobs)
@@ -510,6 +523,10 @@ LlmQueueSubmitAndWait(LlmJob *jobs, int n_jobs)
 	int			next_submit = 0;
 	int			next_wait = 0;
 	int			in_flight = 0;
+	uint64		group = n_jobs > 1 ? LlmQueueDraftGroup() : 0;
+
+	for (int i = 0; i < n_jobs; i++)
+		jobs[i].params.draft_group = group;
 
 	while (next_wait < n_jobs)
 	{

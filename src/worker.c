@@ -308,6 +308,7 @@ LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
 	/* the engine shares its prompt budget and KV pool by role, as the queue does (fair.c) */
 	req.share_group = job->req.roleid;
 	req.share_weight = (float) job->req.weight;
+	req.draft_group = params->draft_group;
 	req.stop = stop;
 	req.n_stop = job->req.n_stop;
 	req.grammar = params->grammar;

@@ -138,6 +138,7 @@ add_request(LlmEngine *e, int i)
 	r.n_prompt = i >= 0 ? req_n[i] : long_n;
 	r.max_tokens = N_NEW;
 	r.logprobs = true;
+	r.draft_group = 7;			/* one statement's requests: prompt lookup searches the others' too */
 	if (i >= 0 && i % 2 == 1)
 	{
 		r.temperature = 0.9f;

@@ -24,4 +24,12 @@
  */
 int			llm_draft_ngram(const int32_t *tokens, int n, int max_draft, int32_t *out);
 
+/*
+ * The same lookup of the suffix of tokens (n of them) in another sequence's
+ * tokens (other, n_other: a request of the same statement), any occurrence
+ * with a token after it.
+ */
+int			llm_draft_ngram_other(const int32_t *tokens, int n, const int32_t *other, int n_other, int max_draft,
+								  int32_t *out);
+
 #endif							/* LLM_DRAFT_H */

@@ -96,6 +96,7 @@ typedef struct Seq
 	int			draft_misses;	/* verifications in a row that accepted nothing */
 	int			draft_skip;		/* steps to go without drafting (backs off after misses) */
 	LlmDraftSeq draft_seq;		/* LLM_SPEC_DRAFT: its keys in the draft model */
+	uint64_t	draft_group;	/* LlmRequest.draft_group */
 	int			n_drafted;		/* tokens drafted for it, and of those accepted, in all */
 	int			n_draft_accepted;
 } Seq;
@@ -618,6 +619,7 @@ llm_engine_add(LlmEngine *e, const LlmRequest *r, int64_t *id, LlmError *err)
 	}
 	s->max_tokens = r->max_tokens;
 	s->draft_len = e->config.spec_max_draft < 4 ? e->config.spec_max_draft : 4;
+	s->draft_group = r->draft_group;
 	s->ignore_eos = r->ignore_eos;
 	s->share_group = r->share_group;
 	s->share_weight = r->share_weight > 0 ? r->share_weight : 1;
@@ -857,19 +859,26 @@ seq_draft_keep(LlmEngine *e, Seq *s, int k)
 /*
  * Draft up to budget tokens to follow decoding s's last one by prompt
  * lookup (LLM_SPEC_NGRAM) into tokens[n_tokens ..]: those its grammar
- * forces, then prompt lookup's; returns how many.
+ * forces, then prompt lookup's, in its own tokens or, finding nothing
+ * there, in those of its draft group's other requests; returns how many.
  */
 static int
 seq_draft(LlmEngine *e, Seq *s, int budget)
 {
 	int			k = seq_draft_room(e, s, budget);
 	int			forced;
+	int			found;
 
 	if (k < 1)
 		return 0;
 	forced = seq_draft_forced(e, s, k);
-	k = forced + llm_draft_ngram(s->tokens, s->n_tokens + forced, k - forced, s->tokens + s->n_tokens + forced);
-	return seq_draft_keep(e, s, k);
+	found = llm_draft_ngram(s->tokens, s->n_tokens + forced, k - forced, s->tokens + s->n_tokens + forced);
+	/* else in the statement's other requests, the newest first */
+	for (int i = e->n_seqs - 1; i >= 0 && found == 0 && s->draft_group != 0; i--)
+		if (e->seqs[i] != s && e->seqs[i]->draft_group == s->draft_group)
+			found = llm_draft_ngram_other(s->tokens, s->n_tokens + forced, e->seqs[i]->tokens, e->seqs[i]->n_tokens,
+										  k - forced, s->tokens + s->n_tokens + forced);
+	return seq_draft_keep(e, s, forced + found);
 }
 
 /*

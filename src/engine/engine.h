@@ -223,6 +223,8 @@ typedef struct LlmRequest
 	bool		ignore_eos;		/* keep going past EOS (benchmarks) */
 	uint64_t	cache_partition;	/* prefix cache: cached blocks are shared only within a partition (0: by all) */
 	uint32_t	share_group;	/* fair shares (share.h): the prompt budget and the KV pool go by group */
+	uint64_t	draft_group;	/* speculative decoding: prompt lookup also searches the requests of this
+								 * group (one statement's), since a table's rows share phrasing; 0: none */
 	float		share_weight;	/* the group's weight (<= 0: 1) */
 	bool		logprobs;		/* record each generated token's log-probability (LlmResult.logprobs) */
 	/*
