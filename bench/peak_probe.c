@@ -48,6 +48,40 @@ now(void)
 
 /* ---- compute peaks: each returns a value built from its accumulators, so none is optimised away ---- */
 
+/* The sum of the 8 int32 lanes of each of ACCS ymm accumulators. */
+__attribute__((target("avx2")))
+static double
+sum_i32x8(const __m256i *acc)
+{
+	int32_t		out[8];
+	double		s = 0;
+
+	for (int i = 0; i < ACCS; i++)
+	{
+		_mm256_storeu_si256((__m256i *) out, acc[i]);
+		for (int j = 0; j < 8; j++)
+			s += out[j];
+	}
+	return s;
+}
+
+/* The sum of the 8 float lanes of each of ACCS ymm accumulators. */
+__attribute__((target("avx2")))
+static double
+sum_f32x8(const __m256 *acc)
+{
+	float		out[8];
+	double		s = 0;
+
+	for (int i = 0; i < ACCS; i++)
+	{
+		_mm256_storeu_ps(out, acc[i]);
+		for (int j = 0; j < 8; j++)
+			s += out[j];
+	}
+	return s;
+}
+
 /* ACCS chains of vpdpbusd zmm, iters trips. */
 __attribute__((target("avx512f,avx512bw,avx512vnni")))
 static double
@@ -80,8 +114,6 @@ int8_avxvnni(long iters)
 	__m256i		acc[ACCS];
 	__m256i		a = _mm256_set1_epi8(3);
 	__m256i		b = _mm256_set1_epi8(-2);
-	int32_t		out[8];
-	int			s = 0;
 
 	for (int i = 0; i < ACCS; i++)
 		acc[i] = _mm256_set1_epi32(i);
@@ -92,13 +124,7 @@ int8_avxvnni(long iters)
 			acc[i] = _mm256_dpbusd_avx_epi32(acc[i], a, b);
 		__asm__ volatile("" : "+x"(a));
 	}
-	for (int i = 0; i < ACCS; i++)
-	{
-		_mm256_storeu_si256((__m256i *) out, acc[i]);
-		for (int j = 0; j < 8; j++)
-			s += out[j];
-	}
-	return s;
+	return sum_i32x8(acc);
 }
 
 /* ACCS chains of vpmaddubsw, vpmaddwd by ones, vpaddd: the AVX2 int8 dot product without VNNI. */
@@ -110,8 +136,6 @@ int8_avx2(long iters)
 	__m256i		a = _mm256_set1_epi8(3);
 	__m256i		b = _mm256_set1_epi8(-2);
 	const __m256i ones = _mm256_set1_epi16(1);
-	int32_t		out[8];
-	int			s = 0;
 
 	for (int i = 0; i < ACCS; i++)
 		acc[i] = _mm256_set1_epi32(i);
@@ -122,13 +146,7 @@ int8_avx2(long iters)
 			acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones));
 		__asm__ volatile("" : "+x"(a));
 	}
-	for (int i = 0; i < ACCS; i++)
-	{
-		_mm256_storeu_si256((__m256i *) out, acc[i]);
-		for (int j = 0; j < 8; j++)
-			s += out[j];
-	}
-	return s;
+	return sum_i32x8(acc);
 }
 
 /* ACCS chains of vfmadd231ps zmm. */
@@ -163,8 +181,6 @@ fp32_avx2(long iters)
 	__m256		acc[ACCS];
 	__m256		a = _mm256_set1_ps(1.0000001f);
 	__m256		b = _mm256_set1_ps(1e-7f);
-	float		out[8];
-	double		s = 0;
 
 	for (int i = 0; i < ACCS; i++)
 		acc[i] = _mm256_set1_ps((float) i);
@@ -175,13 +191,7 @@ fp32_avx2(long iters)
 			acc[i] = _mm256_fmadd_ps(acc[i], a, b);
 		__asm__ volatile("" : "+x"(a));
 	}
-	for (int i = 0; i < ACCS; i++)
-	{
-		_mm256_storeu_ps(out, acc[i]);
-		for (int j = 0; j < 8; j++)
-			s += out[j];
-	}
-	return s;
+	return sum_f32x8(acc);
 }
 
 typedef struct Probe

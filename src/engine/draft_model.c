@@ -63,12 +63,11 @@ same_vocabulary(const LlmModel *target, const LlmModel *draft, LlmError *err)
 
 /* A drafter for target on draft (draft_model.h). */
 LlmStatus
-llm_draft_model_new(const LlmModel *target, const LlmModel *draft, const LlmEngineConfig *cfg, LlmDraftModel **out,
-					LlmError *err)
+llm_draft_model_new(const LlmModel *target, const LlmModel *draft, const LlmEngineConfig *cfg,
+					const LlmBackendOptions *bo, LlmDraftModel **out, LlmError *err)
 {
 	const LlmConfig *mc = &draft->config;
 	LlmDraftModel *d;
-	LlmBackendOptions bo;
 	LlmKvParams kp;
 	size_t		block_bytes;
 	int			per_seq;
@@ -83,12 +82,6 @@ llm_draft_model_new(const LlmModel *target, const LlmModel *draft, const LlmEngi
 	d->max_tokens = cfg->max_batch_tokens;
 	d->max_rows = cfg->max_seqs < cfg->max_batch_tokens ? cfg->max_seqs : cfg->max_batch_tokens;
 	d->n_ctx = cfg->n_ctx > 0 && cfg->n_ctx < mc->n_ctx ? cfg->n_ctx : mc->n_ctx;
-	llm_backend_options_default(&bo);
-	bo.n_threads = cfg->n_threads;
-	bo.deterministic = cfg->deterministic;
-	bo.fuse = cfg->gpu_fusion;
-	bo.pdl = cfg->gpu_pdl;
-	bo.cuda_module = cfg->cuda_module;
 	block_bytes = llm_kv_block_bytes(mc->n_layers, mc->n_kv_heads, mc->head_dim, cfg->kv_block_size, cfg->kv_type);
 	per_seq = (d->n_ctx + cfg->kv_block_size - 1) / cfg->kv_block_size;
 	kp = (LlmKvParams) {
@@ -99,7 +92,7 @@ llm_draft_model_new(const LlmModel *target, const LlmModel *draft, const LlmEngi
 	};
 	if (kp.n_blocks < 1)
 		kp.n_blocks = 1;
-	if ((st = llm_backend_new(cfg->device, &bo, &d->be, err)) != LLM_OK ||
+	if ((st = llm_backend_new(cfg->device, bo, &d->be, err)) != LLM_OK ||
 		(d->be->ops->prepare != NULL && (st = d->be->ops->prepare(d->be, draft, err)) != LLM_OK))
 	{
 		llm_draft_model_free(d);

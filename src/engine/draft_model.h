@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "engine.h"
 #include "kv.h"
 #include "model.h"
@@ -46,11 +47,12 @@ typedef struct LlmDraftJob
 
 /*
  * A drafter for target on draft (which the caller keeps loaded), for up to
- * cfg->max_seqs sequences of cfg's context: LLM_ERR_INVALID naming the
- * difference when the vocabularies differ.
+ * cfg->max_seqs sequences of cfg's context, on a backend made with bo (the
+ * engine's options): LLM_ERR_INVALID naming the difference when the
+ * vocabularies differ.
  */
 LlmStatus	llm_draft_model_new(const LlmModel *target, const LlmModel *draft, const LlmEngineConfig *cfg,
-								LlmDraftModel **out, LlmError *err);
+								const LlmBackendOptions *bo, LlmDraftModel **out, LlmError *err);
 void		llm_draft_model_free(LlmDraftModel *d);
 
 /*
