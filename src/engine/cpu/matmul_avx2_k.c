@@ -40,8 +40,8 @@
 #include "cpu/matmul_avx2.h"
 #include "quant_blocks.h"
 
-/* Tile shape, rows by tokens. */
-#define K_MR 2
+/* Tile shape, rows by tokens (one thread, 128 tokens: 4 x 2 12% faster than 2 x 2, 4% than 3 x 2). */
+#define K_MR 4
 #define K_NT 2
 
 /* Super-blocks a row tile may have to be packed (longer rows are unpacked in the tile). */
