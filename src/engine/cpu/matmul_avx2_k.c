@@ -17,9 +17,15 @@
  *
  * Dealing out: Q4_K's and Q5_K's nibbles come out of one 4 x 4 transpose
  * of dwords per 128-bit lane of the quants (the low nibbles are lanes 0-7,
- * the high ones 8-15); Q2_K's, Q3_K's and Q6_K's quants are assembled in
+ * the high ones 8-15); Q2_K's and Q3_K's bit planes out of one gather of
+ * each step's dwords and shifts by lane; Q6_K's quants are assembled in
  * value order, 64 at a time, and transposed as matmul_avx512.c's
  * k_transpose does (which works within 128-bit lanes, so on each half).
+ *
+ * The GEMV takes a row at a time (one stream of weights per thread), its
+ * token's per-super-block quantities made once per call (KAct); more
+ * tokens take tiles of K_MR rows, unpacked once into KBlocks when several
+ * token tiles read them.
  */
 #include "cpu/matmul.h"
 
@@ -382,7 +388,7 @@ tile_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const
 	const bool	offset = kt == LLM_TYPE_Q3_K || kt == LLM_TYPE_Q6_K;
 	const int64_t nb = a->k / LLM_QK_K;
 	const size_t bsize = k_block_bytes(kt);
-	const size_t pf = PF_GROUPS * MR * a->row_bytes;
+	const size_t pf = prefetch_distance(a->row_bytes, MR);
 	const uint8_t *w[4];
 	const int8_t *xq[4];
 	__m256		acc[4][4][2];

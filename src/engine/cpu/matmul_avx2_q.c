@@ -174,37 +174,48 @@ q_lane_offset(LlmType type, __m256i a, const bool vnni)
 	return dot_u8s8(_mm256_setzero_si256(), _mm256_set1_epi8((char) (1 << c)), a, vnni);
 }
 
-/* The 16 bits at p. */
-KERN short
-q_u16(const uint8_t *p)
+/* The four dwords at p, p + step, p + 2 step, p + 3 step. */
+KERN __m128i
+q_dwords4(const uint8_t *p, size_t step)
 {
-	uint16_t	h;
+	__m128i		a = _mm_unpacklo_epi32(_mm_loadu_si32(p), _mm_loadu_si32(p + step));
+	__m128i		b = _mm_unpacklo_epi32(_mm_loadu_si32(p + 2 * step), _mm_loadu_si32(p + 3 * step));
 
-	memcpy(&h, p, sizeof(h));
-	return (short) h;
+	return _mm_unpacklo_epi64(a, b);
 }
 
 /*
- * The fp16 at byte off of blocks b + Q_ORDER[e] of a row at w (block size
- * bsz), as floats in lane e: inserted, not stored and reloaded, since a
- * load of eight stores waits for them to retire.
+ * The scales d of blocks b + Q_ORDER[e] of a row at w, as floats in lane
+ * e, and in *m their minimums (Q4_1, Q5_1; else zero): the first dword of
+ * each block (d, then m or the first quants) gathered by unpacks (a set
+ * of eight GCC builds through memory, and a load of eight stores waits for
+ * them to retire), its halves split.
  */
 KERN __m256
-q_run_halves(const uint8_t *w, size_t bsz, int64_t b, size_t off)
+q_run_scales(LlmType type, const uint8_t *w, int64_t b, __m256 *m)
 {
-	const uint8_t *p = w + b * bsz + off;
+	const size_t bsz = q_block_bytes(type);
+	const uint8_t *p = w + b * bsz;
+	const __m256i dm = _mm256_set_m128i(q_dwords4(p + bsz, 2 * bsz), q_dwords4(p, 2 * bsz));
+	/* per 128-bit lane: the four low halves, then the four high ones */
+	const __m256i halves = _mm256_shuffle_epi8(dm, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+																	0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
+	/* 64-bit lanes: d of blocks 0-3, d of 4-7, m of 0-3, m of 4-7 (lane order) */
+	const __m256i v = _mm256_permute4x64_epi64(halves, _MM_SHUFFLE(3, 1, 2, 0));
 
-	return _mm256_cvtph_ps(_mm_setr_epi16(q_u16(p), q_u16(p + 2 * bsz), q_u16(p + 4 * bsz), q_u16(p + 6 * bsz),
-										  q_u16(p + bsz), q_u16(p + 3 * bsz), q_u16(p + 5 * bsz), q_u16(p + 7 * bsz)));
+	*m = q_has_min(type) ? _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1)) : _mm256_setzero_ps();
+	return _mm256_cvtph_ps(_mm256_castsi256_si128(v));
 }
 
 /*
  * The per-block sums of eight vectors of block partial sums (p[k]: eight
  * lanes of block k): lane k of the result is the sum of p[k]'s lanes.
- * Unpack-and-add rounds within 128-bit lanes, then the halves added.
+ * Unpack-and-add rounds within 128-bit lanes, then the halves added, the
+ * sums of the second halves of the blocks (lanes 4-7) shifted right by
+ * hi_shift first (4 for Q4's high nibbles kept in place; exact).
  */
 KERN __m256i
-reduce8(const __m256i *p)
+reduce8(const __m256i *p, const int hi_shift)
 {
 	__m256i		t[4];
 	__m256i		u[2];
@@ -217,7 +228,8 @@ reduce8(const __m256i *p)
 	for (int m = 0; m < 2; m++)	/* per 128-bit lane: the sums of p[4m] .. p[4m + 3] */
 		u[m] = _mm256_add_epi32(_mm256_unpacklo_epi64(t[2 * m], t[2 * m + 1]),
 								_mm256_unpackhi_epi64(t[2 * m], t[2 * m + 1]));
-	return _mm256_add_epi32(_mm256_permute2x128_si256(u[0], u[1], 0x20), _mm256_permute2x128_si256(u[0], u[1], 0x31));
+	return _mm256_add_epi32(_mm256_permute2x128_si256(u[0], u[1], 0x20),
+							_mm256_srai_epi32(_mm256_permute2x128_si256(u[0], u[1], 0x31), hi_shift));
 }
 
 /*
@@ -263,25 +275,44 @@ q_run_combine(LlmType type, __m256i p, __m256 wd, __m256 wm, const QRunAct *x, _
 
 /* ---- from the weights: the GEMV and a few tokens ---- */
 
+/*
+ * Q4_0's or Q4_1's quants at p for the GEMV with AVX-VNNI: the high
+ * nibbles (values 16-31) left in place, worth 16 times their value, which
+ * saves a shift and an insert a block; reduce8 divides their sums by 16.
+ * (Without AVX-VNNI they would overflow vpmaddubsw's pairs.)
+ */
+KERN __m256i
+q4_load_in_place(LlmType type, const uint8_t *p)
+{
+	const size_t qo = q_has_min(type) ? 4 : 2;
+
+	return _mm256_and_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) (p + qo))),
+							_mm256_setr_epi64x(0x0F0F0F0F0F0F0F0FLL, 0x0F0F0F0F0F0F0F0FLL,
+											   (long long) 0xF0F0F0F0F0F0F0F0ULL, (long long) 0xF0F0F0F0F0F0F0F0ULL));
+}
+
 /* The run of 8 blocks from b of the row at w by one token (xq, and x its run quantities), added into acc. */
 KERN __m256
 q_run_direct(LlmType type, const uint8_t *w, const int8_t *xq, const QRunAct *x, int64_t b, __m256 acc,
 			 const bool vnni)
 {
 	static const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+	const bool	in_place = vnni && (type == LLM_TYPE_Q4_0 || type == LLM_TYPE_Q4_1);
 	const size_t bsz = q_block_bytes(type);
 	__m256i		p[8];
+	__m256		wd;
+	__m256		wm;
 
 #pragma GCC unroll 8
 	for (int k = 0; k < 8; k++)
 	{
 		const int64_t blk = b + order[k];
+		const __m256i wq = in_place ? q4_load_in_place(type, w + blk * bsz) : q_load(type, w + blk * bsz, vnni);
 
-		p[k] = q_dot(type, _mm256_setzero_si256(), q_load(type, w + blk * bsz, vnni),
-					 _mm256_loadu_si256((const __m256i *) (xq + blk * LLM_QK)), vnni);
+		p[k] = q_dot(type, _mm256_setzero_si256(), wq, _mm256_loadu_si256((const __m256i *) (xq + blk * LLM_QK)), vnni);
 	}
-	return q_run_combine(type, reduce8(p), q_run_halves(w, bsz, b, 0),
-						 q_has_min(type) ? q_run_halves(w, bsz, b, 2) : _mm256_setzero_ps(), x, acc);
+	wd = q_run_scales(type, w, b, &wm);
+	return q_run_combine(type, reduce8(p, in_place ? 4 : 0), wd, wm, x, acc);
 }
 
 /* The exact sum of w a per lane of block blk of the row at w by a token's quants xq (q_dot less the lane offset). */
@@ -367,13 +398,20 @@ q_run_blocks(int64_t nb)
 	return nb / 16 * 16 + (nb % 16 >= 8 ? 8 : 0);
 }
 
-/* One row (r) by one token (t) from the weights: runs, then the tail; stored. */
+/* Runs of a GEMV's token whose QRunAct are made once per call (longer rows: in the tile). */
+#define Q_ACT_RUNS 64
+
+/*
+ * One row (r) by one token (t) from the weights: runs, then the tail;
+ * stored.  act: the token's run quantities, made once per call, or NULL.
+ */
 KERN void
-tile_q_direct(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const bool vnni)
+tile_q_direct(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const QRunAct *act, const bool vnni)
 {
 	const int64_t nb = a->k / LLM_QK;
 	const int64_t ng = q_run_blocks(nb);
 	const size_t bsz = q_block_bytes(type);
+	const size_t pf = prefetch_distance(a->row_bytes, 1);
 	const uint8_t *w = a->w + (size_t) r * a->row_bytes;
 	const uint8_t *xrow = a->x + (size_t) t * a->x_stride;
 	const int8_t *xq = (const int8_t *) xrow;
@@ -382,15 +420,20 @@ tile_q_direct(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const bool v
 	__m256		acc[4][4][2];			/* [0][0] only: one row, one token */
 
 	acc[0][0][0] = acc[0][0][1] = _mm256_setzero_ps();
+	/* a group's two runs (the last group may have one) into lanes 0-7 and 8-15 */
+	for (int64_t b = 0; b < ng; b += 16)
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++)
+		{
+			const int64_t bh = b + 8 * h;
+			QRunAct		x;
 
-	for (int64_t b = 0; b < ng; b += 8)
-	{
-		QRunAct		x = q_run_act(type, xd, xs, b, vnni);
-
-		/* two rows ahead, as decode streams the weights */
-		prefetch_bytes(w + PF_GROUPS * a->row_bytes + b * bsz, 8 * bsz);
-		acc[0][0][b / 8 % 2] = q_run_direct(type, w, xq, &x, b, acc[0][0][b / 8 % 2], vnni);
-	}
+			if (bh >= ng)
+				break;
+			x = act != NULL ? act[bh / 8] : q_run_act(type, xd, xs, bh, vnni);
+			prefetch_bytes(w + pf + bh * bsz, 8 * bsz);
+			acc[0][0][h] = q_run_direct(type, w, xq, &x, bh, acc[0][0][h], vnni);
+		}
 	q_tail(type, a, w, xq, xd, xs, ng, acc[0][0], vnni);
 	store_tile16(a, r, t, acc, 1, 1);
 }
@@ -417,8 +460,7 @@ pack_q_run(LlmType type, const uint8_t *w, int64_t b, QRunPack *pk, const bool v
 	for (int k = 0; k < 8; k++)
 		v[k] = q_load(type, w + (b + order[k]) * bsz, vnni);
 	transpose8x32(v, pk->q);
-	pk->d = q_run_halves(w, bsz, b, 0);
-	pk->m = q_has_min(type) ? q_run_halves(w, bsz, b, 2) : _mm256_setzero_ps();
+	pk->d = q_run_scales(type, w, b, &pk->m);
 }
 
 /* A token's quants of the run of 8 blocks from b (xq: its quants) transposed as QRunPack's, into dst (256 bytes). */
@@ -518,7 +560,6 @@ tile_q_packed(LlmType type, const LlmGemmArgs *a, const QRunPack *pk, const uint
 }
 
 /* The tile calls of gemm_q, for TOKEN_TILES (they use its locals). */
-#define CALL_Q1(T, NT) tile_q_direct(type, a, r, T, vnni)
 #define CALL_Q_PACKED(T, NT) \
 	do { \
 		const uint8_t *xi_[4]; \
@@ -563,6 +604,19 @@ gemm_q_variant(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t
 					pack_act_run((const int8_t *) (a->x + (size_t) t * a->x_stride), b,
 								 xil + (size_t) (t - t0) * xil_stride + 32 * b);
 	}
+	if (t1 - t0 == 1 && ng / 8 <= Q_ACT_RUNS)
+	{
+		/* the GEMV: the token's run quantities once */
+		const uint8_t *xrow = a->x + (size_t) t0 * a->x_stride;
+		_Alignas(32) QRunAct act[Q_ACT_RUNS];
+
+		for (int64_t b = 0; b < ng; b += 8)
+			act[b / 8] = q_run_act(type, (const float *) (xrow + llm_act_d_offset(a->k)),
+								   (const int32_t *) (xrow + llm_act_sums_offset(a->k)), b, vnni);
+		for (; r < r1; r++)
+			tile_q_direct(type, a, r, t0, act, vnni);
+		return;
+	}
 	if (pk != NULL)
 		for (; r + Q_MR <= r1; r += Q_MR)
 		{
@@ -573,7 +627,7 @@ gemm_q_variant(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t
 		}
 	for (; r < r1; r++)
 		for (int t = t0; t < t1; t++)
-			CALL_Q1(t, 1);
+			tile_q_direct(type, a, r, t, NULL, vnni);
 	if (pk != stack_pk)
 		free(pk);
 	free(xil);
