@@ -17,7 +17,9 @@
  * Weights of the types the engine cannot quantize to (Q4_1, Q5_0, Q5_1 and
  * the K-quants) are random bytes: the timing does not depend on the values.
  * types: a comma-separated list of type names (default: all); level: avx2
- * or avx512 (default: every level this processor has).
+ * or avx512 (default: every level this processor has).  LLM_CPU_AVXVNNI=0
+ * runs the AVX2 level's integer kernels without AVX-VNNI on a processor
+ * that has it.
  */
 #include "backend.h"
 #include "cpu/backend_cpu.h"

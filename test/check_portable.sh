@@ -18,7 +18,7 @@ bad=$(objdump -d --no-show-raw-insn "$lib" | awk '
     /^[^ \t].*\.o:/ { obj = $1; sub(/:$/, "", obj); next }
     /^[0-9a-f]+ <.*>:$/ { fn = $2; gsub(/[<>:]/, "", fn); next }
     /%[yz]mm|%k[0-7]|\tv[a-z]/ {
-        if (obj ~ /^(matmul|attention|activation|norm|exp_sum)_avx(2|512)\.o$/) next
+        if (obj ~ /^(matmul|attention|activation|norm|exp_sum)_avx(2|512)(_[a-z0-9]+)?\.o$/) next
         if (obj == "kv_ops.o" && fn ~ /^fp16_row_f16c/) next
         if (!(obj "/" fn in seen)) { seen[obj "/" fn] = 1; print obj ": " fn }
     }')

@@ -51,6 +51,10 @@ export LLM_TEST_SMOLLM2="$smollm2"
 for t in build/test/test_*; do
     [ -x "$t" ] && run "$t" "$t"
 done
+# the AVX2 level's integer kernels without AVX-VNNI too (on a processor with it, the tests above took it)
+for t in build/test/test_kernels build/test/test_invariance_kernels; do
+    [ -x "$t" ] && run "$t (LLM_CPU_AVXVNNI=0)" env LLM_CPU_AVXVNNI=0 "$t"
+done
 if [ -d build-asan/test ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export LLM_TEST_MODELS="$random_models"

@@ -7,8 +7,8 @@
  * 1. Level selection: names, LLM_CPU_ISA lowering the level, op tables.
  * 2. The SIMD activation quantizers give exactly the bytes of the scalar
  *    ones (quantize_act.c), NaN and infinity included.
- * 3. Every fast type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K; Q4_1, Q5_0,
- *    Q5_1, Q5_K, Q2_K and Q3_K where the level has them) through the
+ * 3. Every type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K .. Q6_K;
+ *    the grouped types where the level has them) through the
  *    level's matmul op on a 2-thread backend, over rows {1, 3, 17, 33},
  *    tokens {1, 2, 3, 5, 17} and several column counts, plus larger shapes:
  *    k longer than the kernels' chunks of k, and many rows and tokens that
@@ -297,7 +297,7 @@ check_quantizers(const LlmMatmulKernels *kern)
 static void
 check_level(LlmBackend *be, LlmCpuIsa isa)
 {
-	/* every level has the first seven; Q4_1, Q5_0, Q5_1, the other K-quants and the grouped types only some */
+	/* every level has the first thirteen; the grouped types only some */
 	static const LlmType types[] = {
 		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_K, LLM_TYPE_Q6_K,
 		LLM_TYPE_Q4_1, LLM_TYPE_Q5_0, LLM_TYPE_Q5_1, LLM_TYPE_Q5_K, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K,
@@ -325,7 +325,7 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 		int			n_cols;
 		ErrStats	st = {0, 0};
 
-		TEST_CHECK(kern->gemm[type] != NULL || ti >= 7, "%s has no %s kernel", kern->name,
+		TEST_CHECK(kern->gemm[type] != NULL || ti >= 13, "%s has no %s kernel", kern->name,
 				   llm_type_traits(type)->name);
 		if (kern->gemm[type] == NULL)
 			continue;

@@ -3,28 +3,22 @@
  *		Matmul kernels for AVX2 + FMA + F16C (see matmul.h), compiled for that
  *		level whatever the build's -march, and run only after cpu_features.c
  *		has found it: the fast path of x86-64 processors without AVX-512.
+ *		This file has the float types' kernels, the activation quantizers,
+ *		the choice of the integer kernels' variant and the level's table;
+ *		the integer kernels are in matmul_avx2_q.c (Q8_0, Q4_0, Q4_1, Q5_0,
+ *		Q5_1) and matmul_avx2_k.c (the K-quants), see matmul_avx2.h.
  *
- * The same plan as matmul_avx512.c with 8-lane ymm registers and no
- * unpacking into buffers: a register tile of MR weight rows by NT tokens,
- * MR * NT dot products along k, each in the 8 lanes of a register and
- * summed across lanes at the end (hsum4: four rows at once).
+ * Float weights (F32, F16, BF16): a register tile of MR weight rows by NT
+ * tokens, MR * NT dot products along k, each in the 8 lanes of a register
+ * and summed across lanes at the end (hsum4: four rows at once); 8 weights
+ * are widened to float (vcvtph2ps; BF16 by a 16-bit shift) and multiplied
+ * with the float activations by FMA.  (These are not the AVX-512 level's
+ * bits: its lanes are 16.)
  *
- * Float weights: 8 weights are widened to float (vcvtph2ps; BF16 by a
- * 16-bit shift) and multiplied with the float activations by FMA.
- *
- * Q8_0 and Q4_0 against Q8 activations, one block (32 values) a step, with
- * vpmaddubsw (unsigned by signed bytes, pairs summed into int16) and
- * vpmaddwd by ones into int32.  Q8_0 takes ggml's sign trick: |w| is the
- * unsigned operand and a is given w's sign (vpsignb), so each pair is at
- * most 2 * 128 * 127 and cannot saturate.  Q4_0 multiplies the unsigned
- * nibble n = w + 8 by a and subtracts 8 * a in int16 (pairs of at most
- * 2 * 8 * 127), computed once per token.  Each block's int32 lanes are
- * converted and multiplied by d_w * d_a into the float accumulator.
- *
- * Q4_K and Q6_K against Q8K activations, 32 values a step: vpmaddubsw of
- * the unsigned quants by the activations, then vpmaddwd by the 16-bit
- * sub-block scales, accumulated in int32 over the super-block; Q6_K's
- * offset of 32 and Q4_K's minimums come from the activations' sums of 16.
+ * The integer kernels give the AVX-512 level's bits for every quantized
+ * type, in either variant: AVX-VNNI's vpdpbusd where the processor has it,
+ * else vpmaddubsw + vpmaddwd (llm_avx2_vnni decides once; the environment
+ * variable LLM_CPU_AVXVNNI=0 forces the second, for tests and benchmarks).
  */
 #include "cpu/matmul.h"
 
@@ -37,26 +31,21 @@
 #pragma GCC target("avx2,fma,f16c")
 #endif
 
+#include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/avx2_util.h"
+#include "cpu/matmul_avx2.h"
 #include "quant_blocks.h"
 
-#define KERN static inline __attribute__((always_inline))
-
-/* Tile shapes, rows by tokens: float, Q8_0/Q4_0, K types. */
+/* Tile shape of the float kernels, rows by tokens. */
 #define F_MR 4
 #define F_NT 2
-#define Q_MR 2
-#define Q_NT 2
-#define K_MR 2
-#define K_NT 2
-
-/* Prefetch the weights this many row tiles ahead (rows are contiguous, so this walks the chunk). */
-#define PF_GROUPS 2
 
 /* The sums of four vectors, as the four lanes of one. */
 KERN __m128
@@ -98,21 +87,6 @@ store_tile(const LlmGemmArgs *a, int64_t r, int t, __m256 acc[4][4], const int M
 		}
 	}
 }
-
-/* Run CALL(t, NT) over tokens [t0, t1) in tiles of NTV, the last one smaller. */
-#define TOKEN_TILES(CALL, NTV) \
-	do { \
-		int			t_ = t0; \
-		for (; t_ + (NTV) <= t1; t_ += (NTV)) \
-			CALL(t_, NTV); \
-		switch (t1 - t_) \
-		{ \
-			case 3: if ((NTV) > 3) CALL(t_, 3); break; \
-			case 2: if ((NTV) > 2) CALL(t_, 2); break; \
-			case 1: if ((NTV) > 1) CALL(t_, 1); break; \
-			default: break; \
-		} \
-	} while (0)
 
 /*
  * A gemm function NAME over the rectangle: tiles of MRV rows by NTV tokens
@@ -229,317 +203,6 @@ DEFINE_GEMM(gemm_f16, F_MR, F_NT)
 /* The gemm of BF16 weights. */
 DEFINE_GEMM(gemm_bf16, F_MR, F_NT)
 
-/* ---- Q8_0, Q4_0 ---- */
-
-/*
- * Block b of a Q8_0 or Q4_0 row: its 32 quants (Q8_0 as signed bytes,
- * Q4_0 as unsigned nibbles in value order) and its scale in all lanes.
- */
-KERN void
-load_q_block(LlmType type, const uint8_t *row, int64_t b, __m256i *q, __m256 *d)
-{
-	if (type == LLM_TYPE_Q8_0)
-	{
-		const LlmBlockQ8_0 *blk = (const LlmBlockQ8_0 *) (row + b * sizeof(LlmBlockQ8_0));
-
-		*q = _mm256_loadu_si256((const __m256i *) blk->qs);
-		*d = _mm256_set1_ps(_cvtsh_ss(blk->d));
-	}
-	else
-	{
-		const LlmBlockQ4_0 *blk = (const LlmBlockQ4_0 *) (row + b * sizeof(LlmBlockQ4_0));
-		__m128i		v = _mm_loadu_si128((const __m128i *) blk->qs);
-
-		/* low nibbles are values 0-15, high nibbles 16-31 */
-		*q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0F));
-		*d = _mm256_set1_ps(_cvtsh_ss(blk->d));
-	}
-}
-
-/* Tile of MR rows by NT tokens of a Q8_0 or Q4_0 weight against Q8 activations. */
-KERN void
-tile_q(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
-{
-	const int64_t nb = a->k / LLM_QK;
-	const size_t bsz = type == LLM_TYPE_Q8_0 ? sizeof(LlmBlockQ8_0) : sizeof(LlmBlockQ4_0);
-	const size_t pf = PF_GROUPS * MR * a->row_bytes;
-	const __m256i ones = _mm256_set1_epi16(1);
-	const uint8_t *w[4];
-	const int8_t *xq[4];
-	const float *xd[4];
-	__m256		acc[4][4];
-
-#pragma GCC unroll 4
-	for (int i = 0; i < MR; i++)
-		w[i] = a->w + (size_t) (r + i) * a->row_bytes;
-#pragma GCC unroll 4
-	for (int q = 0; q < NT; q++)
-	{
-		xq[q] = (const int8_t *) (a->x + (size_t) (t + q) * a->x_stride);
-		xd[q] = (const float *) (a->x + (size_t) (t + q) * a->x_stride + llm_act_d_offset(a->k));
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-			acc[i][q] = _mm256_setzero_ps();
-	}
-	for (int64_t b = 0; b < nb; b++)
-	{
-		__m256i		wq[4];
-		__m256i		wabs[4];
-		__m256		wd[4];
-
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-		{
-			_mm_prefetch((const char *) (w[i] + pf + b * bsz), _MM_HINT_T0);
-			load_q_block(type, w[i], b, &wq[i], &wd[i]);
-			if (type == LLM_TYPE_Q8_0)
-				wabs[i] = _mm256_sign_epi8(wq[i], wq[i]);
-		}
-#pragma GCC unroll 4
-		for (int q = 0; q < NT; q++)
-		{
-			__m256i		av = _mm256_loadu_si256((const __m256i *) (xq[q] + b * LLM_QK));
-			__m256		dv = _mm256_set1_ps(xd[q][b]);
-			__m256i		off = _mm256_setzero_si256();
-
-			if (type == LLM_TYPE_Q4_0)
-				off = _mm256_maddubs_epi16(_mm256_set1_epi8(8), av);
-#pragma GCC unroll 4
-			for (int i = 0; i < MR; i++)
-			{
-				__m256i		p16;
-
-				if (type == LLM_TYPE_Q8_0)
-					p16 = _mm256_maddubs_epi16(wabs[i], _mm256_sign_epi8(av, wq[i]));
-				else
-					p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(wq[i], av), off);
-				acc[i][q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones)),
-											_mm256_mul_ps(wd[i], dv), acc[i][q]);
-			}
-		}
-	}
-	store_tile(a, r, t, acc, MR, NT);
-}
-
-#define gemm_q8_0_full(T, NT) tile_q(LLM_TYPE_Q8_0, a, r, T, Q_MR, NT)
-#define gemm_q8_0_one(T, NT) tile_q(LLM_TYPE_Q8_0, a, r, T, 1, NT)
-#define gemm_q4_0_full(T, NT) tile_q(LLM_TYPE_Q4_0, a, r, T, Q_MR, NT)
-#define gemm_q4_0_one(T, NT) tile_q(LLM_TYPE_Q4_0, a, r, T, 1, NT)
-
-/* The gemm of Q8_0 weights. */
-DEFINE_GEMM(gemm_q8_0, Q_MR, Q_NT)
-/* The gemm of Q4_0 weights. */
-DEFINE_GEMM(gemm_q4_0, Q_MR, Q_NT)
-
-/* ---- Q4_K, Q6_K ---- */
-
-/* Tile of MR rows by NT tokens of a Q4_K weight against Q8K activations. */
-KERN void
-tile_q4_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
-{
-	const int64_t nb = a->k / LLM_QK_K;
-	const uint8_t *w[4];
-	const int8_t *xq[4];
-	const float *xd[4];
-	const int16_t *xs[4];
-	__m256		acc[4][4];
-
-#pragma GCC unroll 4
-	for (int i = 0; i < MR; i++)
-		w[i] = a->w + (size_t) (r + i) * a->row_bytes;
-#pragma GCC unroll 4
-	for (int q = 0; q < NT; q++)
-	{
-		const uint8_t *row = a->x + (size_t) (t + q) * a->x_stride;
-
-		xq[q] = (const int8_t *) row;
-		xd[q] = (const float *) (row + llm_act_d_offset(a->k));
-		xs[q] = (const int16_t *) (row + llm_act_bsums_offset(a->k));
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-			acc[i][q] = _mm256_setzero_ps();
-	}
-	for (int64_t b = 0; b < nb; b++)
-	{
-		__m256i		isum[4][4];
-		uint8_t		sc[4][16];	/* 8 scales, then 8 minimums */
-		__m256i		mins[4];	/* 8 minimums as int16, each twice */
-		float		d[4];
-		float		dmin[4];
-
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-		{
-			const LlmBlockQ4_K *blk = (const LlmBlockQ4_K *) (w[i] + b * sizeof(LlmBlockQ4_K));
-			__m128i		sm = llm_q4k_scales_mins(blk->scales);
-
-			_mm_storeu_si128((__m128i *) sc[i], sm);
-			mins[i] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-			d[i] = _cvtsh_ss(blk->d);
-			dmin[i] = _cvtsh_ss(blk->dmin);
-#pragma GCC unroll 4
-			for (int q = 0; q < NT; q++)
-				isum[i][q] = _mm256_setzero_si256();
-		}
-		for (int c = 0; c < 4; c++)
-		{
-			/* values 64c .. 64c + 31 (sub-block 2c, low nibbles) and 64c + 32 .. 64c + 63 (2c + 1, high) */
-			__m256i		lo[4];
-			__m256i		hi[4];
-			__m256i		slo[4];
-			__m256i		shi[4];
-
-#pragma GCC unroll 4
-			for (int i = 0; i < MR; i++)
-			{
-				const LlmBlockQ4_K *blk = (const LlmBlockQ4_K *) (w[i] + b * sizeof(LlmBlockQ4_K));
-				__m256i		v = _mm256_loadu_si256((const __m256i *) (blk->qs + 32 * c));
-
-				_mm_prefetch((const char *) blk + PF_GROUPS * MR * a->row_bytes + 36 * c, _MM_HINT_T0);
-
-				lo[i] = _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
-				hi[i] = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
-				slo[i] = _mm256_set1_epi16(sc[i][2 * c]);
-				shi[i] = _mm256_set1_epi16(sc[i][2 * c + 1]);
-			}
-#pragma GCC unroll 4
-			for (int q = 0; q < NT; q++)
-			{
-				__m256i		alo = _mm256_loadu_si256((const __m256i *) (xq[q] + b * LLM_QK_K + 64 * c));
-				__m256i		ahi = _mm256_loadu_si256((const __m256i *) (xq[q] + b * LLM_QK_K + 64 * c + 32));
-
-#pragma GCC unroll 4
-				for (int i = 0; i < MR; i++)
-				{
-					isum[i][q] = _mm256_add_epi32(isum[i][q], _mm256_madd_epi16(_mm256_maddubs_epi16(lo[i], alo), slo[i]));
-					isum[i][q] = _mm256_add_epi32(isum[i][q], _mm256_madd_epi16(_mm256_maddubs_epi16(hi[i], ahi), shi[i]));
-				}
-			}
-		}
-#pragma GCC unroll 4
-		for (int q = 0; q < NT; q++)
-		{
-			float		dq = xd[q][b];
-			__m256i		bs = _mm256_loadu_si256((const __m256i *) (xs[q] + 16 * b));
-
-#pragma GCC unroll 4
-			for (int i = 0; i < MR; i++)
-			{
-				acc[i][q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][q]), _mm256_set1_ps(d[i] * dq), acc[i][q]);
-				acc[i][q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mins[i])),
-											_mm256_set1_ps(-dmin[i] * dq), acc[i][q]);
-			}
-		}
-	}
-	store_tile(a, r, t, acc, MR, NT);
-}
-
-/* Tile of MR rows by NT tokens of a Q6_K weight against Q8K activations. */
-KERN void
-tile_q6_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT)
-{
-	const int64_t nb = a->k / LLM_QK_K;
-	const uint8_t *w[4];
-	const int8_t *xq[4];
-	const float *xd[4];
-	const int16_t *xs[4];
-	__m256		acc[4][4];
-
-#pragma GCC unroll 4
-	for (int i = 0; i < MR; i++)
-		w[i] = a->w + (size_t) (r + i) * a->row_bytes;
-#pragma GCC unroll 4
-	for (int q = 0; q < NT; q++)
-	{
-		const uint8_t *row = a->x + (size_t) (t + q) * a->x_stride;
-
-		xq[q] = (const int8_t *) row;
-		xd[q] = (const float *) (row + llm_act_d_offset(a->k));
-		xs[q] = (const int16_t *) (row + llm_act_bsums_offset(a->k));
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-			acc[i][q] = _mm256_setzero_ps();
-	}
-	for (int64_t b = 0; b < nb; b++)
-	{
-		__m256i		isum[4][4];
-		float		d[4];
-
-#pragma GCC unroll 4
-		for (int i = 0; i < MR; i++)
-		{
-			const LlmBlockQ6_K *blk = (const LlmBlockQ6_K *) (w[i] + b * sizeof(LlmBlockQ6_K));
-
-			d[i] = _cvtsh_ss(blk->d);
-#pragma GCC unroll 4
-			for (int q = 0; q < NT; q++)
-				isum[i][q] = _mm256_setzero_si256();
-		}
-		for (int s = 0; s < 8; s++)
-		{
-			/* values 32s .. 32s + 31: h = s / 4, g = s % 4; sub-blocks 2s, 2s + 1 */
-			const int	h = s / 4;
-			const int	g = s % 4;
-			__m256i		wq[4];
-			__m256i		ws[4];
-
-#pragma GCC unroll 4
-			for (int i = 0; i < MR; i++)
-			{
-				const LlmBlockQ6_K *blk = (const LlmBlockQ6_K *) (w[i] + b * sizeof(LlmBlockQ6_K));
-				__m256i		ql;
-
-				_mm_prefetch((const char *) blk + PF_GROUPS * MR * a->row_bytes + 27 * s, _MM_HINT_T0);
-				ql = _mm256_loadu_si256((const __m256i *) (blk->ql + 64 * h + 32 * (g & 1)));
-				__m256i		qh = _mm256_loadu_si256((const __m256i *) (blk->qh + 32 * h));
-				__m256i		lo = _mm256_and_si256(g >= 2 ? _mm256_srli_epi16(ql, 4) : ql, _mm256_set1_epi8(0x0F));
-				__m256i		hi = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), _mm256_set1_epi8(0x03));
-
-				wq[i] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
-				ws[i] = _mm256_set_m128i(_mm_set1_epi16(blk->scales[2 * s + 1]), _mm_set1_epi16(blk->scales[2 * s]));
-			}
-#pragma GCC unroll 4
-			for (int q = 0; q < NT; q++)
-			{
-				__m256i		av = _mm256_loadu_si256((const __m256i *) (xq[q] + b * LLM_QK_K + 32 * s));
-
-#pragma GCC unroll 4
-				for (int i = 0; i < MR; i++)
-					isum[i][q] = _mm256_add_epi32(isum[i][q], _mm256_madd_epi16(_mm256_maddubs_epi16(wq[i], av), ws[i]));
-			}
-		}
-#pragma GCC unroll 4
-		for (int q = 0; q < NT; q++)
-		{
-			float		dq = xd[q][b];
-			__m256i		bs = _mm256_loadu_si256((const __m256i *) (xs[q] + 16 * b));
-
-#pragma GCC unroll 4
-			for (int i = 0; i < MR; i++)
-			{
-				const LlmBlockQ6_K *blk = (const LlmBlockQ6_K *) (w[i] + b * sizeof(LlmBlockQ6_K));
-				/* the offset: 32 * sum over sub-blocks of scale * (sum of its activation quants) */
-				__m256i		sc32 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *) blk->scales)), 5);
-				__m256i		off = _mm256_madd_epi16(bs, sc32);
-
-				acc[i][q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[i][q], off)),
-											_mm256_set1_ps(d[i] * dq), acc[i][q]);
-			}
-		}
-	}
-	store_tile(a, r, t, acc, MR, NT);
-}
-
-#define gemm_q4_k_full(T, NT) tile_q4_k(a, r, T, K_MR, NT)
-#define gemm_q4_k_one(T, NT) tile_q4_k(a, r, T, 1, NT)
-#define gemm_q6_k_full(T, NT) tile_q6_k(a, r, T, K_MR, NT)
-#define gemm_q6_k_one(T, NT) tile_q6_k(a, r, T, 1, NT)
-
-/* The gemm of Q4_K weights. */
-DEFINE_GEMM(gemm_q4_k, K_MR, K_NT)
-/* The gemm of Q6_K weights. */
-DEFINE_GEMM(gemm_q6_k, K_MR, K_NT)
-
 /* ---- activation quantizers (bit-exact with quantize_act.c) ---- */
 
 /*
@@ -613,7 +276,7 @@ quant_q8(const float *x, int64_t k, uint8_t *out)
 	}
 }
 
-/* Quantize one token's k activations to LLM_ACT_Q8K. */
+/* Quantize one token's k activations to LLM_ACT_Q8K (the first step of LLM_ACT_Q8KI). */
 static void
 quant_q8k(const float *x, int64_t k, uint8_t *out)
 {
@@ -640,26 +303,114 @@ quant_q8k(const float *x, int64_t k, uint8_t *out)
 	}
 }
 
+/*
+ * Quantize one token's k activations to LLM_ACT_Q8KI: Q8K's, then each
+ * block's quants dealt out to the K tiles' lanes (matmul_avx2_k.c's
+ * transpose, on each 32-byte half of its four chunks of 64) and its sums
+ * of 16 put in the same order.
+ */
+static void
+quant_q8ki(const float *x, int64_t k, uint8_t *out)
+{
+	static const int order[16] = {LLM_Q8KI_ORDER};
+	int8_t	   *qs = (int8_t *) out;
+	int16_t    *bsums = (int16_t *) (out + llm_act_bsums_offset(k));
+
+	quant_q8k(x, k, out);
+	for (int64_t b = 0; b < k / LLM_QK_K; b++)
+	{
+		int8_t	   *q = qs + b * LLM_QK_K;
+		int16_t		s[16];
+
+		for (int h = 0; h < 2; h++)
+		{
+			__m256i		v[4];
+			__m256i		t0,
+						t1,
+						t2,
+						t3;
+
+			for (int c = 0; c < 4; c++)
+				v[c] = _mm256_loadu_si256((const __m256i *) (q + 64 * c + 32 * h));
+			t0 = _mm256_unpacklo_epi32(v[0], v[1]);
+			t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+			t2 = _mm256_unpacklo_epi32(v[2], v[3]);
+			t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+			_mm256_storeu_si256((__m256i *) (q + 32 * h), _mm256_unpacklo_epi64(t0, t2));
+			_mm256_storeu_si256((__m256i *) (q + 64 + 32 * h), _mm256_unpackhi_epi64(t0, t2));
+			_mm256_storeu_si256((__m256i *) (q + 128 + 32 * h), _mm256_unpacklo_epi64(t1, t3));
+			_mm256_storeu_si256((__m256i *) (q + 192 + 32 * h), _mm256_unpackhi_epi64(t1, t3));
+		}
+		memcpy(s, bsums + 16 * b, sizeof(s));
+		for (int e = 0; e < 16; e++)
+			bsums[16 * b + e] = s[order[e]];
+	}
+}
+
+/* ---- the choice of the integer kernels' variant ---- */
+
+static bool use_vnni;
+static pthread_once_t vnni_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Decide the variant: AVX-VNNI where CPUID leaf 7, sub-leaf 1 reports it
+ * (EAX bit 4; the AVX state it needs is the AVX2 level's), unless the
+ * environment variable LLM_CPU_AVXVNNI is 0 or off (so the tests and
+ * benchmarks can run the other variant on such a processor).
+ */
+static void
+choose_vnni(void)
+{
+	const char *env = getenv("LLM_CPU_AVXVNNI");
+	unsigned int eax,
+				ebx,
+				ecx,
+				edx;
+
+	use_vnni = LLM_AVX2_HAVE_VNNI && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0 &&
+		!(env != NULL && (strcmp(env, "0") == 0 || strcmp(env, "off") == 0));
+}
+
+/* Whether the integer kernels take AVX-VNNI; decided once. */
+bool
+llm_avx2_vnni(void)
+{
+	pthread_once(&vnni_once, choose_vnni);
+	return use_vnni;
+}
+
 const LlmMatmulKernels llm_matmul_kernels_avx2 = {
 	.name = "avx2",
 	.gemm = {
 		[LLM_TYPE_F32] = gemm_f32,
 		[LLM_TYPE_F16] = gemm_f16,
 		[LLM_TYPE_BF16] = gemm_bf16,
-		[LLM_TYPE_Q8_0] = gemm_q8_0,
-		[LLM_TYPE_Q4_0] = gemm_q4_0,
-		[LLM_TYPE_Q4_K] = gemm_q4_k,
-		[LLM_TYPE_Q6_K] = gemm_q6_k,
+		[LLM_TYPE_Q8_0] = llm_avx2_gemm_q8_0,
+		[LLM_TYPE_Q4_0] = llm_avx2_gemm_q4_0,
+		[LLM_TYPE_Q4_1] = llm_avx2_gemm_q4_1,
+		[LLM_TYPE_Q5_0] = llm_avx2_gemm_q5_0,
+		[LLM_TYPE_Q5_1] = llm_avx2_gemm_q5_1,
+		[LLM_TYPE_Q2_K] = llm_avx2_gemm_q2_k,
+		[LLM_TYPE_Q3_K] = llm_avx2_gemm_q3_k,
+		[LLM_TYPE_Q4_K] = llm_avx2_gemm_q4_k,
+		[LLM_TYPE_Q5_K] = llm_avx2_gemm_q5_k,
+		[LLM_TYPE_Q6_K] = llm_avx2_gemm_q6_k,
 	},
 	.act = {
 		[LLM_TYPE_Q8_0] = LLM_ACT_Q8,
 		[LLM_TYPE_Q4_0] = LLM_ACT_Q8,
-		[LLM_TYPE_Q4_K] = LLM_ACT_Q8K,
-		[LLM_TYPE_Q6_K] = LLM_ACT_Q8K,
+		[LLM_TYPE_Q4_1] = LLM_ACT_Q8,
+		[LLM_TYPE_Q5_0] = LLM_ACT_Q8,
+		[LLM_TYPE_Q5_1] = LLM_ACT_Q8,
+		[LLM_TYPE_Q2_K] = LLM_ACT_Q8KI,
+		[LLM_TYPE_Q3_K] = LLM_ACT_Q8KI,
+		[LLM_TYPE_Q4_K] = LLM_ACT_Q8KI,
+		[LLM_TYPE_Q5_K] = LLM_ACT_Q8KI,
+		[LLM_TYPE_Q6_K] = LLM_ACT_Q8KI,
 	},
 	.quant = {
 		[LLM_ACT_Q8] = quant_q8,
-		[LLM_ACT_Q8K] = quant_q8k,
+		[LLM_ACT_Q8KI] = quant_q8ki,
 	},
 };
 
