@@ -1022,6 +1022,7 @@ typedef struct AttnCase
 	int			window;
 	bool		evict;			/* evict (slot_pos and, with scores, H2O) between steps */
 	bool		scores;
+	bool		det;			/* deterministic: every token by the decode kernel, its keys in one range */
 } AttnCase;
 
 #define ATTN_SEQS 4
@@ -1204,6 +1205,7 @@ attn_case(const AttnCase *c)
 {
 	static const int hist[ATTN_SEQS] = {1, 20, 77, 300};
 
+	gpu->deterministic = c->det;
 	for (int t = 0; t < 3; t++)
 	{
 		AttnWorld	w;
@@ -1258,22 +1260,31 @@ attn_case(const AttnCase *c)
 		}
 		llm_kv_free(&w.kc);
 		llm_kv_free(&w.kg);
-		if (quick && t == 0 && !c->evict)
+		if (quick && t == 0 && (!c->evict || c->det))
 			break;
 	}
+	gpu->deterministic = gpu_opts.deterministic;
 }
 
-/* The attention shapes: Llama GQA, MHA, Gemma's wide heads with soft cap and window, eviction and H2O. */
+/*
+ * The attention shapes: Llama GQA, MHA, Gemma's wide heads with soft cap
+ * and window, eviction and H2O; then two of them deterministic, where the
+ * decode kernel walks a token's keys tile after tile in one range (split
+ * into ranges of one tile or two, as the decode steps here are otherwise,
+ * a kernel that overwrote a tile still being read would go unseen).
+ */
 static void
 test_attention(void)
 {
 	static const AttnCase cases[] = {
-		{"llama gqa 8/2 x 64", 8, 2, 64, 16, 0.0f, 0, false, false},
-		{"mha 4/4 x 32", 4, 4, 32, 16, 0.0f, 0, false, false},
-		{"gemma 4/1 x 256, softcap, window 48", 4, 1, 256, 16, 50.0f, 48, false, false},
-		{"odd head 6/3 x 40, block 7", 6, 3, 40, 7, 0.0f, 0, false, false},
-		{"window 32 + eviction", 8, 2, 64, 16, 0.0f, 32, true, false},
-		{"H2O gqa 8/2 x 64, window 32", 8, 2, 64, 16, 0.0f, 32, true, true},
+		{"llama gqa 8/2 x 64", 8, 2, 64, 16, 0.0f, 0, false, false, false},
+		{"mha 4/4 x 32", 4, 4, 32, 16, 0.0f, 0, false, false, false},
+		{"gemma 4/1 x 256, softcap, window 48", 4, 1, 256, 16, 50.0f, 48, false, false, false},
+		{"odd head 6/3 x 40, block 7", 6, 3, 40, 7, 0.0f, 0, false, false, false},
+		{"window 32 + eviction", 8, 2, 64, 16, 0.0f, 32, true, false, false},
+		{"H2O gqa 8/2 x 64, window 32", 8, 2, 64, 16, 0.0f, 32, true, true, false},
+		{"deterministic llama gqa 8/2 x 64", 8, 2, 64, 16, 0.0f, 0, false, false, true},
+		{"deterministic H2O gqa 8/2 x 64, window 32", 8, 2, 64, 16, 0.0f, 32, true, true, true},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -1754,9 +1765,11 @@ test_greedy_real(void)
  * later steps cross) and phi3 (fused QKV and gate/up), through whole
  * forward passes against the CPU's reference; in the full run also qwen2
  * with the own INT4 (groups of 32) and phi3 with INT8, as
- * run_engine_tests.sh loads them.  Mutation checks, by hand: a window one
- * key wider (win_lo = pos - window in attention.cu), or no attention soft
- * cap, fails the gemma2 forward; a bias add off by one fails qwen2's.
+ * run_engine_tests.sh loads them.  test/cuda_mutations.sh checks that
+ * they can fail: a window one key wider or no attention soft cap fails
+ * gemma2's forward pass, a bias add off by one or on the first row only
+ * qwen2's, RoPE frequencies that ignore the factors llama31's, RMSNorm
+ * weights taken as 1 + w qwen3's.
  */
 static void
 test_archs(void)
@@ -2703,6 +2716,8 @@ main(int argc, char **argv)
 	LlmError	err;
 	const char *only = NULL;
 
+	/* a line at a time: what ran before a crash or a timeout's kill stays in the log */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	llm_backend_options_default(&gpu_opts);
 	/* this program links the backend itself: no module to load */
 	llm_cuda_module_use(&llm_cuda_module_entry);
