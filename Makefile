@@ -11,6 +11,7 @@
 #   make SANITIZE=1 ...  build everything with AddressSanitizer and UBSan
 #   make WITH_CUDA=0|1   without / with the CUDA backend (default: with, when nvcc is found)
 #   make gpu-check       build, test and benchmark the CUDA backend on a GPU
+#   make cuda-mutations  plant bugs in copies of cuda/ files: the emulator's tests must fail
 #   make fuzz            build the libFuzzer targets (test/fuzz) with clang and run
 #                        each for FUZZ_SECONDS (default 60); fails on any finding
 #   make PG_CONFIG=...   against another PostgreSQL (15 to 18): its objects are
@@ -205,6 +206,28 @@ $(EMU_BUILD)/test_cuda: $(EMU_BUILD)/test_cuda.o $(EMU_OBJS) $(ENGINE_LIB)
 $(EMU_BUILD)/bench_cuda: $(EMU_BUILD)/bench_cuda.o $(EMU_OBJS) $(ENGINE_LIB)
 	$(CXX) $(EMU_SAN) -o $@ $(EMU_BUILD)/bench_cuda.o $(EMU_OBJS) $(LINK_ENGINE)
 
+# A mutant of the emulator's test program (test/cuda_mutations.sh): the
+# copy MUTANT_DIR/x of one file cuda/x, changed, compiled there, and linked
+# with every other object of the emulator build as it is, so that a mutant
+# costs one compilation:
+#   make MUTANT_DIR=build/mutants/m MUTANT_FILE=attention.cu build/mutants/m/test_cuda
+ifneq ($(MUTANT_DIR)$(MUTANT_FILE),)
+MUTANT_OBJ := $(patsubst %.cu,%.cu.o,$(patsubst %.c,%.o,$(MUTANT_FILE)))
+
+# the copy is the script's, never made from its object by make's built-in rules
+$(MUTANT_DIR)/$(MUTANT_FILE): ;
+
+$(MUTANT_DIR)/%.cu.o: $(MUTANT_DIR)/%.cu
+	$(CXX) -x c++ $(EMU_CXXFLAGS) -c $< -o $@
+
+$(MUTANT_DIR)/%.o: $(MUTANT_DIR)/%.c
+	$(CC) $(EMU_CFLAGS) -c $< -o $@
+
+$(MUTANT_DIR)/test_cuda: $(MUTANT_DIR)/$(MUTANT_OBJ) $(EMU_BUILD)/test_cuda.o $(EMU_OBJS) $(ENGINE_LIB)
+	$(CXX) $(EMU_SAN) -o $@ $(EMU_BUILD)/test_cuda.o $(filter-out $(EMU_BUILD)/$(MUTANT_OBJ),$(EMU_OBJS)) \
+		$(MUTANT_DIR)/$(MUTANT_OBJ) $(LINK_ENGINE)
+endif
+
 ifeq ($(WITH_CUDA)$(if $(HAVE_CUDA_HEADERS),y,n),1y)
 cuda-emu: $(EMU_BUILD)/test_cuda $(EMU_BUILD)/bench_cuda
 else
@@ -215,7 +238,11 @@ endif
 gpu-check:
 	bash tools/gpu-check.sh
 
-.PHONY: cuda-all cuda-module cuda-emu gpu-check
+# every mutation of test/cuda_mutations.sh, each caught by the emulator's tests (about 6 minutes)
+cuda-mutations:
+	bash test/cuda_mutations.sh
+
+.PHONY: cuda-all cuda-module cuda-emu gpu-check cuda-mutations
 # ---- end of the CUDA backend -------------------------------------------------
 
 # ---- fuzzing (test/fuzz) -----------------------------------------------------

@@ -3,7 +3,10 @@
  *		The CUDA backend against the CPU's scalar reference, op by op, then
  *		whole forward passes (stories260K, Gemma 3 270M, and a random model
  *		of every other architecture), then stories260K's golden greedy text
- *		and SmolLM2's and Gemma 3's greedy text token for token.
+ *		and SmolLM2's and Gemma 3's greedy text token for token, batch
+ *		invariance with llm.deterministic, and every engine feature (int8
+ *		KV, H2O eviction, scoring, constrained decoding, logprobs, the
+ *		prefix cache, preemption) on a CUDA engine against a CPU engine.
  *
  * Every op gets fresh random inputs; its device output is poisoned with
  * NaN before the run, so an element the kernel never wrote fails; the
@@ -21,7 +24,8 @@
  *         bfloat16: 8 significant bits);
  *   exact the KV cache's stored bytes (F32, F16, INT8 with its scales),
  *         decoded embedding rows, argmax, gathers, bias adds; greedy
- *         tokens.
+ *         tokens, and every token of the engine feature cases;
+ *   1e-4  those cases' log-probabilities (absolute; TOL_LOGPROB).
  *
  * Without a CUDA device (or driver) it prints "SKIP: no CUDA device" and
  * passes.  Under the CPU emulator (cuda/emu) the same program runs the
@@ -44,6 +48,7 @@
 #include "cuda_api.h"
 #include "engine.h"
 #include "forward.h"
+#include "json.h"
 #include "kernels.h"
 #include "kv.h"
 #include "model.h"
@@ -1001,6 +1006,7 @@ typedef struct AttnCase
 	int			window;
 	bool		evict;			/* evict (slot_pos and, with scores, H2O) between steps */
 	bool		scores;
+	bool		det;			/* deterministic: every token by the decode kernel, its keys in one range */
 } AttnCase;
 
 #define ATTN_SEQS 4
@@ -1183,6 +1189,7 @@ attn_case(const AttnCase *c)
 {
 	static const int hist[ATTN_SEQS] = {1, 20, 77, 300};
 
+	gpu->deterministic = c->det;
 	for (int t = 0; t < 3; t++)
 	{
 		AttnWorld	w;
@@ -1237,22 +1244,31 @@ attn_case(const AttnCase *c)
 		}
 		llm_kv_free(&w.kc);
 		llm_kv_free(&w.kg);
-		if (quick && t == 0 && !c->evict)
+		if (quick && t == 0 && (!c->evict || c->det))
 			break;
 	}
+	gpu->deterministic = gpu_opts.deterministic;
 }
 
-/* The attention shapes: Llama GQA, MHA, Gemma's wide heads with soft cap and window, eviction and H2O. */
+/*
+ * The attention shapes: Llama GQA, MHA, Gemma's wide heads with soft cap
+ * and window, eviction and H2O; then two of them deterministic, where the
+ * decode kernel walks a token's keys tile after tile in one range (split
+ * into ranges of one tile or two, as the decode steps here are otherwise,
+ * a kernel that overwrote a tile still being read would go unseen).
+ */
 static void
 test_attention(void)
 {
 	static const AttnCase cases[] = {
-		{"llama gqa 8/2 x 64", 8, 2, 64, 16, 0.0f, 0, false, false},
-		{"mha 4/4 x 32", 4, 4, 32, 16, 0.0f, 0, false, false},
-		{"gemma 4/1 x 256, softcap, window 48", 4, 1, 256, 16, 50.0f, 48, false, false},
-		{"odd head 6/3 x 40, block 7", 6, 3, 40, 7, 0.0f, 0, false, false},
-		{"window 32 + eviction", 8, 2, 64, 16, 0.0f, 32, true, false},
-		{"H2O gqa 8/2 x 64, window 32", 8, 2, 64, 16, 0.0f, 32, true, true},
+		{"llama gqa 8/2 x 64", 8, 2, 64, 16, 0.0f, 0, false, false, false},
+		{"mha 4/4 x 32", 4, 4, 32, 16, 0.0f, 0, false, false, false},
+		{"gemma 4/1 x 256, softcap, window 48", 4, 1, 256, 16, 50.0f, 48, false, false, false},
+		{"odd head 6/3 x 40, block 7", 6, 3, 40, 7, 0.0f, 0, false, false, false},
+		{"window 32 + eviction", 8, 2, 64, 16, 0.0f, 32, true, false, false},
+		{"H2O gqa 8/2 x 64, window 32", 8, 2, 64, 16, 0.0f, 32, true, true, false},
+		{"deterministic llama gqa 8/2 x 64", 8, 2, 64, 16, 0.0f, 0, false, false, true},
+		{"deterministic H2O gqa 8/2 x 64, window 32", 8, 2, 64, 16, 0.0f, 32, true, true, true},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -1414,14 +1430,44 @@ forward_case(const char *name, LlmModel *m, double tol)
 	llm_kv_free(&ku);
 }
 
+/*
+ * Where a real model file (name, as tools/fetch-model.sh caches it) is:
+ * $LLM_MODELS/name, else .cache/models/name; Gemma 3 270M's may also be
+ * named by $LLM_GEMMA_MODEL.  Into out (len bytes); whether it is there.
+ */
+static bool
+real_model(const char *name, char *out, size_t len)
+{
+	const char *dir = getenv("LLM_MODELS");
+	const char *gemma = getenv("LLM_GEMMA_MODEL");
+	FILE	   *f;
+
+	if (gemma != NULL && strcmp(name, "gemma-3-270m-q4_k_m.gguf") == 0)
+		snprintf(out, len, "%s", gemma);
+	else
+		snprintf(out, len, "%s/%s", dir != NULL ? dir : ".cache/models", name);
+	if ((f = fopen(out, "rb")) == NULL)
+		return false;
+	fclose(f);
+	return true;
+}
+
+/* Say that check what was skipped for want of model file path, and why. */
+static void
+real_model_missing(const char *what, const char *path)
+{
+	printf("cuda: SKIPPED %s: no %s (fetch it with tools/fetch-model.sh, or set LLM_MODELS to its folder; "
+		   "a GPU machine without network cannot fetch it, and it is too large to carry)\n", what, path);
+}
+
 /* Forward passes of stories260K (F32, then own INT8 and INT4) and, when cached, Gemma 3 270M (Q4_K_M). */
 static void
 test_forward(void)
 {
 	char		path[1024];
+	char		gemma[1024];
 	LlmModel   *m;
 	LlmError	err;
-	const char *gemma = getenv("LLM_GEMMA_MODEL");
 
 	snprintf(path, sizeof(path), "%s/models/stories260K.gguf", test_shared_dir());
 	if (llm_model_load(path, &m, &err) == LLM_OK)
@@ -1441,15 +1487,17 @@ test_forward(void)
 		forward_case("forward stories260K INT4", m, 5e-2);
 		llm_model_free(m);
 	}
-	if (gemma == NULL)
-		gemma = ".cache/models/gemma-3-270m-q4_k_m.gguf";
-	if (!quick && llm_model_load(gemma, &m, &err) == LLM_OK)
+	if (quick)
+		return;
+	if (!real_model("gemma-3-270m-q4_k_m.gguf", gemma, sizeof(gemma)))
+		real_model_missing("the Gemma 3 270M forward check", gemma);
+	else if (llm_model_load(gemma, &m, &err) == LLM_OK)
 	{
 		forward_case("forward gemma-3-270m Q4_K_M", m, 5e-2);
 		llm_model_free(m);
 	}
-	else if (!quick)
-		printf("cuda: no Gemma model at %s, its forward check skipped\n", gemma);
+	else
+		TEST_CHECK(false, "load %s: %s", gemma, err.msg);
 }
 
 /*
@@ -1617,8 +1665,9 @@ parse_golden_ids(const char *s, int32_t *out, int max)
  * and at step 11 of this prompt the reference's top two tokens are a
  * near tie (16.913 and 16.900) that CUDA resolves the other way: the
  * steps after 8 are printed, not required.  Either model is skipped with
- * a message when its file is not cached.  --quick checks SmolLM2's first
- * 4 tokens only (the emulator takes seconds a token).
+ * a message (SKIPPED) when its file is not in $LLM_MODELS or .cache/models
+ * (real_model).  --quick checks SmolLM2's first 4 tokens only (the
+ * emulator takes seconds a token).
  */
 static void
 test_greedy_real(void)
@@ -1632,15 +1681,15 @@ test_greedy_real(void)
 	int			n_prompt = 0;
 	int			n_greedy = 0;
 	char		cmd[2300];
+	char		gemma[1024];
 	LlmModel   *m;
 	LlmError	err;
-	const char *gemma = getenv("LLM_GEMMA_MODEL");
 
 	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
 	{
 		line[strcspn(line, "\n")] = '\0';
 		if (strncmp(line, "model convert ", 14) == 0)
-			snprintf(src, sizeof(src), "%s", line + 14);
+			real_model(strrchr(line, '/') != NULL ? strrchr(line, '/') + 1 : line + 14, src, sizeof(src));
 		else if (strncmp(line, "prompt ", 7) == 0 && n_prompt == 0)
 			n_prompt = parse_golden_ids(line + 7, prompt, 256);
 		else if (strncmp(line, "greedy ", 7) == 0 && n_greedy == 0)
@@ -1650,10 +1699,10 @@ test_greedy_real(void)
 		fclose(f);
 	TEST_CHECK(n_prompt > 0 && n_greedy > 0 && src[0] != '\0',
 			   "test/data/golden/smollm2.golden: no model, prompt or greedy line");
-	snprintf(cmd, sizeof(cmd), "test -f %s || { mkdir -p build/cuda-test-models && test -f %s && "
+	snprintf(cmd, sizeof(cmd), "test -f %s || { test -f %s && mkdir -p build/cuda-test-models && "
 			 "bin/llm-cli quantize %s %s F32 >/dev/null; }", f32, src, src, f32);
 	if (src[0] == '\0' || system(cmd) != 0)
-		printf("cuda: no %s (or no bin/llm-cli), the SmolLM2 greedy check skipped\n", src);
+		real_model_missing("the SmolLM2 greedy check (or no bin/llm-cli to convert it)", src);
 	else if (llm_model_load(f32, &m, &err) == LLM_OK)
 	{
 		int			n_new = quick ? 4 : n_greedy;
@@ -1664,9 +1713,11 @@ test_greedy_real(void)
 	}
 	else
 		TEST_CHECK(false, "load %s: %s", f32, err.msg);
-	if (gemma == NULL)
-		gemma = ".cache/models/gemma-3-270m-q4_k_m.gguf";
-	if (!quick && llm_model_load(gemma, &m, &err) == LLM_OK)
+	if (quick)
+		return;
+	if (!real_model("gemma-3-270m-q4_k_m.gguf", gemma, sizeof(gemma)))
+		real_model_missing("the Gemma 3 270M greedy check", gemma);
+	else if (llm_model_load(gemma, &m, &err) == LLM_OK)
 	{
 		static const char text[] = "The capital of France is";
 		int32_t    *ids = NULL;
@@ -1684,8 +1735,8 @@ test_greedy_real(void)
 		free(ids);
 		llm_model_free(m);
 	}
-	else if (!quick)
-		printf("cuda: no Gemma model at %s, its greedy check skipped\n", gemma);
+	else
+		TEST_CHECK(false, "load %s: %s", gemma, err.msg);
 }
 
 /*
@@ -1697,9 +1748,11 @@ test_greedy_real(void)
  * later steps cross) and phi3 (fused QKV and gate/up), through whole
  * forward passes against the CPU's reference; in the full run also qwen2
  * with the own INT4 (groups of 32) and phi3 with INT8, as
- * run_engine_tests.sh loads them.  Mutation checks, by hand: a window one
- * key wider (win_lo = pos - window in attention.cu), or no attention soft
- * cap, fails the gemma2 forward; a bias add off by one fails qwen2's.
+ * run_engine_tests.sh loads them.  test/cuda_mutations.sh checks that
+ * they can fail: a window one key wider or no attention soft cap fails
+ * gemma2's forward pass, a bias add off by one or on the first row only
+ * qwen2's, RoPE frequencies that ignore the factors llama31's, RMSNorm
+ * weights taken as 1 + w qwen3's.
  */
 static void
 test_archs(void)
@@ -1874,6 +1927,621 @@ test_deterministic(void)
 	llm_model_free(m);
 }
 
+/* ---- engine features: the same requests on CUDA and on the CPU ---- */
+
+#define FEAT_MAX_REQ 8
+#define FEAT_MAX_TOK 80
+/*
+ * Log-probabilities of the same tokens, CUDA against the CPU, |difference|:
+ * stories260K's F32 weights are float arithmetic in another order on both
+ * paths (the GEMV, and cuBLAS in FP32 for more than 8 tokens); the worst
+ * seen in the emulator is near 6e-6, printed in the closing table.
+ */
+#define TOL_LOGPROB 1e-4
+
+/* One request of a feature case. */
+typedef struct FeatReq
+{
+	const char *prompt;
+	int			max_tokens;
+	int			wave;			/* added once every request of an earlier wave has finished */
+	float		temperature;	/* 0: greedy */
+	float		repeat_penalty; /* 0: none */
+	const char *stop;			/* a stop string, or NULL */
+	const char *forced;			/* score this continuation instead of generating (scoring) */
+	LlmGrammarKind grammar;
+	const char *grammar_text;	/* the schema, or the choices each NUL-terminated */
+	size_t		grammar_len;
+} FeatReq;
+
+/* What a request gave. */
+typedef struct FeatOut
+{
+	bool		done;
+	LlmFinishReason reason;
+	LlmStatus	status;			/* why, when reason is LLM_FINISH_ERROR */
+	int			n;
+	int32_t		tok[FEAT_MAX_TOK];
+	float		lp[FEAT_MAX_TOK];
+	bool		has_lp;
+	int			n_cached;
+	char		text[1024];
+} FeatOut;
+
+/* A feature case run on one device: every request's output and the engine's counters. */
+typedef struct FeatRun
+{
+	FeatOut		out[FEAT_MAX_REQ];
+	LlmEngineStats stats;
+	int			n_blocks;		/* kv_blocks_total */
+} FeatRun;
+
+/* The engine configuration every feature case starts from: steps not paced, so both devices chunk alike. */
+static void
+feat_config(LlmEngineConfig *ec)
+{
+	llm_engine_config_default(ec);
+	ec->step_time_ms = 0;
+	ec->max_seqs = 8;
+	ec->kv_type = LLM_KV_F32;
+	ec->gpu_fusion = gpu_opts.fuse;
+	ec->gpu_pdl = gpu_opts.pdl;
+}
+
+/* Queue request q on e (prompt without chat, logprobs on); false when refused. */
+static bool
+feat_add(LlmEngine *e, LlmModel *m, const FeatReq *q, uint64_t seed, int64_t *id)
+{
+	LlmRequest	r;
+	LlmError	err;
+	int32_t    *p = NULL;
+	int32_t    *forced = NULL;
+	int			np = 0;
+	int			nf = 0;
+	bool		ok;
+
+	if (llm_chat_tokenize(m, NULL, 0, q->prompt, strlen(q->prompt), false, &p, &np, &err) != LLM_OK ||
+		(q->forced != NULL && llm_continuation_tokenize(m, q->forced, strlen(q->forced), &forced, &nf, &err) != LLM_OK))
+	{
+		TEST_CHECK(false, "tokenize: %s", err.msg);
+		free(p);
+		return false;
+	}
+	llm_request_default(&r);
+	r.prompt = p;
+	r.n_prompt = np;
+	r.max_tokens = q->forced != NULL ? nf : q->max_tokens;
+	r.forced = forced;
+	r.n_forced = nf;
+	r.logprobs = true;
+	r.ignore_eos = q->forced == NULL && q->grammar == LLM_GRAMMAR_NONE && q->stop == NULL;
+	r.temperature = q->temperature;
+	r.top_k = q->temperature > 0.0f ? 40 : 0;
+	r.top_p = q->temperature > 0.0f ? 0.95f : 1.0f;
+	r.repeat_penalty = q->repeat_penalty > 0.0f ? q->repeat_penalty : 1.0f;
+	r.seed = seed;
+	r.stop = q->stop != NULL ? &q->stop : NULL;
+	r.n_stop = q->stop != NULL;
+	r.grammar = q->grammar;
+	r.grammar_text = q->grammar_text;
+	r.grammar_len = q->grammar_len;
+	ok = llm_engine_add(e, &r, id, &err) == LLM_OK;
+	TEST_CHECK(ok, "add \"%s\": %s", q->prompt, err.msg);
+	free(p);
+	free(forced);
+	return ok;
+}
+
+/* Copy the finished results of e into run (requests ids, n of them). */
+static void
+feat_collect(LlmEngine *e, const int64_t *ids, int n, FeatRun *run)
+{
+	LlmResult	res;
+
+	while (llm_engine_poll(e, &res))
+		for (int i = 0; i < n; i++)
+			if (res.id == ids[i])
+			{
+				FeatOut    *o = &run->out[i];
+
+				o->done = true;
+				o->reason = res.reason;
+				o->status = res.status;
+				o->n = res.n_generated < FEAT_MAX_TOK ? res.n_generated : FEAT_MAX_TOK;
+				memcpy(o->tok, res.tokens, (size_t) o->n * sizeof(int32_t));
+				o->has_lp = res.logprobs != NULL;
+				if (o->has_lp)
+					memcpy(o->lp, res.logprobs, (size_t) o->n * sizeof(float));
+				o->n_cached = res.n_cached;
+				snprintf(o->text, sizeof(o->text), "%s", res.error != NULL ? res.error : res.text);
+			}
+}
+
+/* Run requests q (n, in waves) on an engine for m configured by ec on device; into run. */
+static void
+feat_run(LlmModel *m, const LlmEngineConfig *ec, LlmDevice device, const FeatReq *q, int n, FeatRun *run)
+{
+	LlmEngineConfig c = *ec;
+	LlmEngine  *e = NULL;
+	LlmError	err;
+	int64_t		ids[FEAT_MAX_REQ];
+	int			last_wave = 0;
+
+	memset(run, 0, sizeof(*run));
+	for (int i = 0; i < FEAT_MAX_REQ; i++)
+		ids[i] = -1;			/* a later wave's, not added yet */
+	c.device = device;
+	if (llm_engine_new(m, &c, &e, &err) != LLM_OK)
+	{
+		TEST_CHECK(false, "engine on %s: %s", device == LLM_DEVICE_CUDA ? "cuda" : "cpu", err.msg);
+		return;
+	}
+	TEST_CHECK((device == LLM_DEVICE_CUDA) == (strncmp(llm_engine_device(e), "cuda", 4) == 0),
+			   "the engine computes on %s", llm_engine_device(e));
+	for (int i = 0; i < n; i++)
+		last_wave = q[i].wave > last_wave ? q[i].wave : last_wave;
+	for (int w = 0; w <= last_wave; w++)
+	{
+		for (int i = 0; i < n; i++)
+			if (q[i].wave == w && !feat_add(e, m, &q[i], 100 + (uint64_t) i, &ids[i]))
+				ids[i] = -1;
+		test_run_to_idle(e);
+		feat_collect(e, ids, n, run);
+	}
+	llm_engine_stats(e, &run->stats);
+	run->n_blocks = run->stats.kv_blocks_total;
+	llm_engine_free(e);
+}
+
+/* Largest |a - b| over the log-probabilities both runs gave (their shorter length); 0 when none. */
+static double
+feat_lp_diff(const FeatRun *a, const FeatRun *b, int n)
+{
+	double		worst = 0.0;
+
+	for (int i = 0; i < n; i++)
+	{
+		int			k = a->out[i].n < b->out[i].n ? a->out[i].n : b->out[i].n;
+
+		for (int j = 0; j < k && a->out[i].has_lp && b->out[i].has_lp; j++)
+		{
+			double		d = fabs((double) a->out[i].lp[j] - b->out[i].lp[j]);
+
+			if (!isfinite(d))
+				worst = INFINITY;
+			else if (d > worst)
+				worst = d;
+		}
+	}
+	return worst;
+}
+
+/*
+ * CUDA's results (gpu) against the CPU's (ref), request by request: the
+ * same finish, the same tokens, log-probabilities within TOL_LOGPROB; both
+ * noted in the closing table under "features <name>".
+ */
+static void
+feat_compare(const char *name, const FeatRun *gpu_run, const FeatRun *ref, int n)
+{
+	char		label[96];
+	int			differ = 0;
+	double		lp;
+
+	for (int i = 0; i < n; i++)
+	{
+		const FeatOut *g = &gpu_run->out[i];
+		const FeatOut *c = &ref->out[i];
+		bool		same = g->done && c->done && g->reason == c->reason && g->n == c->n &&
+			memcmp(g->tok, c->tok, (size_t) c->n * sizeof(int32_t)) == 0;
+
+		TEST_CHECK(same, "features %s request %d: CUDA %s after %d tokens \"%s\", the CPU %s after %d \"%s\"", name, i,
+				   llm_finish_reason_name(g->reason), g->n, g->text, llm_finish_reason_name(c->reason), c->n, c->text);
+		TEST_CHECK(g->has_lp && c->has_lp, "features %s request %d: no logprobs", name, i);
+		differ += !same;
+	}
+	lp = feat_lp_diff(gpu_run, ref, n);
+	snprintf(label, sizeof(label), "features %s: requests differing", name);
+	note_error(label, differ, 0.0);
+	snprintf(label, sizeof(label), "features %s: logprob |diff|", name);
+	note_error(label, lp, TOL_LOGPROB);
+	printf("cuda: features %s: %d of %d requests the same on CUDA as on the CPU, logprobs within %.2g\n", name,
+		   n - differ, n, lp);
+}
+
+/* Every log-probability of run is finite and at most 0, and some are below -0.001 (not all certain). */
+static bool
+feat_lp_sane(const FeatRun *run, int n)
+{
+	bool		some_below = false;
+
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < run->out[i].n; j++)
+		{
+			float		lp = run->out[i].lp[j];
+
+			if (!run->out[i].has_lp || !isfinite(lp) || lp > 0.0f)
+				return false;
+			some_below |= lp < -1e-3f;
+		}
+	return some_below;
+}
+
+/* Whether outputs x and y have the same tokens and log-probabilities within tol. */
+static bool
+feat_same(const FeatOut *x, const FeatOut *y, double tol)
+{
+	if (x->n != y->n || memcmp(x->tok, y->tok, (size_t) x->n * sizeof(int32_t)) != 0)
+		return false;
+	for (int j = 0; j < x->n; j++)
+		if (!(fabsf(x->lp[j] - y->lp[j]) <= tol))
+			return false;
+	return true;
+}
+
+#define FEAT_N_PLAIN 6
+#define FEAT_N_GREEDY 3			/* the first requests of the logprobs case are greedy, without stop strings */
+
+/* The requests of the logprobs case, n_new tokens each: greedy, sampled, with a repetition penalty and a stop string. */
+static void
+feat_plain(FeatReq *q, int n_new)
+{
+	static const char *const prompts[FEAT_N_PLAIN] = {
+		"Once upon a time", "The little dog ran", "Lily and Tom went to the park to play with a ball",
+		"Once upon a time", "She was happy because her mom gave her a", "One day, a big",
+	};
+
+	memset(q, 0, FEAT_N_PLAIN * sizeof(FeatReq));
+	for (int i = 0; i < FEAT_N_PLAIN; i++)
+	{
+		q[i].prompt = prompts[i];
+		q[i].max_tokens = n_new;
+	}
+	q[3].temperature = 1.5f;
+	q[4].temperature = 0.9f;
+	q[4].repeat_penalty = 1.3f;
+	q[5].max_tokens = 64;		/* ended by the stop string well before */
+	q[5].stop = ".";
+}
+
+/*
+ * Logprobs, and the sampler's options: greedy and sampled generations with
+ * log-probabilities.  Evidence: every value finite and at most 0 (some
+ * below), the sampled request of the first prompt leaves its greedy
+ * tokens, and the stop string ends its request early.  The CUDA run is
+ * left in *out (the int8 case compares with it).
+ */
+static void
+feat_logprobs(LlmModel *mg, LlmModel *mc, int n_new, FeatRun *out)
+{
+	LlmEngineConfig ec;
+	FeatReq		q[FEAT_N_PLAIN];
+	FeatRun    *ref = malloc(sizeof(FeatRun));
+	const FeatOut *stopped = &out->out[5];
+
+	feat_plain(q, n_new);
+	feat_config(&ec);
+	feat_run(mg, &ec, LLM_DEVICE_CUDA, q, FEAT_N_PLAIN, out);
+	feat_run(mc, &ec, LLM_DEVICE_CPU, q, FEAT_N_PLAIN, ref);
+	feat_compare("logprobs", out, ref, FEAT_N_PLAIN);
+	TEST_CHECK(feat_lp_sane(out, FEAT_N_PLAIN), "features logprobs: a logprob on CUDA is not finite or above 0, or all are 0");
+	TEST_CHECK(!feat_same(&out->out[0], &out->out[3], INFINITY),
+			   "features logprobs: the sampled request gave the greedy tokens");
+	TEST_CHECK(stopped->reason == LLM_FINISH_STOP && stopped->n < 64 && strchr(stopped->text, '.') == NULL,
+			   "features logprobs: the stop string did not end its request (%s after %d tokens: \"%s\")",
+			   llm_finish_reason_name(stopped->reason), stopped->n, stopped->text);
+	free(ref);
+}
+
+/*
+ * The int8 KV cache: the greedy requests of the logprobs case with an int8
+ * pool.  Evidence: the pool holds as many blocks as int8 blocks fit in its
+ * bytes (more than float16 ones would), and the log-probabilities moved
+ * away from the float32 pool's (f32, the logprobs case's CUDA run).
+ */
+static void
+feat_int8(LlmModel *mg, LlmModel *mc, int n_new, const FeatRun *f32)
+{
+	const LlmConfig *c = &mg->config;
+	LlmEngineConfig ec;
+	FeatReq		q[FEAT_N_PLAIN];
+	FeatRun    *run = malloc(2 * sizeof(FeatRun));
+	size_t		i8_block = llm_kv_block_bytes(c->n_layers, c->n_kv_heads, c->head_dim, 16, LLM_KV_I8);
+	size_t		f16_block = llm_kv_block_bytes(c->n_layers, c->n_kv_heads, c->head_dim, 16, LLM_KV_F16);
+	double		moved;
+
+	feat_plain(q, n_new);
+	feat_config(&ec);
+	ec.kv_type = LLM_KV_I8;
+	ec.kv_block_size = 16;
+	ec.kv_cache_bytes = 64 * f16_block;
+	feat_run(mg, &ec, LLM_DEVICE_CUDA, q, FEAT_N_GREEDY, &run[0]);
+	feat_run(mc, &ec, LLM_DEVICE_CPU, q, FEAT_N_GREEDY, &run[1]);
+	feat_compare("int8 KV", &run[0], &run[1], FEAT_N_GREEDY);
+	TEST_CHECK(run[0].n_blocks == (int) (ec.kv_cache_bytes / i8_block) && run[0].n_blocks > 64,
+			   "features int8 KV: %d blocks in %zu bytes (int8 blocks of %zu bytes)", run[0].n_blocks,
+			   ec.kv_cache_bytes, i8_block);
+	moved = feat_lp_diff(&run[0], f32, FEAT_N_GREEDY);
+	TEST_CHECK(moved > 1e-4, "features int8 KV: logprobs within %g of the float32 pool's: int8 not in use", moved);
+	printf("cuda: features int8 KV: %d blocks of %zu bytes; logprobs %.2g from the float32 pool's\n", run[0].n_blocks,
+		   i8_block, moved);
+	free(run);
+}
+
+/*
+ * H2O eviction: generations past a budget of 16 keys per layer and KV
+ * head, whose victims the attention op's per-key scores pick.  Evidence:
+ * keys were evicted (as many on CUDA as on the CPU), and on the CPU the
+ * same requests under StreamingLLM (sinks and the newest keys, no scores)
+ * give other log-probabilities, so the scores decided what CUDA kept.
+ */
+static void
+feat_h2o(LlmModel *mg, LlmModel *mc, int n_new)
+{
+	LlmEngineConfig ec;
+	FeatReq		q[FEAT_N_PLAIN];
+	FeatRun    *run = malloc(3 * sizeof(FeatRun));
+	bool		scores_matter = false;
+
+	feat_plain(q, n_new);
+	feat_config(&ec);
+	ec.kv_budget = 16;
+	ec.kv_sink_tokens = 4;
+	ec.kv_block_size = 8;
+	ec.evict_policy = LLM_EVICT_H2O;
+	feat_run(mg, &ec, LLM_DEVICE_CUDA, q, FEAT_N_GREEDY, &run[0]);
+	feat_run(mc, &ec, LLM_DEVICE_CPU, q, FEAT_N_GREEDY, &run[1]);
+	ec.evict_policy = LLM_EVICT_STREAMING;
+	feat_run(mc, &ec, LLM_DEVICE_CPU, q, FEAT_N_GREEDY, &run[2]);
+	feat_compare("H2O eviction", &run[0], &run[1], FEAT_N_GREEDY);
+	TEST_CHECK(run[0].stats.evicted_keys > 0 && run[0].stats.evicted_keys == run[1].stats.evicted_keys,
+			   "features H2O eviction: %lld keys evicted on CUDA, %lld on the CPU",
+			   (long long) run[0].stats.evicted_keys, (long long) run[1].stats.evicted_keys);
+	for (int i = 0; i < FEAT_N_GREEDY; i++)
+		scores_matter |= !feat_same(&run[1].out[i], &run[2].out[i], 1e-3);
+	TEST_CHECK(scores_matter, "features H2O eviction: StreamingLLM gives H2O's results: the scores decided nothing");
+	printf("cuda: features H2O eviction: %lld keys evicted; StreamingLLM's results %s\n",
+		   (long long) run[0].stats.evicted_keys, scores_matter ? "differ" : "are the SAME");
+	free(run);
+}
+
+/*
+ * Scoring (LlmRequest.forced, llm_score and llm_classify): continuations
+ * of two prompts, three of them sharing one prompt as a classification's
+ * labels do.  Evidence: each result is exactly its forced tokens, the
+ * whole batch took fewer steps than the longest continuation has tokens
+ * (one pass, not a step a token), and the labels after the first took
+ * the shared prompt's keys (n_cached, a copy between sequences: kv_move).
+ */
+static void
+feat_scoring(LlmModel *mg, LlmModel *mc)
+{
+	static const FeatReq q[] = {
+		{.prompt = "Once upon a time",.forced = " there was a little girl named Lily. She loved to play outside"},
+		{.prompt = "Once upon a time",.forced = " the purple elephant sang an opera"},
+		{.prompt = "Once upon a time",.forced = " a dog"},
+		{.prompt = "The little dog ran",.forced = " to the park and played with the ball"},
+	};
+	int			n = (int) (sizeof(q) / sizeof(q[0]));
+	LlmEngineConfig ec;
+	FeatRun    *run = malloc(2 * sizeof(FeatRun));
+	int			longest = 0;
+	int			cached = 0;
+	int			exact = 0;
+
+	feat_config(&ec);
+	feat_run(mg, &ec, LLM_DEVICE_CUDA, q, n, &run[0]);
+	feat_run(mc, &ec, LLM_DEVICE_CPU, q, n, &run[1]);
+	feat_compare("scoring", &run[0], &run[1], n);
+	for (int i = 0; i < n; i++)
+	{
+		int32_t    *ids = NULL;
+		int			n_ids = 0;
+		LlmError	err;
+
+		if (llm_continuation_tokenize(mg, q[i].forced, strlen(q[i].forced), &ids, &n_ids, &err) == LLM_OK)
+		{
+			exact += run[0].out[i].n == n_ids && memcmp(run[0].out[i].tok, ids, (size_t) n_ids * sizeof(int32_t)) == 0;
+			longest = n_ids > longest ? n_ids : longest;
+		}
+		free(ids);
+		cached += run[0].out[i].n_cached;
+		TEST_CHECK(run[0].out[i].n_cached == run[1].out[i].n_cached,
+				   "features scoring request %d: %d prompt tokens cached on CUDA, %d on the CPU", i,
+				   run[0].out[i].n_cached, run[1].out[i].n_cached);
+	}
+	TEST_CHECK(exact == n, "features scoring: %d of %d results are their forced tokens", exact, n);
+	TEST_CHECK(run[0].stats.steps < longest, "features scoring: %lld steps for continuations of up to %d tokens",
+			   (long long) run[0].stats.steps, longest);
+	TEST_CHECK(cached > 0, "features scoring: no label took the shared prompt's keys");
+	printf("cuda: features scoring: %d continuations of up to %d tokens in %lld steps, %d prompt tokens shared\n", n,
+		   longest, (long long) run[0].stats.steps, cached);
+	free(run);
+}
+
+/*
+ * Constrained decoding: a JSON Schema (greedy, and sampled), any JSON
+ * value, and choices.  Evidence: every output that completes parses as
+ * JSON (stories260K writes stories otherwise), the choice is one of the
+ * choices, and an output that does not complete fails by its limit only.
+ */
+static void
+feat_constrained(LlmModel *mg, LlmModel *mc)
+{
+	static const char person[] =
+		"{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":12},"
+		"\"age\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":99},\"happy\":{\"type\":\"boolean\"}},"
+		"\"required\":[\"name\",\"age\",\"happy\"]}";
+	static const char colours[] =
+		"{\"type\":\"array\",\"items\":{\"enum\":[\"red\",\"green\",\"blue\"]},\"minItems\":1,\"maxItems\":4}";
+	static const char choices[] = "yes\0no\0maybe";
+	const FeatReq q[] = {
+		{.prompt = "Once upon a time",.max_tokens = 80,.grammar = LLM_GRAMMAR_JSON_SCHEMA,
+		.grammar_text = person,.grammar_len = sizeof(person) - 1},
+		{.prompt = "Lily had a dog",.max_tokens = 80,.temperature = 1.0f,.grammar = LLM_GRAMMAR_JSON_SCHEMA,
+		.grammar_text = colours,.grammar_len = sizeof(colours) - 1},
+		{.prompt = "The answer is",.max_tokens = 16,.grammar = LLM_GRAMMAR_CHOICES,
+		.grammar_text = choices,.grammar_len = sizeof(choices)},
+		{.prompt = "Lily had a dog",.max_tokens = 80,.grammar = LLM_GRAMMAR_JSON_SCHEMA,
+		.grammar_text = colours,.grammar_len = sizeof(colours) - 1},
+	};
+	int			n = (int) (sizeof(q) / sizeof(q[0]));
+	LlmEngineConfig ec;
+	FeatRun    *run = malloc(2 * sizeof(FeatRun));
+	int			parsed = 0;
+	const char *choice = run[0].out[2].text;
+
+	feat_config(&ec);
+	feat_run(mg, &ec, LLM_DEVICE_CUDA, q, n, &run[0]);
+	feat_run(mc, &ec, LLM_DEVICE_CPU, q, n, &run[1]);
+	feat_compare("constrained", &run[0], &run[1], n);
+	for (int i = 0; i < n; i++)
+	{
+		const FeatOut *o = &run[0].out[i];
+		LlmJson    *v = NULL;
+
+		if (q[i].grammar != LLM_GRAMMAR_JSON_SCHEMA)
+			continue;
+		if (o->reason == LLM_FINISH_ERROR)
+			TEST_CHECK(o->status == LLM_ERR_LIMIT, "features constrained request %d failed: %s", i, o->text);
+		else if (llm_json_parse(o->text, strlen(o->text), &v, NULL) == LLM_OK)
+			parsed++;
+		else
+			TEST_CHECK(false, "features constrained request %d: not JSON: %s", i, o->text);
+		llm_json_free(v);
+	}
+	TEST_CHECK(parsed >= 2, "features constrained: %d of 3 JSON outputs complete", parsed);
+	TEST_CHECK(run[0].out[2].reason == LLM_FINISH_STOP &&
+			   (strcmp(choice, "yes") == 0 || strcmp(choice, "no") == 0 || strcmp(choice, "maybe") == 0),
+			   "features constrained: the choice is \"%s\"", choice);
+	printf("cuda: features constrained: %d of 3 JSON outputs complete (%s), choice \"%s\"\n", parsed,
+		   run[0].out[0].text, choice);
+	free(run);
+}
+
+/*
+ * The prefix cache: a prompt of several blocks, then the same prompt again
+ * and a longer one that starts with it, once the first has finished.
+ * Evidence: prompt tokens were taken from the cache (prefix_hit_tokens,
+ * n_cached of a full block or more, as on the CPU), and the repeat gives
+ * the first request's tokens and log-probabilities from the cached keys.
+ */
+static void
+feat_prefix(LlmModel *mg, LlmModel *mc)
+{
+	static const char p[] = "Lily and Tom went to the park to play with a ball. They ran and jumped and laughed "
+		"all day long. When the sun went down, they";
+	static const char longer[] = "Lily and Tom went to the park to play with a ball. They ran and jumped and laughed "
+		"all day long. When the sun went down, they went home and ate";
+	static const FeatReq q[] = {
+		{.prompt = p,.max_tokens = 16},
+		{.prompt = p,.max_tokens = 16,.wave = 1},
+		{.prompt = longer,.max_tokens = 16,.wave = 1},
+	};
+	LlmEngineConfig ec;
+	FeatRun    *run = malloc(2 * sizeof(FeatRun));
+	double		lp;
+
+	feat_config(&ec);
+	ec.kv_block_size = 16;
+	feat_run(mg, &ec, LLM_DEVICE_CUDA, q, 3, &run[0]);
+	feat_run(mc, &ec, LLM_DEVICE_CPU, q, 3, &run[1]);
+	feat_compare("prefix cache", &run[0], &run[1], 3);
+	TEST_CHECK(run[0].stats.prefix_hit_tokens > 0 && run[0].out[1].n_cached >= 16 && run[0].out[2].n_cached >= 16 &&
+			   run[0].stats.prefix_hit_tokens == run[1].stats.prefix_hit_tokens,
+			   "features prefix cache: %lld prompt tokens from the cache on CUDA (%d and %d), %lld on the CPU",
+			   (long long) run[0].stats.prefix_hit_tokens, run[0].out[1].n_cached, run[0].out[2].n_cached,
+			   (long long) run[1].stats.prefix_hit_tokens);
+	lp = 0.0;
+	for (int j = 0; j < run[0].out[0].n && j < run[0].out[1].n; j++)
+		lp = fmax(lp, fabs((double) run[0].out[0].lp[j] - run[0].out[1].lp[j]));
+	TEST_CHECK(feat_same(&run[0].out[0], &run[0].out[1], TOL_LOGPROB),
+			   "features prefix cache: the repeated prompt gave other tokens from the cached keys");
+	note_error("features prefix cache: cached vs computed", lp, TOL_LOGPROB);
+	printf("cuda: features prefix cache: %lld prompt tokens from the cache; the repeat within %.2g of the first\n",
+		   (long long) run[0].stats.prefix_hit_tokens, lp);
+	free(run);
+}
+
+/*
+ * Preemption: four generations of n_new tokens in a pool of blocks of 16
+ * that holds 5 / 8 of what they need: the engine preempts running
+ * sequences, which recompute their tokens when they come back.  Evidence:
+ * preemptions counted, as many as on the CPU, and every request still ran
+ * to its max_tokens.
+ */
+static void
+feat_preemption(LlmModel *mg, LlmModel *mc, int n_new)
+{
+	const FeatReq q[] = {
+		{.prompt = "Once upon a time",.max_tokens = n_new},
+		{.prompt = "The little dog ran",.max_tokens = n_new},
+		{.prompt = "One day, a big",.max_tokens = n_new},
+		{.prompt = "She was happy because her mom gave her a",.max_tokens = n_new},
+	};
+	const LlmConfig *c = &mg->config;
+	LlmEngineConfig ec;
+	FeatRun    *run = malloc(2 * sizeof(FeatRun));
+	int			full = 0;
+
+	feat_config(&ec);
+	ec.kv_block_size = 16;
+	ec.max_seqs = 4;
+	/* each needs (prompt + n_new) / 16 blocks, 4 with the longest prompt at 56 */
+	ec.kv_cache_bytes = (size_t) (10 * n_new / 56) * llm_kv_block_bytes(c->n_layers, c->n_kv_heads, c->head_dim, 16,
+																		 LLM_KV_F32);
+	feat_run(mg, &ec, LLM_DEVICE_CUDA, q, 4, &run[0]);
+	feat_run(mc, &ec, LLM_DEVICE_CPU, q, 4, &run[1]);
+	feat_compare("preemption", &run[0], &run[1], 4);
+	for (int i = 0; i < 4; i++)
+		full += run[0].out[i].reason == LLM_FINISH_LENGTH && run[0].out[i].n == n_new;
+	TEST_CHECK(full == 4, "features preemption: %d of 4 requests ran to their %d tokens", full, n_new);
+	TEST_CHECK(run[0].stats.preemptions > 0 && run[0].stats.preemptions == run[1].stats.preemptions,
+			   "features preemption: %lld preemptions on CUDA, %lld on the CPU", (long long) run[0].stats.preemptions,
+			   (long long) run[1].stats.preemptions);
+	printf("cuda: features preemption: %lld preemptions, every request to its end\n",
+		   (long long) run[0].stats.preemptions);
+	free(run);
+}
+
+/*
+ * Every engine feature on a CUDA engine against the same engine on the
+ * CPU, stories260K (F32; a model loaded for each, the CPU's weights may be
+ * regrouped): logprobs and the sampler, the int8 KV cache, H2O eviction,
+ * scoring, constrained decoding, the prefix cache and preemption.  Each
+ * case checks the same tokens, logprobs within TOL_LOGPROB, and evidence
+ * that its feature was at work on CUDA.
+ */
+static void
+test_features(void)
+{
+	char		path[1024];
+	LlmModel   *mg = NULL;
+	LlmModel   *mc = NULL;
+	LlmError	err;
+	FeatRun    *plain = malloc(sizeof(FeatRun));
+	int			n_new = quick ? 16 : 48;
+
+	snprintf(path, sizeof(path), "%s/models/stories260K.gguf", test_shared_dir());
+	if (llm_model_load(path, &mg, &err) != LLM_OK || llm_model_load(path, &mc, &err) != LLM_OK)
+	{
+		TEST_CHECK(false, "load %s: %s", path, err.msg);
+		llm_model_free(mg);
+		free(plain);
+		return;
+	}
+	feat_logprobs(mg, mc, n_new, plain);
+	feat_int8(mg, mc, n_new, plain);
+	feat_h2o(mg, mc, n_new);
+	feat_scoring(mg, mc);
+	feat_constrained(mg, mc);
+	feat_prefix(mg, mc);
+	feat_preemption(mg, mc, quick ? 32 : 56);
+	free(plain);
+	llm_model_free(mg);
+	llm_model_free(mc);
+}
+
 /* ---- the golden text ---- */
 
 /* Generate greedily from prompt with an engine on device; the continuation's text, malloc'd. */
@@ -2017,6 +2685,21 @@ test_errors(void)
 	gpu->ops->free(gpu, x);
 }
 
+/*
+ * Whether the test group name runs when only (NULL: every group) was asked
+ * for; also is a group that includes it.  A group that runs starts its
+ * random inputs from the fixed seed, so that it gets the inputs it gets
+ * alone, whatever ran before it (adding a test changes no other's inputs).
+ */
+static bool
+group_starts(const char *only, const char *name, const char *also)
+{
+	if (only != NULL && strcmp(only, name) != 0 && (also == NULL || strcmp(only, also) != 0))
+		return false;
+	test_rng_state = TEST_RNG_SEED;
+	return true;
+}
+
 /* Print the worst error of every check against its tolerance. */
 static void
 print_table(void)
@@ -2033,6 +2716,8 @@ main(int argc, char **argv)
 	LlmError	err;
 	const char *only = NULL;
 
+	/* a line at a time: what ran before a crash or a timeout's kill stays in the log */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	llm_backend_options_default(&gpu_opts);
 	/* this program links the backend itself: no module to load */
 	llm_cuda_module_use(&llm_cuda_module_entry);
@@ -2048,7 +2733,7 @@ main(int argc, char **argv)
 		else if (argv[i][0] == '-')
 		{
 			fprintf(stderr, "usage: test_cuda [--quick] [--no-fuse] [--no-pdl] [--fp32-gemm] "
-					"[matmul|ops|fused|attention|errors|forward|archs|golden|greedy|deterministic]\n");
+					"[matmul|ops|fused|attention|errors|forward|archs|golden|greedy|deterministic|features]\n");
 			return 2;
 		}
 		else
@@ -2087,9 +2772,9 @@ main(int argc, char **argv)
 	cpu->ops = &llm_cpu_ref_ops;	/* the scalar reference, whatever the processor */
 	printf("cuda: device %s%s%s%s\n", llm_cuda_device_name(gpu), gpu_opts.fuse ? "" : ", no fused ops",
 		   gpu_opts.pdl ? "" : ", no programmatic dependent launch", gpu_opts.fp32_gemm ? ", FP32 GEMM" : "");
-	if (only == NULL || strcmp(only, "matmul") == 0)
+	if (group_starts(only, "matmul", NULL))
 		test_matmul();
-	if (only == NULL || strcmp(only, "ops") == 0)
+	if (group_starts(only, "ops", NULL))
 	{
 		test_rmsnorm();
 		test_rope();
@@ -2097,22 +2782,24 @@ main(int argc, char **argv)
 		test_add_bias();
 		test_sampling();
 	}
-	if (only == NULL || strcmp(only, "ops") == 0 || strcmp(only, "fused") == 0)
+	if (group_starts(only, "fused", "ops"))
 		test_fused();
-	if (only == NULL || strcmp(only, "attention") == 0)
+	if (group_starts(only, "attention", NULL))
 		test_attention();
-	if (only == NULL || strcmp(only, "errors") == 0)
+	if (group_starts(only, "errors", NULL))
 		test_errors();
-	if (only == NULL || strcmp(only, "forward") == 0)
+	if (group_starts(only, "forward", NULL))
 		test_forward();
-	if (only == NULL || strcmp(only, "forward") == 0 || strcmp(only, "archs") == 0)
+	if (group_starts(only, "archs", "forward"))
 		test_archs();
-	if (only == NULL || strcmp(only, "golden") == 0)
+	if (group_starts(only, "golden", NULL))
 		test_golden();
-	if (only == NULL || strcmp(only, "golden") == 0 || strcmp(only, "greedy") == 0)
+	if (group_starts(only, "greedy", "golden"))
 		test_greedy_real();
-	if (only == NULL || strcmp(only, "deterministic") == 0)
+	if (group_starts(only, "deterministic", NULL))
 		test_deterministic();
+	if (group_starts(only, "features", NULL))
+		test_features();
 	print_table();
 	llm_backend_free(gpu);
 	llm_backend_free(gpu_unfused);

@@ -38,7 +38,9 @@ static int	test_n_failed;
 		} \
 	} while (0)
 
-static uint64_t test_rng_state = 0x9e3779b97f4a7c15ull;
+#define TEST_RNG_SEED 0x9e3779b97f4a7c15ull	/* where test_rng_state starts (a program may start it again) */
+
+static uint64_t test_rng_state = TEST_RNG_SEED;
 
 /* The next pseudo-random 64 bits (splitmix64; fixed seed, so runs repeat). */
 static inline uint64_t

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The CUDA backend on a GPU machine, in one call (make gpu-check): build it,
 # run its tests (every op against the CPU reference on fresh random inputs,
-# whole forward passes, stories260K's golden greedy text with an fp32 KV
-# cache), a memory check of the kernels where compute-sanitizer works, then
+# whole forward passes, a random model of every architecture, stories260K's
+# golden greedy text with an fp32 KV cache, SmolLM2's and Gemma 3's greedy
+# text against the CPU when their files are here, batch invariance with
+# llm.deterministic, every engine feature on a CUDA engine against a CPU
+# engine), a memory check of the kernels where compute-sanitizer works, then
 # the benchmark (random-weight Llama 1B and 8B shapes in BF16, Q8_0, Q4_0:
 # decode at batch 1 and 64, prefill, each against the HBM roofline), and
 # llm_cuda.so loaded at run time as the worker loads it (llm-cli).  Ends
@@ -16,8 +19,12 @@
 #                                       ../shared's stories260K model and golden file, PCRE2's header
 #
 # On a machine that sees no ../shared (a device run of a copy of the tree),
-# run --prepare here first and carry build/gpu-carry.  When $OUT is set
-# (a device run), logs and results are copied there too.
+# run --prepare here first and carry build/gpu-carry.  The real models
+# (SmolLM2-135M, 98 MB; Gemma 3 270M, 253 MB) are found in $LLM_MODELS or
+# .cache/models; they are not carried (a device run carries at most 64 MiB
+# and has no network to fetch them), so there their checks are skipped,
+# and the summary says so.  When $OUT is set (a device run), logs and
+# results are copied there too.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY=build/gpu-carry
@@ -40,6 +47,7 @@ if [ "${1:-}" = "--prepare" ]; then
     done
     du -sh "$CARRY"
     echo "gpu-check: prepared $CARRY; carry it to the GPU machine and run: bash tools/gpu-check.sh"
+    echo "gpu-check: the real models (.cache/models) are not in it: too large to carry; their checks will be skipped"
     exit 0
 fi
 
@@ -54,6 +62,20 @@ if [ -z "${LLM_SHARED:-}" ]; then
 fi
 export LLM_SHARED=${LLM_SHARED:-../shared}
 echo "gpu-check: models and golden text from $LLM_SHARED"
+
+# the real models, for the greedy checks against the CPU (skipped without them)
+MODELS=${LLM_MODELS:-.cache/models}
+real_missing=""
+for f in SmolLM2-135M-Instruct.Q4_1.gguf gemma-3-270m-q4_k_m.gguf; do
+    [ -f "$MODELS/$f" ] || real_missing="$real_missing $f"
+done
+if [ -n "$real_missing" ]; then
+    real_summary="real models: SKIPPED the greedy checks of${real_missing} against the CPU: not in $MODELS"
+    real_summary="$real_summary (a GPU machine has no network to fetch them, and they are too large to carry)"
+else
+    real_summary="real models: SmolLM2 and Gemma 3 from $MODELS"
+fi
+echo "gpu-check: $real_summary"
 
 # PCRE2: a machine with the library but not its header builds with the carried header
 if ! printf '#define PCRE2_CODE_UNIT_WIDTH 8\n#include <pcre2.h>\n' | ${CC:-cc} -E -x c - >/dev/null 2>&1; then
@@ -79,7 +101,7 @@ fi
 #    the module the worker loads, and llm-cli, which loads it too)
 echo "== build ($(nproc) cores)"
 if ! make -j"$(nproc)" WITH_CUDA=1 build/cuda/test_cuda bin/llm-gpu-bench llm_cuda.so bin/llm-cli \
-        > "$LOG_DIR/gpu_build.log" 2>&1; then
+        bin/llm-random-model > "$LOG_DIR/gpu_build.log" 2>&1; then
     tail -n 40 "$LOG_DIR/gpu_build.log"
     echo "gpu-check: build failed after $(elapsed) s"
     exit 1
@@ -87,9 +109,11 @@ fi
 echo "gpu-check: built in $(elapsed) s"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 
-# 2. tests: every op against the CPU reference, forward passes, golden text
+# 2. tests: every op against the CPU reference, forward passes (every
+#    architecture), golden and real models' greedy text, deterministic
+#    batches, the engine features
 echo "== tests"
-timeout 300 build/cuda/test_cuda > "$LOG_DIR/gpu_test.log" 2>&1
+LLM_MODELS=$MODELS timeout 300 build/cuda/test_cuda > "$LOG_DIR/gpu_test.log" 2>&1
 test_rc=$?
 grep -v '^FAIL' "$LOG_DIR/gpu_test.log" | tail -n 80
 grep '^FAIL' "$LOG_DIR/gpu_test.log" | head -n 20
@@ -154,6 +178,10 @@ echo
 echo "== summary ($(elapsed) s)"
 echo "$san_summary"
 echo "$module_summary"
+echo "$real_summary"
+# what the named checks did: real models, architectures, deterministic batches, features
+grep -E '^cuda: (SKIPPED|no bin/|greedy [^:]*: [0-9]+ of|forward random [^:]*: logits|deterministic|features [^:]*: [0-9]+ of)' \
+    "$LOG_DIR/gpu_test.log"
 grep -E '^cuda: [0-9]+ passed' "$LOG_DIR/gpu_test.log" || echo "cuda tests: no summary line (exit $test_rc)"
 [ $bench_rc -ne 0 ] && echo "benchmark exit status $bench_rc"
 cat bench/results/gpu_bench.txt

@@ -16,7 +16,9 @@
  * until it finishes or waits at a collective; a fiber waiting for a
  * barrier is resumed only once the barrier's generation has moved on.  A
  * round in which nothing can move is a deadlock (a collective that not
- * every thread reaches), reported as such.
+ * every thread reaches), reported as such; so is a shuffle that reads a
+ * lane the block does not have (a block of part of a warp), which a GPU
+ * leaves undefined.
  */
 #include "emu.h"
 
@@ -91,6 +93,7 @@ namespace emu
 		uint64_t	gen;
 		int			arrived;
 		int			live;
+		int			lanes;			/* threads of the block in this warp (32 but in a last, partial warp) */
 		uint64_t	slot[2][32];
 	};
 
@@ -203,7 +206,7 @@ namespace emu
 		n_live = n;
 		warps.assign((size_t) (n + 31) / 32, Warp());
 		for (int w = 0; w < (n + 31) / 32; w++)
-			warps[w].live = (w + 1) * 32 <= n ? 32 : n - w * 32;
+			warps[w].live = warps[w].lanes = (w + 1) * 32 <= n ? 32 : n - w * 32;
 		for (int i = 0; i < n; i++)
 		{
 			Fiber	   *f = fibers[i];
@@ -330,6 +333,13 @@ namespace emu
 		Warp	   &w = warps[f->t.linear / 32];
 		uint64_t	gen = w.gen;
 
+		/* a lane the block does not have holds nothing defined on a GPU (here it would read 0) */
+		if (src >= w.lanes)
+		{
+			fprintf(stderr, "cuda emulator: a warp shuffle in block (%u, %u, %u) reads lane %d of a warp of %d threads\n",
+					block_idx.x, block_idx.y, block_idx.z, src, w.lanes);
+			abort();
+		}
 		events++;
 		w.slot[gen & 1][lane] = mine;
 		if (++w.arrived >= w.live)
