@@ -22,9 +22,8 @@
  *
  * Each weight is read in the backend's copy where it has one (weights.c).
  *
- * Types without a fast kernel at a level (AVX2: Q4_1, Q5_0, Q5_1, Q2_K,
- * Q3_K and Q5_K), and any
- * call whose buffer cannot be allocated, use the scalar reference.
+ * Every level has a kernel for every weight type; a call whose buffer
+ * cannot be allocated uses the scalar reference.
  */
 #include "cpu/backend_cpu.h"
 #include "cpu/matmul.h"
