@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cpu/backend_cpu.h"
 #include "forward.h"
 #include "tokenizer.h"
 
@@ -64,7 +65,7 @@ same_vocabulary(const LlmModel *target, const LlmModel *draft, LlmError *err)
 /* A drafter for target on draft (draft_model.h). */
 LlmStatus
 llm_draft_model_new(const LlmModel *target, const LlmModel *draft, const LlmEngineConfig *cfg,
-					const LlmBackendOptions *bo, LlmDraftModel **out, LlmError *err)
+					const LlmBackendOptions *bo, LlmBackend *beside, LlmDraftModel **out, LlmError *err)
 {
 	const LlmConfig *mc = &draft->config;
 	LlmDraftModel *d;
@@ -92,7 +93,9 @@ llm_draft_model_new(const LlmModel *target, const LlmModel *draft, const LlmEngi
 	};
 	if (kp.n_blocks < 1)
 		kp.n_blocks = 1;
-	if ((st = llm_backend_new(cfg->device, bo, &d->be, err)) != LLM_OK ||
+	/* on the CPU, the target's threads (a pool of its own would spin while the target computes) */
+	if ((st = beside->device_memory ? llm_backend_new(cfg->device, bo, &d->be, err) :
+		 llm_backend_cpu_new_on(beside->pool, &d->be, err)) != LLM_OK ||
 		(d->be->ops->prepare != NULL && (st = d->be->ops->prepare(d->be, draft, err)) != LLM_OK))
 	{
 		llm_draft_model_free(d);

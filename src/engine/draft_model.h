@@ -8,8 +8,8 @@
  *		answer: it only decides how many tokens a step may keep.
  *
  * The draft model must have the target's vocabulary, token for token.  It
- * runs on a backend of its own on the same device (a CPU backend's threads
- * sleep while the other computes), over a paged KV pool of its own.
+ * runs on a backend of its own on the same device (on the CPU, over the
+ * target backend's threads), over a paged KV pool of its own.
  */
 #ifndef LLM_DRAFT_MODEL_H
 #define LLM_DRAFT_MODEL_H
@@ -47,12 +47,14 @@ typedef struct LlmDraftJob
 
 /*
  * A drafter for target on draft (which the caller keeps loaded), for up to
- * cfg->max_seqs sequences of cfg's context, on a backend made with bo (the
- * engine's options): LLM_ERR_INVALID naming the difference when the
- * vocabularies differ.
+ * cfg->max_seqs sequences of cfg's context, on a backend of its own beside
+ * the target's (beside, which must outlive it): on the CPU, computing on
+ * beside's threads; on a GPU, a backend made with bo (the engine's
+ * options).  LLM_ERR_INVALID naming the difference when the vocabularies
+ * differ.
  */
 LlmStatus	llm_draft_model_new(const LlmModel *target, const LlmModel *draft, const LlmEngineConfig *cfg,
-								const LlmBackendOptions *bo, LlmDraftModel **out, LlmError *err);
+								const LlmBackendOptions *bo, LlmBackend *beside, LlmDraftModel **out, LlmError *err);
 void		llm_draft_model_free(LlmDraftModel *d);
 
 /*

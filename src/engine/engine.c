@@ -296,7 +296,7 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	if ((st = llm_kv_init(&e->kv, &kp, err)) ||
 		(st = llm_run_state_init(&e->run, mc, cfg->max_batch_tokens, err)) ||
 		(e->config.speculative == LLM_SPEC_DRAFT &&
-		 (st = llm_draft_model_new(m, cfg->draft_model, &e->config, &bo, &e->drafter, err))))
+		 (st = llm_draft_model_new(m, cfg->draft_model, &e->config, &bo, e->backend, &e->drafter, err))))
 	{
 		llm_engine_free(e);
 		return st;

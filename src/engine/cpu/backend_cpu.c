@@ -206,6 +206,21 @@ llm_backend_cpu_new(int n_threads, LlmBackend **out, LlmError *err)
 		free(cb);
 		return st;
 	}
+	cb->pool_owned = true;
+	cb->base.ops = llm_cpu_select_ops();
+	*out = &cb->base;
+	return LLM_OK;
+}
+
+/* Create a CPU backend computing on another backend's pool (backend_cpu.h). */
+LlmStatus
+llm_backend_cpu_new_on(LlmPool *pool, LlmBackend **out, LlmError *err)
+{
+	CpuBackend *cb = calloc(1, sizeof(*cb));
+
+	if (cb == NULL)
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the backend");
+	cb->base.pool = pool;
 	cb->base.ops = llm_cpu_select_ops();
 	*out = &cb->base;
 	return LLM_OK;

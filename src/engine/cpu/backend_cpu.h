@@ -35,10 +35,19 @@ typedef struct CpuBackend
 	CpuWeightCopy *copies;		/* sorted by key */
 	int			n_copies;
 	size_t		copy_bytes;		/* their rows' bytes */
+	bool		pool_owned;		/* base.pool is its own (else another backend's: llm_backend_cpu_new_on) */
 } CpuBackend;
 
 /* Create a CPU backend with n_threads compute threads, on this process's SIMD level. */
 LlmStatus	llm_backend_cpu_new(int n_threads, LlmBackend **out, LlmError *err);
+
+/*
+ * Create a CPU backend that computes on pool, another backend's, which must
+ * outlive it: two backends used in turn (a draft model's beside its
+ * target's) share one set of threads instead of each spinning while the
+ * other computes.
+ */
+LlmStatus	llm_backend_cpu_new_on(LlmPool *pool, LlmBackend **out, LlmError *err);
 
 /* The backend with the scalar reference kernels (cpu/ops_ref.c): no weight copies. */
 extern const LlmBackendOps llm_cpu_ref_ops;

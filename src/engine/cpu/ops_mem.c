@@ -109,11 +109,12 @@ llm_cpu_sync(LlmBackend *be, LlmError *err)
 	return LLM_OK;
 }
 
-/* Free a CPU backend: its weight copies, its thread pool, then itself. */
+/* Free a CPU backend: its weight copies, its thread pool (when its own), then itself. */
 void
 llm_cpu_destroy(LlmBackend *be)
 {
 	llm_cpu_weights_free(be);
-	llm_pool_free(be->pool);
+	if (((CpuBackend *) be)->pool_owned)
+		llm_pool_free(be->pool);
 	free(be);
 }
