@@ -346,6 +346,7 @@ check_model(const char *label, const char *path, LlmQuantScheme scheme)
 			{"speculative, preempted", 16, 512, 2, pool, 0, 24, false},
 			{"draft model, one at a time", 1, 512, 2, 0, 0, 16, true},
 			{"draft model, 5 at once", 5, 512, 2, 0, 0, 16, true},
+			{"draft model, 2 in steps of 7", 2, 7, 2, 0, 0, 16, true},
 			{"draft model, preempted", 16, 512, 2, pool, 0, 24, true},
 		};
 

@@ -882,6 +882,19 @@ seq_draft(LlmEngine *e, Seq *s, int budget)
 }
 
 /*
+ * Keep only the first n of s's drafts (the step has no room for more; n may
+ * be 0).  With none left, the draft model forgets what it read of them: its
+ * keys past the last sure token could differ from the tokens that follow.
+ */
+static void
+seq_cut_draft(LlmEngine *e, Seq *s, int n)
+{
+	s->n_draft = n > 0 ? n : 0;
+	if (s->n_draft == 0 && e->drafter != NULL)
+		llm_draft_seq_keep(e->drafter, &s->draft_seq, s->draft_base);
+}
+
+/*
  * Draft for every decoding sequence at once with the draft model
  * (LLM_SPEC_DRAFT), within budget tokens: each one's forced tokens, then
  * the model's greedy guesses.  A failure of the draft model's pass costs
@@ -915,9 +928,9 @@ draft_with_model(LlmEngine *e, int budget)
 	{
 		Seq		   *s = e->draft_owner[i];
 
-		/* drafts the pool cannot hold are dropped, and the draft model forgets what it read of them */
+		/* drafts the pool cannot hold are dropped */
 		if (seq_draft_keep(e, s, s->n_draft + e->draft_jobs[i].n_out) == 0)
-			llm_draft_seq_keep(e->drafter, &s->draft_seq, s->n_tokens - 1);
+			seq_cut_draft(e, s, 0);
 	}
 }
 
@@ -991,10 +1004,12 @@ batch_add_seq(LlmEngine *e, Seq *s, int n_batch, int budget, int out_room)
 	if (s->forced != NULL && skip > 0 && take > skip)
 		take = skip;			/* the prompt first, so that other labels of it can copy it (seq_copy_prompt_tail) */
 	/* drafts that do not fit are not drafted */
-	s->n_draft = take - (s->n_tokens - s->n_past) > 0 ? take - (s->n_tokens - s->n_past) : 0;
+	if (s->n_draft > 0 && take - (s->n_tokens - s->n_past) < s->n_draft)
+		seq_cut_draft(e, s, take - (s->n_tokens - s->n_past));
 	if (take <= 0 || !reserve_or_preempt(e, s, s->n_past - s->kv.n_evicted + take, n_batch))
 	{
-		s->n_draft = 0;
+		if (s->n_draft > 0)
+			seq_cut_draft(e, s, 0);
 		return 0;
 	}
 	if (s->n_past == s->n_attached && s->n_attached > 0)
