@@ -144,6 +144,39 @@ _Static_assert(sizeof(LlmBlockQ5_K) == 4 + 12 + LLM_QK_K / 8 + LLM_QK_K / 2, "Q5
 _Static_assert(sizeof(LlmBlockQ6_K) == LLM_QK_K / 2 + LLM_QK_K / 4 + LLM_QK_K / 16 + 2, "Q6_K block size");
 
 /*
+ * Bytes of one block of a quantized ggml type (the K-quants' super-blocks
+ * too; Q6_K for any other): a constant wherever the type is, so kernels
+ * that inline it fold it away (llm_type_traits' type_size is not).
+ */
+static inline size_t
+llm_block_bytes(LlmType type)
+{
+	switch (type)
+	{
+		case LLM_TYPE_Q8_0:
+			return sizeof(LlmBlockQ8_0);
+		case LLM_TYPE_Q4_0:
+			return sizeof(LlmBlockQ4_0);
+		case LLM_TYPE_Q4_1:
+			return sizeof(LlmBlockQ4_1);
+		case LLM_TYPE_Q5_0:
+			return sizeof(LlmBlockQ5_0);
+		case LLM_TYPE_Q5_1:
+			return sizeof(LlmBlockQ5_1);
+		case LLM_TYPE_Q2_K:
+			return sizeof(LlmBlockQ2_K);
+		case LLM_TYPE_Q3_K:
+			return sizeof(LlmBlockQ3_K);
+		case LLM_TYPE_Q4_K:
+			return sizeof(LlmBlockQ4_K);
+		case LLM_TYPE_Q5_K:
+			return sizeof(LlmBlockQ5_K);
+		default:
+			return sizeof(LlmBlockQ6_K);
+	}
+}
+
+/*
  * The 6-bit scale and min of sub-block j (< 8) of a Q4_K or Q5_K block:
  * for j < 4 the low six bits of q[j] and q[j + 4]; for j >= 4 the nibbles
  * of q[j + 4] with, as their two high bits, the top two bits of q[j - 4]

@@ -68,25 +68,6 @@ typedef struct KBlock
 	__m256		min[2];
 } KBlock;
 
-/* Bytes of a super-block of type t. */
-KERN size_t
-k_block_bytes(const LlmType t)
-{
-	switch (t)
-	{
-		case LLM_TYPE_Q2_K:
-			return sizeof(LlmBlockQ2_K);
-		case LLM_TYPE_Q3_K:
-			return sizeof(LlmBlockQ3_K);
-		case LLM_TYPE_Q4_K:
-			return sizeof(LlmBlockQ4_K);
-		case LLM_TYPE_Q5_K:
-			return sizeof(LlmBlockQ5_K);
-		default:
-			return sizeof(LlmBlockQ6_K);
-	}
-}
-
 /*
  * Four 32-byte halves of chunks in value order (a[c]: values 64c + 32h ..
  * + 31 of half h) transposed by dwords within 128-bit lanes: s[k] lane e
@@ -324,7 +305,7 @@ KERN void
 pack_k(const LlmGemmArgs *a, int64_t r, const int MR, const LlmType t, KBlock *pk)
 {
 	const int64_t nb = a->k / LLM_QK_K;
-	const size_t bsize = k_block_bytes(t);
+	const size_t bsize = llm_block_bytes(t);
 
 	for (int i = 0; i < MR; i++)
 	{
@@ -387,7 +368,7 @@ tile_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const
 {
 	const bool	offset = kt == LLM_TYPE_Q3_K || kt == LLM_TYPE_Q6_K;
 	const int64_t nb = a->k / LLM_QK_K;
-	const size_t bsize = k_block_bytes(kt);
+	const size_t bsize = llm_block_bytes(kt);
 	const size_t pf = prefetch_distance(a->row_bytes, MR);
 	const uint8_t *w[4];
 	const int8_t *xq[4];

@@ -66,25 +66,6 @@
 /* The blocks of a run in lane order (matmul_avx512.c's BLOCK_ORDER within 8). */
 #define Q_ORDER _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7)
 
-/* Bytes of one block of type. */
-KERN size_t
-q_block_bytes(LlmType type)
-{
-	switch (type)
-	{
-		case LLM_TYPE_Q8_0:
-			return sizeof(LlmBlockQ8_0);
-		case LLM_TYPE_Q4_0:
-			return sizeof(LlmBlockQ4_0);
-		case LLM_TYPE_Q4_1:
-			return sizeof(LlmBlockQ4_1);
-		case LLM_TYPE_Q5_0:
-			return sizeof(LlmBlockQ5_0);
-		default:
-			return sizeof(LlmBlockQ5_1);
-	}
-}
-
 /* Whether type's blocks carry a minimum (w = d q + m): Q4_1, Q5_1. */
 KERN bool
 q_has_min(LlmType type)
@@ -194,7 +175,7 @@ q_dwords4(const uint8_t *p, size_t step)
 KERN __m256
 q_run_scales(LlmType type, const uint8_t *w, int64_t b, __m256 *m)
 {
-	const size_t bsz = q_block_bytes(type);
+	const size_t bsz = llm_block_bytes(type);
 	const uint8_t *p = w + b * bsz;
 	const __m256i dm = _mm256_set_m128i(q_dwords4(p + bsz, 2 * bsz), q_dwords4(p, 2 * bsz));
 	/* per 128-bit lane: the four low halves, then the four high ones */
@@ -298,7 +279,7 @@ q_run_direct(LlmType type, const uint8_t *w, const int8_t *xq, const QRunAct *x,
 {
 	static const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 	const bool	in_place = vnni && (type == LLM_TYPE_Q4_0 || type == LLM_TYPE_Q4_1);
-	const size_t bsz = q_block_bytes(type);
+	const size_t bsz = llm_block_bytes(type);
 	__m256i		p[8];
 	__m256		wd;
 	__m256		wm;
@@ -321,7 +302,7 @@ q_block_lanes(LlmType type, const uint8_t *w, const int8_t *xq, int64_t blk, con
 {
 	__m256i		a = _mm256_loadu_si256((const __m256i *) (xq + blk * LLM_QK));
 
-	return _mm256_sub_epi32(q_dot(type, _mm256_setzero_si256(), q_load(type, w + blk * q_block_bytes(type), vnni), a,
+	return _mm256_sub_epi32(q_dot(type, _mm256_setzero_si256(), q_load(type, w + blk * llm_block_bytes(type), vnni), a,
 								  vnni),
 							q_lane_offset(type, a, vnni));
 }
@@ -332,7 +313,7 @@ q_half(LlmType type, const uint8_t *w, int64_t blk, size_t off)
 {
 	uint16_t	h;
 
-	memcpy(&h, w + blk * q_block_bytes(type) + off, sizeof(h));
+	memcpy(&h, w + blk * llm_block_bytes(type) + off, sizeof(h));
 	return _cvtsh_ss(h);
 }
 
@@ -410,7 +391,7 @@ tile_q_direct(LlmType type, const LlmGemmArgs *a, int64_t r, int t, const QRunAc
 {
 	const int64_t nb = a->k / LLM_QK;
 	const int64_t ng = q_run_blocks(nb);
-	const size_t bsz = q_block_bytes(type);
+	const size_t bsz = llm_block_bytes(type);
 	const size_t pf = prefetch_distance(a->row_bytes, 1);
 	const uint8_t *w = a->w + (size_t) r * a->row_bytes;
 	const uint8_t *xrow = a->x + (size_t) t * a->x_stride;
@@ -453,7 +434,7 @@ KERN void
 pack_q_run(LlmType type, const uint8_t *w, int64_t b, QRunPack *pk, const bool vnni)
 {
 	static const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
-	const size_t bsz = q_block_bytes(type);
+	const size_t bsz = llm_block_bytes(type);
 	__m256i		v[8];
 
 #pragma GCC unroll 8

@@ -376,38 +376,6 @@ gemm_bf16(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 
 /* ---- Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 ---- */
 
-/*
- * Bytes of one block of a quantized type (the K-quants' super-blocks too),
- * a constant wherever the type is (llm_type_traits' type_size is not).
- */
-KERN size_t
-block_bytes(LlmType type)
-{
-	switch (type)
-	{
-		case LLM_TYPE_Q8_0:
-			return sizeof(LlmBlockQ8_0);
-		case LLM_TYPE_Q4_0:
-			return sizeof(LlmBlockQ4_0);
-		case LLM_TYPE_Q4_1:
-			return sizeof(LlmBlockQ4_1);
-		case LLM_TYPE_Q5_0:
-			return sizeof(LlmBlockQ5_0);
-		case LLM_TYPE_Q5_1:
-			return sizeof(LlmBlockQ5_1);
-		case LLM_TYPE_Q2_K:
-			return sizeof(LlmBlockQ2_K);
-		case LLM_TYPE_Q3_K:
-			return sizeof(LlmBlockQ3_K);
-		case LLM_TYPE_Q4_K:
-			return sizeof(LlmBlockQ4_K);
-		case LLM_TYPE_Q5_K:
-			return sizeof(LlmBlockQ5_K);
-		default:
-			return sizeof(LlmBlockQ6_K);
-	}
-}
-
 /* Whether type's blocks carry a minimum (w = d q + m): Q4_1, Q5_1. */
 KERN bool
 q_has_min(LlmType type)
@@ -456,7 +424,7 @@ q5_block(LlmType type, const uint8_t *p)
 KERN __m512i
 q5_pair(LlmType type, const uint8_t *p)
 {
-	return _mm512_inserti64x4(_mm512_castsi256_si512(q5_block(type, p)), q5_block(type, p + block_bytes(type)), 1);
+	return _mm512_inserti64x4(_mm512_castsi256_si512(q5_block(type, p)), q5_block(type, p + llm_block_bytes(type)), 1);
 }
 
 /*
@@ -467,7 +435,7 @@ q5_pair(LlmType type, const uint8_t *p)
 KERN __m512
 q_pair_scales(LlmType type, const uint8_t *p)
 {
-	const short h = (short) (block_bytes(type) / 2);	/* the second scale's 16-bit index */
+	const short h = (short) (llm_block_bytes(type) / 2);	/* the second scale's 16-bit index */
 	const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 										 h, h, h, h, h, h, h, h, 0, 0, 0, 0, 0, 0, 0, 0);
 	__m512i		src = type == LLM_TYPE_Q8_0 ? _mm512_loadu_si512(p)
@@ -499,7 +467,7 @@ load_q_pair(LlmType type, const uint8_t *p, __m512i *q, __m512 *d, __m512 *m)
 		const size_t qo = q_quant_offset(type);
 		/* lanes of 128 bits: qs0, qs0, qs1, qs1 */
 		__m512i		v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *) (p + qo))),
-													0xFF00, _mm_loadu_si128((const __m128i *) (p + block_bytes(type) + qo)));
+													0xFF00, _mm_loadu_si128((const __m128i *) (p + llm_block_bytes(type) + qo)));
 
 		/* low nibbles are values 0-15, high nibbles 16-31 */
 		*q = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -529,7 +497,7 @@ load_q_pair_gemv(LlmType type, const uint8_t *p)
 	{
 		/* Q4_0: d, then 16 bytes of nibbles (18 bytes); Q4_1: d, m, then the nibbles (20 bytes) */
 		const size_t qo = q_quant_offset(type);
-		const size_t bsz = block_bytes(type);
+		const size_t bsz = llm_block_bytes(type);
 		__m512i		v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *) (p + qo))),
 													0xFF00, _mm_loadu_si128((const __m128i *) (p + bsz + qo)));
 
@@ -585,7 +553,7 @@ load_q_quad(LlmType type, const uint8_t *p, __m512i *q, __m512 *d, __m512 *m)
 	__m512		m23 = _mm512_setzero_ps();
 
 	load_q_pair(type, p, &v01, &d01, &m01);
-	load_q_pair(type, p + 2 * block_bytes(type), &v23, &d23, &m23);
+	load_q_pair(type, p + 2 * llm_block_bytes(type), &v23, &d23, &m23);
 	q[0] = _mm512_shuffle_i32x4(v01, v23, _MM_SHUFFLE(2, 0, 2, 0));
 	q[1] = _mm512_shuffle_i32x4(v01, v23, _MM_SHUFFLE(3, 1, 3, 1));
 	*d = _mm512_shuffle_f32x4(d01, d23, _MM_SHUFFLE(2, 0, 2, 0));
@@ -659,7 +627,7 @@ q_step(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepP
 	   const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int MR, const int NT,
 	   const bool pair)
 {
-	const size_t bsz = block_bytes(type);
+	const size_t bsz = llm_block_bytes(type);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
 	__m512i		wq[4];
 	__m512		wd[4];
@@ -719,7 +687,7 @@ KERN void
 q_quad(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const QStepPack *pk, const int8_t *const *xq,
 	   const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6], const int MR, const int NT)
 {
-	const size_t bsz = block_bytes(type);
+	const size_t bsz = llm_block_bytes(type);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
 	__m512i		wq[4][2];
 	__m512		wd[4];
@@ -874,7 +842,7 @@ q_group_offset(LlmType type, const int32_t *xs, int64_t b, __mmask16 m)
 KERN __m512
 q_group_scales(LlmType type, const uint8_t *w, int64_t b, __mmask16 m, __m512 *mins)
 {
-	const size_t bsz = block_bytes(type);
+	const size_t bsz = llm_block_bytes(type);
 	const __m512i gidx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
 											 _mm512_set1_epi32((int) bsz));
 	__m512i		g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, gidx, w + b * bsz, 1);
@@ -890,7 +858,7 @@ q_group(LlmType type, const LlmGemmArgs *a, const uint8_t *const *w, const int8_
 		const float *const *xd, const int32_t *const *xs, int64_t b, __m512 acc[4][6],
 		const int MR, const int NT, const int G)
 {
-	const size_t bsz = block_bytes(type);
+	const size_t bsz = llm_block_bytes(type);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
 	const __mmask16 m = G == 8 ? 0xFFFF : 0x00FF;
 	__m512		sv[4];
@@ -1104,7 +1072,7 @@ interleave_act_groups(const int8_t *xq, int64_t ng, uint8_t *dst)
 KERN void
 pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf)
 {
-	const size_t bsz = block_bytes(type);
+	const size_t bsz = llm_block_bytes(type);
 	const int64_t ng = q_group_blocks(nb);
 
 	for (int64_t b = 0; b < ng; b += 16)
@@ -1143,7 +1111,7 @@ pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGrou
 KERN void
 pack_q_tail(LlmType type, const uint8_t *w0, size_t wstride, int64_t b, int64_t nb, QStepPack *buf)
 {
-	const size_t bsz = block_bytes(type);
+	const size_t bsz = llm_block_bytes(type);
 
 	if (nb - b >= 4)			/* q_quad's two steps */
 	{
@@ -1514,7 +1482,7 @@ g_group(LlmType base, const uint8_t *g, size_t pf, const int8_t *const *xq, cons
 		const int32_t *const *xs, int64_t b, __m512 *acc, const int NT, const int G)
 {
 	const __mmask16 m = G == 8 ? 0xFFFF : 0x00FF;
-	const size_t bytes = 2 * (size_t) G * block_bytes(base);
+	const size_t bytes = 2 * (size_t) G * llm_block_bytes(base);
 	__m512		wd = g_load_halves(g, G);
 	__m512		wm = q_has_min(base) ? g_load_halves(g + 4 * G, G) : _mm512_setzero_ps();
 	__m512i		wq[8];
@@ -1557,7 +1525,7 @@ tile_g(LlmType base, const LlmGemmArgs *a, int64_t r, int t, const int NT)
 {
 	const int64_t nb = a->k / LLM_QK;
 	const int64_t ng = q_group_blocks(nb);
-	const size_t bsz = block_bytes(base);
+	const size_t bsz = llm_block_bytes(base);
 	const uint8_t *w[4];
 	const int8_t *xq[6];
 	const float *xd[6];
@@ -1581,7 +1549,7 @@ tile_g(LlmType base, const LlmGemmArgs *a, int64_t r, int t, const int NT)
 KERN void
 pack_g_groups(LlmType base, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf)
 {
-	const size_t bsz = block_bytes(base);
+	const size_t bsz = llm_block_bytes(base);
 	const int64_t ng = q_group_blocks(nb);
 
 	for (int64_t b = 0; b < ng; b += 16)
@@ -1946,7 +1914,7 @@ KERN void
 pack_k(const LlmGemmArgs *a, int64_t r, const int MR, const LlmType t, KBlock *pk)
 {
 	const int64_t nb = a->k / LLM_QK_K;
-	const size_t bsize = block_bytes(t);
+	const size_t bsize = llm_block_bytes(t);
 
 	for (int i = 0; i < MR; i++)
 	{
@@ -1972,7 +1940,7 @@ tile_k(const LlmGemmArgs *a, int64_t r, int t, const int MR, const int NT, const
 {
 	const bool	offset = kt == LLM_TYPE_Q3_K || kt == LLM_TYPE_Q6_K;
 	const int64_t nb = a->k / LLM_QK_K;
-	const size_t bsize = block_bytes(kt);
+	const size_t bsize = llm_block_bytes(kt);
 	const size_t pf = PF_GROUPS * MR * a->row_bytes;
 	const uint8_t *w[4];
 	const int8_t *xq[6];
