@@ -117,6 +117,27 @@ typedef void (*LlmGemmFn) (const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0,
 /* Quantize one token's k activations into out (layout above). */
 typedef void (*LlmActQuantFn) (const float *x, int64_t k, uint8_t *out);
 
+/*
+ * Run CALL(t, NT) over tokens [t0, t1) in tiles of NTV (at most 6), the
+ * last one smaller (a switch, so each size is its own unrolled code): the
+ * token loop of every level's kernels.
+ */
+#define TOKEN_TILES(CALL, NTV) \
+	do { \
+		int			t_ = t0; \
+		for (; t_ + (NTV) <= t1; t_ += (NTV)) \
+			CALL(t_, NTV); \
+		switch (t1 - t_) \
+		{ \
+			case 5: if ((NTV) > 5) CALL(t_, 5); break; \
+			case 4: if ((NTV) > 4) CALL(t_, 4); break; \
+			case 3: if ((NTV) > 3) CALL(t_, 3); break; \
+			case 2: if ((NTV) > 2) CALL(t_, 2); break; \
+			case 1: if ((NTV) > 1) CALL(t_, 1); break; \
+			default: break; \
+		} \
+	} while (0)
+
 /* The kernels of one SIMD level. */
 typedef struct LlmMatmulKernels
 {

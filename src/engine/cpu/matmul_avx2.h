@@ -94,24 +94,6 @@ prefetch_bytes(const uint8_t *p, const size_t n)
 }
 
 /*
- * Run CALL(t, NT) over tokens [t0, t1) in tiles of NTV, the last one
- * smaller (a switch, so each size is its own unrolled code).
- */
-#define TOKEN_TILES(CALL, NTV) \
-	do { \
-		int			t_ = t0; \
-		for (; t_ + (NTV) <= t1; t_ += (NTV)) \
-			CALL(t_, NTV); \
-		switch (t1 - t_) \
-		{ \
-			case 3: if ((NTV) > 3) CALL(t_, 3); break; \
-			case 2: if ((NTV) > 2) CALL(t_, 2); break; \
-			case 1: if ((NTV) > 1) CALL(t_, 1); break; \
-			default: break; \
-		} \
-	} while (0)
-
-/*
  * The sums of four rows' 16 lanes (a[i][0]: lanes 0-7, a[i][1]: 8-15) as
  * the four lanes of one, by matmul_avx512.c's hsum4 tree: per 128-bit lane
  * (x0 + x2) + (x1 + x3), then those of lanes 0 and 2 and of 1 and 3, then

@@ -155,26 +155,6 @@ store_tile(const LlmGemmArgs *a, int64_t r, int t, __m512 acc[4][6], const int M
 	}
 }
 
-/*
- * Run CALL(t, NT) over tokens [t0, t1) in tiles of NTV, the last one
- * smaller (a switch, so each size is its own unrolled code).
- */
-#define TOKEN_TILES(CALL, NTV) \
-	do { \
-		int			t_ = t0; \
-		for (; t_ + (NTV) <= t1; t_ += (NTV)) \
-			CALL(t_, NTV); \
-		switch (t1 - t_) \
-		{ \
-			case 5: if ((NTV) > 5) CALL(t_, 5); break; \
-			case 4: if ((NTV) > 4) CALL(t_, 4); break; \
-			case 3: if ((NTV) > 3) CALL(t_, 3); break; \
-			case 2: if ((NTV) > 2) CALL(t_, 2); break; \
-			case 1: if ((NTV) > 1) CALL(t_, 1); break; \
-			default: break; \
-		} \
-	} while (0)
-
 /* ---- F32, F16, BF16 ---- */
 
 /* 16 weights of a row of type from element j, as floats. */
