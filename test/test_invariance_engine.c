@@ -102,7 +102,8 @@ make_engine(LlmModel *m, const Scenario *sc, bool prefix_cache)
 	{
 		c.speculative = sc->draft ? LLM_SPEC_DRAFT : LLM_SPEC_NGRAM;
 		c.draft_model = m;		/* the model drafts for itself: a vocabulary it shares, a drafter to test */
-		c.spec_step_tokens = sc->spec_step;
+		c.spec_step_drafts = sc->spec_step;
+		c.spec_knee_tokens = 1e6;	/* drafts are always worth it: every path runs */
 	}
 	if (sc->pool_tokens > 0)
 		c.kv_cache_bytes = llm_kv_block_bytes(mc->n_layers, mc->n_kv_heads, mc->head_dim, c.kv_block_size, c.kv_type) *
@@ -344,6 +345,7 @@ check_model(const char *label, const char *path, LlmQuantScheme scheme)
 			{"speculative, 2 in steps of 7", 2, 7, 2, 0, 0, 16, false},
 			{"speculative, long prefills", 18, 64, 2, 0, 2, 24, false},
 			{"speculative, preempted", 16, 512, 2, pool, 0, 24, false},
+			{"speculative, 16 sharing 3 drafts", 16, 512, 2, 0, 0, 3, false},
 			{"draft model, one at a time", 1, 512, 2, 0, 0, 16, true},
 			{"draft model, 5 at once", 5, 512, 2, 0, 0, 16, true},
 			{"draft model, 2 in steps of 7", 2, 7, 2, 0, 0, 16, true},

@@ -46,9 +46,13 @@
 #include "pace.h"
 #include "sampler.h"
 #include "share.h"
+#include "spec_gate.h"
 #include "utf8.h"
 
 #define DEFAULT_KV_CAP_BYTES ((size_t) 1 << 30)
+#define SEQ_RATE_DECAY 0.7f		/* weight of a sequence's older verifications at each new one */
+#define SEQ_IDLE_DECAY 0.9f		/* the same at each step in which it drafts nothing */
+#define ENGINE_RATE_DECAY 0.95f	/* the same, for the engine's estimate over all sequences */
 
 typedef enum SeqState
 {
@@ -95,6 +99,8 @@ typedef struct Seq
 	int			draft_len;		/* tokens to draft next time (adapts to how many were accepted) */
 	int			draft_misses;	/* verifications in a row that accepted nothing */
 	int			draft_skip;		/* steps to go without drafting (backs off after misses) */
+	int			n_draft_forced; /* of this step's drafts, the first ones its grammar forces */
+	LlmSpecRate spec_rate;		/* its drafts' recent acceptance (spec_gate.h) */
 	LlmDraftSeq draft_seq;		/* LLM_SPEC_DRAFT: its keys in the draft model */
 	uint64_t	draft_group;	/* LlmRequest.draft_group */
 	int			n_drafted;		/* tokens drafted for it, and of those accepted, in all */
@@ -119,6 +125,9 @@ struct LlmEngine
 	int64_t		next_id;
 
 	LlmEvictRule evict;			/* budget 0: no eviction */
+	LlmSpecRate spec_rate;		/* every sequence's drafts' recent acceptance: a new sequence's prior */
+	LlmSpecGate spec_gate;		/* the step's drafts so far, against their cost */
+	LlmSpecCosts spec_costs;	/* what decode steps and draft-model passes take */
 	LlmKvMove  *moves;			/* (n_layers * n_kv_heads * max(max_batch_tokens, block_size)) an eviction's compaction, a prompt tail's copy */
 
 	/* the step's batch, (max_batch_tokens) each */
@@ -169,7 +178,8 @@ llm_engine_config_default(LlmEngineConfig *c)
 	c->gpu_pdl = true;
 	c->speculative = LLM_SPEC_OFF;
 	c->spec_max_draft = 8;
-	c->spec_step_tokens = 16;
+	c->spec_step_drafts = 32;
+	c->spec_knee_tokens = 0;
 }
 
 
@@ -227,10 +237,11 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	if (cfg->speculative == LLM_SPEC_DRAFT && cfg->draft_model == NULL)
 		return llm_error_set(err, LLM_ERR_INVALID, "speculative decoding with a draft model needs the draft model");
 	if (cfg->speculative != LLM_SPEC_OFF &&
-		(cfg->spec_max_draft < 1 || cfg->spec_max_draft > LLM_SPEC_MAX_DRAFT || cfg->spec_step_tokens < 2))
+		(cfg->spec_max_draft < 1 || cfg->spec_max_draft > LLM_SPEC_MAX_DRAFT || cfg->spec_step_drafts < 1 ||
+		 !(cfg->spec_knee_tokens >= 0)))
 		return llm_error_set(err, LLM_ERR_INVALID,
-							 "invalid speculative decoding configuration: %d drafted tokens (1 to %d), steps of %d tokens (at least 2)",
-							 cfg->spec_max_draft, LLM_SPEC_MAX_DRAFT, cfg->spec_step_tokens);
+							 "invalid speculative decoding configuration: %d drafted tokens (1 to %d), %d a step (at least 1), knee %g tokens",
+							 cfg->spec_max_draft, LLM_SPEC_MAX_DRAFT, cfg->spec_step_drafts, cfg->spec_knee_tokens);
 	if ((st = llm_evict_rule_make(cfg->kv_budget, cfg->kv_sink_tokens, cfg->evict_policy, &rule, err)))
 		return st;
 	e = calloc(1, sizeof(*e));
@@ -276,7 +287,7 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 	};
 
 	/* logits rows: one a sequence, and a step's drafts */
-	e->max_out = cfg->max_seqs + (e->config.speculative != LLM_SPEC_OFF ? cfg->spec_step_tokens : 0);
+	e->max_out = cfg->max_seqs + (e->config.speculative != LLM_SPEC_OFF ? cfg->spec_step_drafts : 0);
 	if (e->max_out > cfg->max_batch_tokens)
 		e->max_out = cfg->max_batch_tokens;
 	llm_backend_options_default(&bo);
@@ -293,6 +304,8 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 		return st;
 	}
 	kp.device_storage = e->backend->device_storage;
+	if (e->config.spec_knee_tokens == 0)
+		e->config.spec_knee_tokens = e->backend->device_memory ? LLM_SPEC_KNEE_GPU : LLM_SPEC_KNEE_CPU;
 	if ((st = llm_kv_init(&e->kv, &kp, err)) ||
 		(st = llm_run_state_init(&e->run, mc, cfg->max_batch_tokens, err)) ||
 		(e->config.speculative == LLM_SPEC_DRAFT &&
@@ -857,27 +870,49 @@ seq_draft_keep(LlmEngine *e, Seq *s, int k)
 }
 
 /*
+ * Prompt lookup for s, after the forced tokens it has at tokens[n_tokens ..]:
+ * up to as many tokens as the step's gate finds worth feeding at s's rate,
+ * from its own tokens or, finding nothing there, from those of its draft
+ * group's other requests (the newest first); returns how many, counted
+ * into the gate.
+ */
+static int
+seq_draft_lookup(LlmEngine *e, Seq *s, int forced, int k)
+{
+	double		rate = llm_spec_rate(&s->spec_rate, &e->spec_rate);
+	int			worth = llm_spec_gate_worth(&e->spec_gate, rate, k);
+	int			found = 0;
+
+	if (worth > 0)
+		found = llm_draft_ngram(s->tokens, s->n_tokens + forced, worth, s->tokens + s->n_tokens + forced);
+	for (int i = e->n_seqs - 1; i >= 0 && worth > 0 && found == 0 && s->draft_group != 0; i--)
+		if (e->seqs[i] != s && e->seqs[i]->draft_group == s->draft_group)
+			found = llm_draft_ngram_other(s->tokens, s->n_tokens + forced, e->seqs[i]->tokens, e->seqs[i]->n_tokens,
+										  worth, s->tokens + s->n_tokens + forced);
+	llm_spec_gate_take(&e->spec_gate, 0, rate, found);
+	return found;
+}
+
+/*
  * Draft up to budget tokens to follow decoding s's last one by prompt
  * lookup (LLM_SPEC_NGRAM) into tokens[n_tokens ..]: those its grammar
- * forces, then prompt lookup's, in its own tokens or, finding nothing
- * there, in those of its draft group's other requests; returns how many.
+ * forces, then prompt lookup's; returns how many.
  */
 static int
 seq_draft(LlmEngine *e, Seq *s, int budget)
 {
 	int			k = seq_draft_room(e, s, budget);
-	int			forced;
-	int			found;
+	int			forced = 0;
+	int			found = 0;
 
-	if (k < 1)
-		return 0;
-	forced = seq_draft_forced(e, s, k);
-	found = llm_draft_ngram(s->tokens, s->n_tokens + forced, k - forced, s->tokens + s->n_tokens + forced);
-	/* else in the statement's other requests, the newest first */
-	for (int i = e->n_seqs - 1; i >= 0 && found == 0 && s->draft_group != 0; i--)
-		if (e->seqs[i] != s && e->seqs[i]->draft_group == s->draft_group)
-			found = llm_draft_ngram_other(s->tokens, s->n_tokens + forced, e->seqs[i]->tokens, e->seqs[i]->n_tokens,
-										  k - forced, s->tokens + s->n_tokens + forced);
+	if (k >= 1)
+	{
+		forced = s->n_draft_forced = seq_draft_forced(e, s, k);
+		llm_spec_gate_take(&e->spec_gate, forced, 0, 0);
+		found = seq_draft_lookup(e, s, forced, k - forced);
+	}
+	if (forced + found == 0)
+		llm_spec_rate_forget(&s->spec_rate, SEQ_IDLE_DECAY);
 	return seq_draft_keep(e, s, forced + found);
 }
 
@@ -895,10 +930,11 @@ seq_cut_draft(LlmEngine *e, Seq *s, int n)
 }
 
 /*
- * Draft for every decoding sequence at once with the draft model
- * (LLM_SPEC_DRAFT), within budget tokens: each one's forced tokens, then
- * the model's greedy guesses.  A failure of the draft model's pass costs
- * only the drafts.
+ * Draft for every decoding sequence at once (LLM_SPEC_DRAFT), within
+ * budget tokens: each one's forced tokens, then prompt lookup's, which
+ * cost nothing to find, or where it finds none, the draft model's greedy
+ * guesses, for all such sequences in the same passes.  A failure of the
+ * draft model's pass costs only the drafts.
  */
 static void
 draft_with_model(LlmEngine *e, int budget)
@@ -911,23 +947,47 @@ draft_with_model(LlmEngine *e, int budget)
 		Seq		   *s = e->seqs[i];
 		int			k;
 		int			f;
+		int			found;
 
 		if (s->state != SEQ_RUNNING || s->n_tokens - s->n_past != 1 || (k = seq_draft_room(e, s, budget)) < 1)
 			continue;
-		f = seq_draft_forced(e, s, k);
-		e->draft_jobs[nj] = (LlmDraftJob) {&s->draft_seq, s->tokens, s->n_tokens + f, k - f, s->tokens + s->n_tokens + f, 0};
-		e->draft_owner[nj] = s;
+		f = s->n_draft_forced = seq_draft_forced(e, s, k);
+		llm_spec_gate_take(&e->spec_gate, f, 0, 0);
+		found = f < k ? seq_draft_lookup(e, s, f, k - f) : 0;
 		s->n_draft = f;
 		budget -= k;
+		/* the draft model's passes cost too: only for a sequence whose drafts are likely enough */
+		if (f == k || found > 0 ||
+			llm_spec_rate(&s->spec_rate, &e->spec_rate) <= llm_spec_gate_bar_drafted(&e->spec_gate, &e->spec_costs))
+		{
+			if (f + found == 0)
+				llm_spec_rate_forget(&s->spec_rate, SEQ_IDLE_DECAY);
+			seq_draft_keep(e, s, f + found);
+			continue;
+		}
+		/* its confidence then says how far each is worth drafting */
+		e->draft_jobs[nj] = (LlmDraftJob) {
+			.seq = &s->draft_seq,.tokens = s->tokens,.n = s->n_tokens + f,.max_draft = k - f,
+			.out = s->tokens + s->n_tokens + f,.min_chance = llm_spec_gate_bar_drafted(&e->spec_gate, &e->spec_costs)
+		};
+		e->draft_owner[nj] = s;
 		nj++;
 	}
-	if (nj > 0 && llm_draft_model_propose(e->drafter, e->draft_jobs, nj, &err) != LLM_OK)
-		for (int i = 0; i < nj; i++)
-			e->draft_jobs[i].n_out = 0;
+	if (nj > 0)
+	{
+		int			passes;
+		double		seconds;
+
+		if (llm_draft_model_propose(e->drafter, e->draft_jobs, nj, &passes, &seconds, &err) != LLM_OK)
+			for (int i = 0; i < nj; i++)
+				e->draft_jobs[i].n_out = 0, e->draft_jobs[i].expected = 0;
+		llm_spec_costs_passes(&e->spec_costs, seconds, passes);
+	}
 	for (int i = 0; i < nj; i++)
 	{
 		Seq		   *s = e->draft_owner[i];
 
+		llm_spec_gate_add(&e->spec_gate, e->draft_jobs[i].n_out, e->draft_jobs[i].expected);
 		/* drafts the pool cannot hold are dropped */
 		if (seq_draft_keep(e, s, s->n_draft + e->draft_jobs[i].n_out) == 0)
 			seq_cut_draft(e, s, 0);
@@ -957,6 +1017,7 @@ seq_end_draft(LlmEngine *e, Seq *s)
 {
 	int			drafted = s->n_draft;
 	int			accepted = s->n_tokens - s->draft_base - 1;
+	int			forced = s->n_draft_forced < drafted ? s->n_draft_forced : drafted;
 
 	s->n_draft = 0;
 	if (accepted < 0)
@@ -976,6 +1037,10 @@ seq_end_draft(LlmEngine *e, Seq *s)
 		if (e->drafter != NULL)
 			llm_draft_seq_keep(e->drafter, &s->draft_seq, s->n_past);
 	}
+	/* the gate's estimates count drafted tokens only: a forced one is certain */
+	llm_spec_rate_note(&s->spec_rate, drafted - forced, accepted > forced ? accepted - forced : 0, SEQ_RATE_DECAY);
+	llm_spec_rate_note(&e->spec_rate, drafted - forced, accepted > forced ? accepted - forced : 0, ENGINE_RATE_DECAY);
+	s->n_draft_forced = 0;
 	/* a miss costs a step its drafts: after misses in a row, pause 2, 4, ... 32 steps */
 	s->draft_misses = accepted == 0 ? s->draft_misses + 1 : 0;
 	s->draft_skip = s->draft_misses > 1 ? 1 << (s->draft_misses - 1 < 5 ? s->draft_misses - 1 : 5) : 0;
@@ -1392,6 +1457,7 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 
 	int			n_decoding = 0;
 	int			spec_budget;
+	double		t_forward;
 
 	for (int i = 0; i < e->n_seqs; i++)
 		if (e->seqs[i]->state == SEQ_RUNNING)
@@ -1416,10 +1482,11 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 		llm_pace_begin(&e->pace, running == 1 && waiting == 0);
 	}
 	n_prompts = prompt_order(e);
-	/* drafts only where the step would read the weights for few tokens anyway: no prompt, few decoders */
+	/* drafts only in steps with no prompt, and only those worth their compute (spec_gate.h) */
 	for (int i = 0; i < e->n_seqs; i++)
 		n_decoding += e->seqs[i]->state == SEQ_RUNNING && e->seqs[i]->n_tokens - e->seqs[i]->n_past == 1;
-	spec_budget = e->config.speculative != LLM_SPEC_OFF && n_prompts == 0 ? e->config.spec_step_tokens - n_decoding : 0;
+	spec_budget = e->config.speculative != LLM_SPEC_OFF && n_prompts == 0 ? e->config.spec_step_drafts : 0;
+	llm_spec_gate_begin(&e->spec_gate, n_decoding, e->config.spec_knee_tokens);
 	if (e->drafter != NULL && spec_budget > 0)
 	{
 		draft_with_model(e, spec_budget);
@@ -1464,8 +1531,11 @@ llm_engine_step(LlmEngine *e, LlmError *err)
 	batch.pos = e->b_pos;
 	batch.seq = e->b_seq;
 	batch.want_logits = e->b_want;
+	t_forward = llm_pace_now();
 	st = llm_forward(e->model, e->backend, &e->kv, &e->run, &batch, e->logits, err);
 	llm_pace_end(&e->pace);
+	if (e->config.speculative == LLM_SPEC_DRAFT && !any_prompt)
+		llm_spec_costs_step(&e->spec_costs, llm_pace_now() - t_forward, n_batch, e->config.spec_knee_tokens);
 	e->stats.steps++;
 	if (st != LLM_OK)
 	{

@@ -145,14 +145,15 @@ typedef struct LlmEngineConfig
 	 * Speculative decoding: decoding sequences feed drafted tokens beside
 	 * their last one and keep those the sampler picks, so the output is
 	 * the same bits as without.  Only in steps with no prompt to compute,
-	 * while the decoding tokens and drafts stay within spec_step_tokens
-	 * (where a step costs about what one token's does); off under a KV
-	 * budget (eviction).
+	 * and only drafts worth their compute by the cost model of
+	 * spec_gate.h, whose knee is spec_knee_tokens (0: the device's
+	 * default); off under a KV budget (eviction).
 	 */
 	LlmSpeculative speculative;
 	const LlmModel *draft_model;	/* LLM_SPEC_DRAFT: the draft model (the caller keeps it loaded) */
 	int			spec_max_draft; /* drafted tokens per sequence and step, at most (1 to LLM_SPEC_MAX_DRAFT) */
-	int			spec_step_tokens;	/* a step's decoding tokens and drafts, at most */
+	int			spec_step_drafts;	/* drafted tokens per step, at most (their logits rows) */
+	double		spec_knee_tokens;	/* tokens a step feeds where compute costs what reading the weights does; 0: the device's */
 } LlmEngineConfig;
 
 #define LLM_SPEC_MAX_DRAFT 16

@@ -7,8 +7,8 @@
 #include <time.h>
 
 /* Seconds on the monotonic clock. */
-static double
-now_s(void)
+double
+llm_pace_now(void)
 {
 	struct timespec ts;
 
@@ -57,7 +57,7 @@ llm_pace_begin(LlmPace *p, bool alone)
 	p->step_target_s = alone && p->target_s > 0.0 && p->target_s < LLM_PACE_ALONE_S ? LLM_PACE_ALONE_S : p->target_s;
 	p->step_cost = 0.0;
 	p->prompt_cost = 0.0;
-	p->t0 = now_s();
+	p->t0 = llm_pace_now();
 }
 
 /* Count n tokens at positions pos .. pos + n - 1 in the step. */
@@ -101,7 +101,7 @@ llm_pace_chunk(const LlmPace *p, int pos, int want, bool first)
 void
 llm_pace_end(LlmPace *p)
 {
-	double		dt = now_s() - p->t0;
+	double		dt = llm_pace_now() - p->t0;
 	double		r;
 
 	if (p->step_cost <= 0.0 || dt <= 0.0)

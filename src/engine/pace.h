@@ -49,6 +49,9 @@ typedef struct LlmPace
 	double		t0;				/* when that step began (seconds, monotonic) */
 } LlmPace;
 
+/* Seconds on the monotonic clock. */
+double		llm_pace_now(void);
+
 /* Set p up for model m and a target of step_ms milliseconds a step (0: no pacing). */
 void		llm_pace_init(LlmPace *p, const LlmModel *m, int step_ms);
 
