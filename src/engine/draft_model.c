@@ -10,12 +10,15 @@
  */
 #include "draft_model.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "cpu/backend_cpu.h"
 #include "forward.h"
+#include "pace.h"
 #include "tokenizer.h"
 
 #define DRAFT_KV_MAX_BYTES ((size_t) 256 << 20)	/* the draft's KV pool, at most */
@@ -141,15 +144,19 @@ llm_draft_model_free(LlmDraftModel *d)
 	free(d);
 }
 
-/* The highest of n_vocab logits (lowest id on ties, NaN never). */
+/* The highest of n_vocab logits (lowest id on ties, NaN never), and its probability into *p. */
 static int32_t
-greedy(const float *logits, int n_vocab)
+greedy(const float *logits, int n_vocab, double *p)
 {
 	int32_t		best = 0;
+	double		sum = 0;
 
 	for (int32_t t = 1; t < n_vocab; t++)
 		if (logits[t] > logits[best])
 			best = t;
+	for (int32_t t = 0; t < n_vocab; t++)
+		sum += exp((double) logits[t] - logits[best]);
+	*p = sum > 0 ? 1.0 / sum : 0;
 	return best;
 }
 
@@ -169,10 +176,37 @@ run_pass(LlmDraftModel *d, LlmDraftJob *jobs, int n, LlmError *err)
 
 		j->seq->n_past++;
 		if (d->b_want[i])
-			j->out[j->n_out++] = greedy(d->logits + (size_t) row++ * d->model->config.n_vocab,
-										d->model->config.n_vocab);
+		{
+			double		p;
+			int32_t		t = greedy(d->logits + (size_t) row++ * d->model->config.n_vocab, d->model->config.n_vocab, &p);
+
+			/* a proposal unlikely enough to lose its row ends the job's draft */
+			if (j->chance * p <= j->min_chance)
+				j->max_draft = j->n_out;
+			else
+			{
+				j->chance *= p;
+				j->expected += j->chance;
+				j->out[j->n_out++] = t;
+			}
+		}
 	}
 	return LLM_OK;
+}
+
+/* Run a pass of nb tokens for n jobs; one of at most a token a job counts into *passes and *seconds. */
+static LlmStatus
+timed_pass(LlmDraftModel *d, LlmDraftJob *jobs, int nb, int n, int *passes, double *seconds, LlmError *err)
+{
+	double		t0 = llm_pace_now();
+	LlmStatus	st = run_pass(d, jobs, nb, err);
+
+	if (nb <= n)
+	{
+		(*passes)++;
+		*seconds += llm_pace_now() - t0;
+	}
+	return st;
 }
 
 /* Add token t of job ji at pos to the pass being built (n so far); returns the new count. */
@@ -189,16 +223,20 @@ pass_add(LlmDraftModel *d, LlmDraftJob *jobs, int ji, int n, int32_t t, int pos,
 
 /* Propose drafts for n jobs (draft_model.h). */
 LlmStatus
-llm_draft_model_propose(LlmDraftModel *d, LlmDraftJob *jobs, int n, LlmError *err)
+llm_draft_model_propose(LlmDraftModel *d, LlmDraftJob *jobs, int n, int *n_passes, double *seconds, LlmError *err)
 {
 	int			passes = 0;
 	LlmStatus	st;
 
+	*n_passes = 0;
+	*seconds = 0;
 	for (int i = 0; i < n; i++)
 	{
 		LlmDraftJob *j = &jobs[i];
 
 		j->n_out = 0;
+		j->chance = 1.0;
+		j->expected = 0;
 		if (j->seq->n_past > j->n - 1)
 			llm_draft_seq_keep(d, j->seq, j->n - 1);
 		if (j->n + j->max_draft > d->n_ctx ||
@@ -225,7 +263,7 @@ llm_draft_model_propose(LlmDraftModel *d, LlmDraftJob *jobs, int n, LlmError *er
 			}
 		if (nb == 0)
 			break;
-		if ((st = run_pass(d, jobs, nb, err)) != LLM_OK)
+		if ((st = timed_pass(d, jobs, nb, n, n_passes, seconds, err)) != LLM_OK)
 			return st;
 	}
 	/* the rest: each pass reads every job's newest draft and proposes the next */
@@ -238,7 +276,7 @@ llm_draft_model_propose(LlmDraftModel *d, LlmDraftJob *jobs, int n, LlmError *er
 				nb = pass_add(d, jobs, i, nb, jobs[i].out[p - 1], jobs[i].n + p - 1, true);
 		if (nb == 0)
 			break;
-		if ((st = run_pass(d, jobs, nb, err)) != LLM_OK)
+		if ((st = timed_pass(d, jobs, nb, n, n_passes, seconds, err)) != LLM_OK)
 			return st;
 	}
 	return LLM_OK;

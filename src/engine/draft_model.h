@@ -33,7 +33,9 @@ typedef struct LlmDraftSeq
 
 /*
  * One sequence's request to draft: tokens (n of them; the last is not yet
- * fed to the draft model) and up to max_draft tokens to propose into out.
+ * fed to the draft model) and up to max_draft tokens to propose into out,
+ * each while the draft model's chance that the run so far is right (the
+ * product of its proposals' probabilities) stays above min_chance.
  */
 typedef struct LlmDraftJob
 {
@@ -42,7 +44,10 @@ typedef struct LlmDraftJob
 	int			n;
 	int			max_draft;
 	int32_t    *out;
+	double		min_chance;		/* 0: propose max_draft */
 	int			n_out;			/* set: tokens proposed */
+	double		chance;			/* set: the chance of the whole run */
+	double		expected;		/* set: tokens of it expected to be accepted (the sum of its prefixes' chances) */
 } LlmDraftJob;
 
 /*
@@ -60,10 +65,14 @@ void		llm_draft_model_free(LlmDraftModel *d);
 /*
  * Propose for n jobs at once: each sequence's unfed tokens are read (its KV
  * reserved first: a job whose KV the pool cannot hold proposes nothing),
- * then max_draft tokens are chosen greedily, a pass each, the longest job
- * setting the number of passes.
+ * then up to max_draft tokens are chosen greedily, a pass each, the longest
+ * job setting the number of passes; a job stops at the first proposal that
+ * would bring its chance below min_chance.  *passes and *seconds: the
+ * passes of one token a job it ran (catching up on a long prompt is not
+ * one), and the time they took.
  */
-LlmStatus	llm_draft_model_propose(LlmDraftModel *d, LlmDraftJob *jobs, int n, LlmError *err);
+LlmStatus	llm_draft_model_propose(LlmDraftModel *d, LlmDraftJob *jobs, int n, int *passes, double *seconds,
+										LlmError *err);
 
 /* After verification: keep the keys of the first n_kept tokens (those the sequence now holds). */
 void		llm_draft_seq_keep(LlmDraftModel *d, LlmDraftSeq *s, int n_kept);
