@@ -64,6 +64,7 @@ if [ -d build-asan/test ]; then
 fi
 for t in build/cuda/test_cuda build/cuda-emu/test_cuda; do [ -x "$t" ] && run "$t" "$t" --quick; done  # CUDA: on a GPU, and on the CPU emulator
 run "cli_test.sh" test/cli_test.sh
+run "spec_mutation.sh" env -u LLM_TEST_MODELS test/spec_mutation.sh  # a wrong verification of drafts is caught
 run "chat_template_test.py" python3 test/chat_template_test.py $smollm2
 run "json_schema_test.py" python3 test/json_schema_test.py bin/llm-cli ../shared/models/stories260K.gguf $smollm2
 run "gemma_test.sh" test/gemma_test.sh
