@@ -22,6 +22,8 @@ CREATE TABLE llm_job (
     where_clause text,
     search_path text NOT NULL,          -- the submitter's, for prompt and where_clause
     batch_rows int NOT NULL,
+    continuous boolean NOT NULL,        -- keeps filling rows inserted or updated later
+    worker_pid int,                     -- the job's worker, which the continuous trigger wakes
     max_tokens int NOT NULL,
     temperature float8 NOT NULL,
     top_p float8 NOT NULL,
@@ -84,13 +86,24 @@ CREATE FUNCTION llm_fill(target regclass, column_name name, prompt text,
                          threshold float8 DEFAULT 0.5,
                          calibrate boolean DEFAULT true,
                          where_clause text DEFAULT NULL,
-                         batch_rows int DEFAULT 64)
+                         batch_rows int DEFAULT 64,
+                         continuous boolean DEFAULT false)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'llm_fill'
 LANGUAGE C VOLATILE;
 
-COMMENT ON FUNCTION llm_fill(regclass, name, text, text, int, float8, float8, int, bigint, text[], boolean, text, jsonb, text[], text[], text, text, float8, boolean, text, int) IS
-'queue a background job that fills column_name of every row of target where it is NULL (and where_clause holds) with the answer of function (generate, classify, filter or probability) to prompt, an SQL expression over the row; runs as the calling role, commits every batch_rows rows, resumes after a restart; returns the job id';
+COMMENT ON FUNCTION llm_fill(regclass, name, text, text, int, float8, float8, int, bigint, text[], boolean, text, jsonb, text[], text[], text, text, float8, boolean, text, int, boolean) IS
+'queue a background job that fills column_name of every row of target where it is NULL (and where_clause holds) with the answer of function (generate, classify, filter or probability) to prompt, an SQL expression over the row; runs as the calling role, commits every batch_rows rows, resumes after a restart; continuous => true keeps filling rows inserted or updated later (a trigger wakes the job) until it is cancelled; returns the job id';
+
+-- The statement trigger of a continuous job (its argument: the job id):
+-- wakes the job's worker when the statement's transaction commits.
+CREATE FUNCTION llm_job_trigger()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'llm_job_trigger'
+LANGUAGE C;
+
+COMMENT ON FUNCTION llm_job_trigger() IS
+'statement trigger of a continuous llm_fill job (argument: the job id): wakes its worker when the transaction commits';
 
 CREATE FUNCTION llm_job_cancel(id bigint)
 RETURNS boolean
@@ -131,6 +144,7 @@ SELECT j.id,
        j.column_name,
        j.function,
        j.state,
+       j.continuous,
        j.rows_done,
        j.rows_total,
        j.errors,

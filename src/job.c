@@ -31,13 +31,17 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "parser/parser.h"
 #include "postmaster/bgworker.h"
 #include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
 #include "utils/acl.h"
 #include "utils/array.h"
+#include "utils/fmgrprotos.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/guc.h"
@@ -53,6 +57,7 @@ PG_FUNCTION_INFO_V1(llm_job_cancel);
 PG_FUNCTION_INFO_V1(llm_job_pause);
 PG_FUNCTION_INFO_V1(llm_job_resume);
 PG_FUNCTION_INFO_V1(llm_job_wait);
+PG_FUNCTION_INFO_V1(llm_job_trigger);
 
 /* The functions a job runs; param_columns are in the order of the function's arguments after the input. */
 static const LlmJobFuncInfo LlmJobFuncs[] = {
@@ -75,9 +80,11 @@ typedef struct LlmJobPending
 {
 	int64		job_id;
 	Oid			roleid;
+	int			wake_pid;		/* PendingWakes: the worker to wake */
 } LlmJobPending;
 
 static List *PendingLaunches = NIL;	/* of LlmJobPending, in TopTransactionContext */
+static List *PendingWakes = NIL;	/* the same, of continuous jobs whose trigger fired */
 
 /* The job function called name, or NULL. */
 const LlmJobFuncInfo *
@@ -223,6 +230,14 @@ LlmJobXactCallback(XactEvent event, void *arg)
 
 	if (event == XACT_EVENT_COMMIT)
 	{
+		foreach(lc, PendingWakes)
+		{
+			LlmJobPending *p = lfirst(lc);
+			PGPROC	   *proc = BackendPidGetProc(p->wake_pid);
+
+			if (proc != NULL)
+				SetLatch(&proc->procLatch);
+		}
 		foreach(lc, PendingLaunches)
 		{
 			LlmJobPending *p = lfirst(lc);
@@ -239,7 +254,10 @@ LlmJobXactCallback(XactEvent event, void *arg)
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
 		event == XACT_EVENT_PREPARE)
+	{
 		PendingLaunches = NIL;	/* its memory goes with the transaction's */
+		PendingWakes = NIL;
+	}
 }
 
 /* Start job job_id's worker, as roleid, when this transaction commits. */
@@ -449,38 +467,128 @@ LlmJobCheckTarget(Oid relid, AttrNumber attnum, const char *colname)
 #endif
 }
 
+/*
+ * Create (create) or drop the statement trigger of continuous job job_id
+ * on relid, as the catalog's owner (llm_fill has checked the caller's
+ * TRIGGER privilege).  SPI connected.
+ */
+void
+LlmJobTrigger(const LlmJobCatalog *cat, int64 job_id, Oid relid, bool create)
+{
+	char	   *rel;
+	LlmJobAs	as;
+	int			ret;
+
+	if (get_rel_name(relid) == NULL)
+		return;					/* the table is gone, and its triggers with it */
+	rel = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+	LlmJobCatalogBegin(cat, &as);
+	if (create)
+		ret = SPI_execute(psprintf("CREATE TRIGGER llm_fill_" INT64_FORMAT " AFTER INSERT OR UPDATE ON %s "
+								   "FOR EACH STATEMENT EXECUTE FUNCTION %s.llm_job_trigger('" INT64_FORMAT "')",
+								   job_id, rel, quote_identifier(get_namespace_name(cat->nsp)), job_id),
+						  false, 0);
+	else
+		ret = SPI_execute(psprintf("DROP TRIGGER IF EXISTS llm_fill_" INT64_FORMAT " ON %s", job_id, rel),
+						  false, 0);
+	LlmJobCatalogEnd(&as);
+	if (ret != SPI_OK_UTILITY)
+		elog(ERROR, "could not %s the trigger of llm job " INT64_FORMAT, create ? "create" : "drop", job_id);
+}
+
+/* Wake the worker of job job_id, whose pid is pid, when this transaction commits. */
+static void
+LlmJobWakeAtCommit(int64 job_id, int pid)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	LlmJobPending *p = palloc(sizeof(LlmJobPending));
+
+	p->job_id = job_id;
+	p->roleid = InvalidOid;
+	p->wake_pid = pid;
+	PendingWakes = lappend(PendingWakes, p);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * llm_job_trigger()
+ *		The statement trigger of a continuous job (its argument: the job
+ *		id): its worker looks for rows to fill once the transaction
+ *		commits.
+ */
+Datum
+llm_job_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	LlmJobCatalog cat;
+	LlmJobAs	as;
+	Oid			argtype = INT8OID;
+	Datum		arg;
+	int64		job_id;
+	int			ret;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || trigdata->tg_trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("llm_job_trigger() must be called as a trigger with a job id")));
+	job_id = pg_strtoint64(trigdata->tg_trigger->tgargs[0]);
+	arg = Int64GetDatum(job_id);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (LlmJobCatalogFind(&cat))
+	{
+		LlmJobCatalogBegin(&cat, &as);
+		ret = SPI_execute_with_args(psprintf("SELECT worker_pid FROM %s WHERE id OPERATOR(pg_catalog.=) $1 "
+											 "AND state OPERATOR(pg_catalog.=) 'running'", cat.job_rel),
+									1, &argtype, &arg, NULL, true, 1);
+		LlmJobCatalogEnd(&as);
+		if (ret == SPI_OK_SELECT && SPI_processed == 1)
+		{
+			bool		isnull;
+			Datum		pid = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (!isnull)
+				LlmJobWakeAtCommit(job_id, DatumGetInt32(pid));
+		}
+	}
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}
+
 /* llm_fill's arguments, by position. */
 enum
 {
 	FILL_TARGET, FILL_COLUMN, FILL_PROMPT, FILL_FUNCTION, FILL_MAX_TOKENS, FILL_TEMPERATURE, FILL_TOP_P,
 	FILL_TOP_K, FILL_SEED, FILL_STOP, FILL_CHAT, FILL_SYSTEM, FILL_JSON_SCHEMA, FILL_CHOICES, FILL_LABELS,
-	FILL_INSTRUCTION, FILL_QUESTION, FILL_THRESHOLD, FILL_CALIBRATE, FILL_WHERE, FILL_BATCH_ROWS, FILL_NARGS
+	FILL_INSTRUCTION, FILL_QUESTION, FILL_THRESHOLD, FILL_CALIBRATE, FILL_WHERE, FILL_BATCH_ROWS, FILL_CONTINUOUS,
+	FILL_NARGS
 };
 
 /* llm_job's columns for llm_fill's arguments from FILL_MAX_TOKENS on, and their types. */
 static const char *const FillColumns[] = {
 	"max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "chat", "system", "json_schema",
-	"choices", "labels", "instruction", "question", "threshold", "calibrate", "where_clause", "batch_rows"
+	"choices", "labels", "instruction", "question", "threshold", "calibrate", "where_clause", "batch_rows",
+	"continuous"
 };
 static const Oid FillTypes[] = {
 	INT4OID, FLOAT8OID, FLOAT8OID, INT4OID, INT8OID, TEXTARRAYOID, BOOLOID, TEXTOID, JSONBOID,
-	TEXTARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, FLOAT8OID, BOOLOID, TEXTOID, INT4OID
+	TEXTARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, FLOAT8OID, BOOLOID, TEXTOID, INT4OID, BOOLOID
 };
 
 /*
  * llm_fill(target, column_name, prompt, function, max_tokens, temperature, top_p, top_k, seed, stop, chat,
  *			system, json_schema, choices, labels, instruction, question, threshold, calibrate,
- *			where_clause, batch_rows)
+ *			where_clause, batch_rows, continuous)
  *		Queue a job that fills column_name of target's rows where it is
- *		NULL; its id.
+ *		NULL (continuous: and keeps filling them); its id.
  */
 Datum
 llm_fill(PG_FUNCTION_ARGS)
 {
 	static const int required[] = {FILL_TARGET, FILL_COLUMN, FILL_PROMPT, FILL_FUNCTION, FILL_MAX_TOKENS,
-	FILL_TEMPERATURE, FILL_TOP_P, FILL_TOP_K, FILL_CALIBRATE, FILL_BATCH_ROWS};
+	FILL_TEMPERATURE, FILL_TOP_P, FILL_TOP_K, FILL_CALIBRATE, FILL_BATCH_ROWS, FILL_CONTINUOUS};
 	static const char *const required_names[] = {"target", "column_name", "prompt", "function", "max_tokens",
-	"temperature", "top_p", "top_k", "calibrate", "batch_rows"};
+	"temperature", "top_p", "top_k", "calibrate", "batch_rows", "continuous"};
 	Oid			relid;
 	char	   *colname;
 	AttrNumber	attnum;
@@ -538,6 +646,11 @@ llm_fill(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
 	LlmJobCheckTarget(relid, attnum, colname);
+	if (PG_GETARG_BOOL(FILL_CONTINUOUS) && pg_class_aclcheck(relid, GetUserId(), ACL_TRIGGER) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to keep column \"%s\" of table \"%s\" filled", colname, get_rel_name(relid)),
+				 errdetail("A continuous job puts a trigger on the table, which needs the TRIGGER privilege on it.")));
 	LlmJobCheckExpr(prompt, "prompt");
 	if (where != NULL)
 		LlmJobCheckExpr(where, "where_clause");
@@ -602,6 +715,8 @@ llm_fill(PG_FUNCTION_ARGS)
 		if (SPI_prepare(LlmJobUpdateSql(relid, attnum, fi), 3, update_types) == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	}
+	if (PG_GETARG_BOOL(FILL_CONTINUOUS))
+		LlmJobTrigger(&cat, job_id, relid, true);
 	SPI_finish();
 
 	LlmJobLaunchAtCommit(job_id, GetUserId());
@@ -611,7 +726,8 @@ llm_fill(PG_FUNCTION_ARGS)
 /*
  * Set job job_id's state to new_state when it is one of from (a
  * comma-separated list of quoted states), as a role with the privileges
- * of the job's role; whether it was.  Errors when there is no such job
+ * of the job's role; whether it was.  Cancelling a continuous job drops
+ * its trigger.  Errors when there is no such job
  * the current role may see.  *roleid gets the job's role.
  */
 static bool
@@ -623,6 +739,8 @@ LlmJobSetState(int64 job_id, const char *from, const char *new_state, Oid *rolei
 	Datum		arg = Int64GetDatum(job_id);
 	bool		isnull;
 	bool		changed;
+	Oid			relid;
+	bool		continuous;
 	int			ret;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -633,7 +751,8 @@ LlmJobSetState(int64 job_id, const char *from, const char *new_state, Oid *rolei
 				 errmsg("extension llm has no job catalog in this database"),
 				 errhint("Run ALTER EXTENSION llm UPDATE.")));
 	LlmJobCatalogBegin(&cat, &as);
-	ret = SPI_execute_with_args(psprintf("SELECT role, state IN (%s) FROM %s WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	ret = SPI_execute_with_args(psprintf("SELECT role, state IN (%s), target, continuous FROM %s "
+										 "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 										 from, cat.job_rel), 1, &argtype, &arg, NULL, false, 1);
 	LlmJobCatalogEnd(&as);
 	if (ret != SPI_OK_SELECT)
@@ -647,6 +766,8 @@ LlmJobSetState(int64 job_id, const char *from, const char *new_state, Oid *rolei
 				 errmsg("llm job " INT64_FORMAT " does not exist", job_id),
 				 errhint("llm_jobs lists the jobs of the roles whose privileges you have.")));
 	changed = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	continuous = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
 	if (changed)
 	{
 		LlmJobCatalogBegin(&cat, &as);
@@ -657,6 +778,8 @@ LlmJobSetState(int64 job_id, const char *from, const char *new_state, Oid *rolei
 		LlmJobCatalogEnd(&as);
 		if (ret != SPI_OK_UPDATE)
 			elog(ERROR, "could not update llm job " INT64_FORMAT, job_id);
+		if (strcmp(new_state, "cancelled") == 0 && continuous)
+			LlmJobTrigger(&cat, job_id, relid, false);
 	}
 	SPI_finish();
 	return changed;

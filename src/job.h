@@ -62,6 +62,7 @@ extern char *LlmJobSelectSql(Oid relid, AttrNumber attnum, const char *prompt, c
 extern char *LlmJobCountSql(Oid relid, AttrNumber attnum, const char *where);
 extern char *LlmJobUpdateSql(Oid relid, AttrNumber attnum, const LlmJobFuncInfo *fi);
 extern void LlmJobUpdateTypes(const LlmJobFuncInfo *fi, Oid *types);
+extern void LlmJobTrigger(const LlmJobCatalog *cat, int64 job_id, Oid relid, bool create);
 extern void LlmJobInit(void);
 
 /* job_worker.c */

@@ -14,6 +14,13 @@
  * loses at most the batch in flight; committed rows are never asked again,
  * as their column is no longer NULL.
  *
+ * A continuous job (llm_fill(..., continuous => true)) does not end when
+ * no rows are left: it sleeps until the statement trigger that llm_fill
+ * put on the table wakes it (llm_job_trigger, at the commit of a
+ * transaction that inserted or updated rows), or LLM_JOB_IDLE_WAIT_MS has
+ * passed, and looks again; the rows it fills are still those whose column
+ * is NULL, so an update that sets the column to NULL has it filled anew.
+ *
  * A row whose request fails (or whose prompt is NULL, or whose answer does
  * not fit the column) goes into llm_job_error and is left out of the job's
  * later batches; the job goes on.  Errors that are no row's fault (out of
@@ -54,6 +61,9 @@
 /* How long a job whose remaining rows others hold waits before it looks again. */
 #define LLM_JOB_LOCKED_WAIT_MS 1000
 
+/* How long an idle continuous job waits for its trigger before it looks anyway. */
+#define LLM_JOB_IDLE_WAIT_MS 10000
+
 /* A running job: what its worker read at its start. */
 typedef struct LlmJobRun
 {
@@ -64,6 +74,7 @@ typedef struct LlmJobRun
 	Oid			relid;
 	AttrNumber	attnum;
 	int			batch_rows;
+	bool		continuous;		/* keeps filling rows inserted or updated later */
 	NullableDatum *args;		/* the function's arguments, the input (args[0]) set per row */
 	int			nargs;
 	SPIPlanPtr	select_plan;	/* LlmJobSelectSql, kept */
@@ -95,6 +106,7 @@ typedef enum LlmJobStep
 {
 	LLM_JOB_MORE,				/* rows were filled: go on */
 	LLM_JOB_WAIT,				/* the rows left are locked by others: look again later */
+	LLM_JOB_IDLE,				/* continuous, and no rows left: wait for the trigger */
 	LLM_JOB_END					/* the job is done, paused, cancelled or gone */
 } LlmJobStep;
 
@@ -210,7 +222,7 @@ LlmJobSetup(LlmJobRun *run)
 	MemoryContextSwitchTo(old);
 
 	if (LlmJobExecCatalog(run, psprintf("SELECT state, target, column_name, function, prompt, where_clause, "
-										"search_path, batch_rows FROM %s WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+										"search_path, batch_rows, continuous FROM %s WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 										run->cat.job_rel), 1, &argtype, &arg, NULL) != SPI_OK_SELECT)
 		elog(ERROR, "could not read llm job " INT64_FORMAT, run->id);
 	if (SPI_processed == 0)
@@ -234,6 +246,7 @@ LlmJobSetup(LlmJobRun *run)
 	(void) set_config_option("search_path", SPI_getvalue(tup, desc, 7), PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SET, true, 0, false);
 	run->batch_rows = DatumGetInt32(SPI_getbinval(tup, desc, 8, &isnull));
+	run->continuous = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
 	if (run->fi == NULL)
 		elog(ERROR, "llm job " INT64_FORMAT " has an unknown function", run->id);
 	if (get_rel_name(run->relid) == NULL)
@@ -272,14 +285,14 @@ LlmJobSetup(LlmJobRun *run)
 		elog(ERROR, "could not count the rows of llm job " INT64_FORMAT, run->id);
 	left = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	{
-		Oid			types[2] = {INT8OID, INT8OID};
-		Datum		values[2] = {Int64GetDatum(run->id), Int64GetDatum(left)};
+		Oid			types[3] = {INT8OID, INT8OID, INT4OID};
+		Datum		values[3] = {Int64GetDatum(run->id), Int64GetDatum(left), Int32GetDatum(MyProcPid)};
 
-		if (LlmJobExecCatalog(run, psprintf("UPDATE %s SET state = 'running', started_at = "
+		if (LlmJobExecCatalog(run, psprintf("UPDATE %s SET state = 'running', worker_pid = $3, started_at = "
 											"COALESCE(started_at, pg_catalog.now()), "
 											"rows_total = rows_done OPERATOR(pg_catalog.+) $2 "
 											"WHERE id OPERATOR(pg_catalog.=) $1", run->cat.job_rel),
-							  2, types, values, NULL) != SPI_OK_UPDATE)
+							  3, types, values, NULL) != SPI_OK_UPDATE)
 			elog(ERROR, "could not update llm job " INT64_FORMAT, run->id);
 	}
 	LlmJobCommitXact();
@@ -497,6 +510,14 @@ LlmJobBatch(LlmJobRun *run)
 			LlmJobCommitXact();
 			return LLM_JOB_WAIT;
 		}
+		if (run->continuous)
+		{
+			if (LlmJobExecCatalog(run, psprintf("UPDATE %s SET rows_total = rows_done WHERE id OPERATOR(pg_catalog.=) $1",
+												run->cat.job_rel), 1, &argtype, &arg, NULL) != SPI_OK_UPDATE)
+				elog(ERROR, "could not update llm job " INT64_FORMAT, run->id);
+			LlmJobCommitXact();
+			return LLM_JOB_IDLE;
+		}
 		if (LlmJobExecCatalog(run, psprintf("UPDATE %s SET state = 'done', finished_at = pg_catalog.now(), "
 											"rows_total = rows_done WHERE id OPERATOR(pg_catalog.=) $1",
 											run->cat.job_rel), 1, &argtype, &arg, NULL) != SPI_OK_UPDATE)
@@ -657,6 +678,8 @@ LlmJobFail(LlmJobRun *run, const char *message)
 	Datum		values[2] = {Int64GetDatum(run->id), CStringGetTextDatum(message)};
 
 	LlmJobBeginXact("llm job: failing");
+	if (run->continuous && run->cat.job_rel != NULL)
+		LlmJobTrigger(&run->cat, run->id, run->relid, false);
 	if (run->cat.job_rel != NULL || LlmJobCatalogFind(&run->cat))
 		(void) LlmJobExecCatalog(run, psprintf("UPDATE %s SET state = 'failed', error = $2, finished_at = pg_catalog.now() "
 											   "WHERE id OPERATOR(pg_catalog.=) $1 AND state IN ('queued', 'running')",
@@ -713,10 +736,11 @@ LlmJobWorkerMain(Datum main_arg)
 				step = LlmJobBatch(&run);
 				if (step == LLM_JOB_END)
 					break;
-				if (step == LLM_JOB_WAIT)
+				if (step == LLM_JOB_WAIT || step == LLM_JOB_IDLE)
 				{
 					(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-									 LLM_JOB_LOCKED_WAIT_MS, PG_WAIT_EXTENSION);
+									 step == LLM_JOB_WAIT ? LLM_JOB_LOCKED_WAIT_MS : LLM_JOB_IDLE_WAIT_MS,
+									 PG_WAIT_EXTENSION);
 					ResetLatch(MyLatch);
 				}
 			}

@@ -4,7 +4,7 @@
 # about two thirds, filling every row exactly once, sending at most 1.05x
 # the rows' requests, and putting a failing row into the error table; a
 # row another session holds is neither overwritten nor lost; cancel, pause
-# and resume; a role cannot fill a table it cannot update, nor escape
+# and resume; a continuous job fills rows inserted or updated later; a role cannot fill a table it cannot update, nor escape
 # itself through where_clause, and row-level security holds.
 use strict;
 use warnings;
@@ -38,8 +38,10 @@ BEGIN INSERT INTO fill_log VALUES (NEW.id, NEW.summary); RETURN NEW; END \$\$;
 CREATE TRIGGER docs_log AFTER UPDATE OF summary ON docs FOR EACH ROW EXECUTE FUNCTION log_fill();
 });
 
-# requests completed, failed and cancelled since the server started
+# requests completed, failed and cancelled since the server started, and
+# (before a fault) those in flight, which the fault loses
 my $requests_sql = 'SELECT completed_requests + failed_requests + cancelled_requests FROM llm_stats';
+my $in_flight_sql = 'SELECT completed_requests + failed_requests + cancelled_requests + queued_requests + running_requests FROM llm_stats';
 
 my $job = $node->safe_psql('postgres',
 	"SELECT llm_fill('docs', 'summary', 'body', max_tokens => $tokens, batch_rows => 32)");
@@ -59,7 +61,7 @@ sub wait_done
 # ---- kill -9 of the job's worker at about a third ----
 wait_done(1 / 3);
 my ($pid, $requests_1) = split /\|/, $node->safe_psql('postgres',
-	"SELECT (SELECT pid FROM pg_stat_activity WHERE backend_type = 'llm job'), ($requests_sql)");
+	"SELECT (SELECT pid FROM pg_stat_activity WHERE backend_type = 'llm job'), ($in_flight_sql)");
 ok($pid, "the job runs in a background worker of its own (pid $pid)");
 kill 'KILL', $pid;
 # the postmaster restarts every process; the job's worker comes back
@@ -70,7 +72,7 @@ pass('the job resumes after kill -9 of its worker');
 
 # ---- an immediate-mode stop at about two thirds ----
 wait_done(2 / 3);
-my $requests_2 = $node->safe_psql('postgres', $requests_sql);
+my $requests_2 = $node->safe_psql('postgres', $in_flight_sql);
 $node->stop('immediate');
 $node->start;
 llm_wait_state($node);
@@ -140,6 +142,27 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM slow WHERE answer IS NOT N
 	"a cancelled job fills nothing more ($cancelled_at rows filled)");
 is($node->safe_psql('postgres', "SELECT llm_job_resume($slow)"), 'f', 'a cancelled job does not resume');
 
+# ---- a continuous job: rows inserted or updated later get filled ----
+$node->safe_psql('postgres', q{CREATE TABLE live (id serial PRIMARY KEY, body text, answer text);
+INSERT INTO live (body) SELECT 'Sue found ' || i || ' shells.' FROM generate_series(1, 5) i});
+my $live = $node->safe_psql('postgres',
+	"SELECT llm_fill('live', 'answer', 'body', max_tokens => 6, batch_rows => 8, continuous => true)");
+$node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM live WHERE answer IS NULL')
+  or die 'the continuous job did not fill the first rows';
+is($node->safe_psql('postgres', "SELECT state || ' ' || continuous FROM llm_jobs WHERE id = $live"), 'running true',
+	'a continuous job keeps running when its rows are filled');
+$node->safe_psql('postgres', q{INSERT INTO live (body) SELECT 'Max ate ' || i || ' pies.' FROM generate_series(1, 20) i});
+$node->safe_psql('postgres', q{UPDATE live SET body = 'Tom sang a song.', answer = NULL WHERE id = 2});
+my $secs = llm_poll($node, 'SELECT count(*) = 0 FROM live WHERE answer IS NULL');
+pass(sprintf('rows inserted and updated later are filled (%.1f s)', $secs));
+cmp_ok($secs, '<', 8, 'woken by the trigger, not by its 10 s timeout');
+is($node->safe_psql('postgres',
+	q{SELECT count(*) FROM live WHERE answer IS DISTINCT FROM llm_generate(body, max_tokens => 6)}),
+	'0', "they are llm_generate's answers");
+is($node->safe_psql('postgres', "SELECT llm_job_cancel($live)"), 't', 'a continuous job is cancelled');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'live'::regclass"), '0',
+	'with its trigger');
+
 # ---- privileges ----
 $node->safe_psql('postgres', q{
 CREATE ROLE alice LOGIN;
@@ -158,6 +181,10 @@ GRANT SELECT, UPDATE ON notes TO alice;
 my ($rc, $out, $err) = $node->psql('postgres',
 	"SELECT llm_fill('readonly', 'answer', 'body', max_tokens => 4)", extra_params => ['-U', 'alice']);
 like($err, qr/permission denied to fill column "answer" of table "readonly"/, 'a role cannot fill a table it cannot update');
+($rc, $out, $err) = $node->psql('postgres',
+	"SELECT llm_fill('notes', 'answer', 'body', max_tokens => 4, continuous => true)", extra_params => ['-U', 'alice']);
+like($err, qr/permission denied to keep column "answer" of table "notes" filled/,
+	'nor keep it filled without the TRIGGER privilege');
 ($rc, $out, $err) = $node->psql('postgres',
 	"SELECT llm_fill('notes', 'answer', 'body', max_tokens => 4, where_clause => 'EXISTS (SELECT FROM secret)')",
 	extra_params => ['-U', 'alice']);
