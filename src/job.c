@@ -332,23 +332,35 @@ LlmJobCheckExpr(const char *text, const char *what)
 }
 
 /*
+ * The primary key of relid: its index's pg_index row (to be released), or
+ * NULL when it has none.
+ */
+static HeapTuple
+LlmJobPrimaryKey(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	Oid			pk;
+
+	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
+	pk = rel->rd_pkindex;
+	table_close(rel, AccessShareLock);
+	if (!OidIsValid(pk))
+		return NULL;
+	return SearchSysCache1(INDEXRELID, ObjectIdGetDatum(pk));
+}
+
+/*
  * The text of the row key of relid's rows: its primary key's columns (one
  * as text, several as a row), else the row's ctid.
  */
 char *
 LlmJobRowKey(Oid relid)
 {
-	Relation	rel = table_open(relid, AccessShareLock);
+	HeapTuple	tuple = LlmJobPrimaryKey(relid);
 	StringInfoData key;
-	Oid			pk;
-	HeapTuple	tuple;
 
-	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
-	pk = rel->rd_pkindex;
-	table_close(rel, AccessShareLock);
-	if (!OidIsValid(pk) || !HeapTupleIsValid(tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(pk))))
+	if (!HeapTupleIsValid(tuple))
 		return pstrdup("t.ctid::pg_catalog.text");
-
 	initStringInfo(&key);
 	{
 		Form_pg_index index = (Form_pg_index) GETSTRUCT(tuple);
@@ -365,22 +377,57 @@ LlmJobRowKey(Oid relid)
 }
 
 /*
+ * The column of relid's primary key when it has one of one column (its
+ * quoted name, and its type's name in *type), else NULL: a job walks the
+ * table in its order, each batch after the last.
+ */
+char *
+LlmJobKeyColumn(Oid relid, char **type)
+{
+	HeapTuple	tuple = LlmJobPrimaryKey(relid);
+	char	   *col = NULL;
+
+	if (!HeapTupleIsValid(tuple))
+		return NULL;
+	if (((Form_pg_index) GETSTRUCT(tuple))->indnkeyatts == 1)
+	{
+		AttrNumber	attnum = ((Form_pg_index) GETSTRUCT(tuple))->indkey.values[0];
+		Oid			typid;
+		int32		typmod;
+		Oid			collid;
+
+		col = pstrdup(quote_identifier(get_attname(relid, attnum, false)));
+		get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collid);
+		*type = format_type_with_typemod(typid, typmod);
+	}
+	ReleaseSysCache(tuple);
+	return col;
+}
+
+/*
  * The statement that takes the next rows of a job: each row's table,
  * ctid, key and input, for at most limit rows where the column is NULL,
  * the job's where_clause holds and the key is not in $1 (the rows that
- * failed), locked, skipping rows another transaction has locked.
+ * failed), locked, skipping rows another transaction has locked.  A table
+ * with a primary key of one column is taken in its order; after_key: only
+ * rows after $2 (the key of the last row taken, as text), so that a batch
+ * does not pass again over the rows filled before it.
  */
 char *
-LlmJobSelectSql(Oid relid, AttrNumber attnum, const char *prompt, const char *where, int limit)
+LlmJobSelectSql(Oid relid, AttrNumber attnum, const char *prompt, const char *where, int limit, bool after_key)
 {
 	char	   *rel = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+	char	   *type = NULL;
+	char	   *keycol = LlmJobKeyColumn(relid, &type);
 
 	return psprintf("SELECT t.tableoid, t.ctid, %s, (\n%s\n)::pg_catalog.text FROM %s t "
-					"WHERE t.%s IS NULL AND (\n%s\n) AND %s OPERATOR(pg_catalog.<>) ALL ($1) "
-					"LIMIT %d FOR UPDATE OF t SKIP LOCKED",
+					"WHERE t.%s IS NULL AND (\n%s\n) AND %s OPERATOR(pg_catalog.<>) ALL ($1)%s "
+					"%s LIMIT %d FOR UPDATE OF t SKIP LOCKED",
 					LlmJobRowKey(relid), prompt, rel,
 					quote_identifier(get_attname(relid, attnum, false)),
-					where ? where : "true", LlmJobRowKey(relid), limit);
+					where ? where : "true", LlmJobRowKey(relid),
+					keycol && after_key ? psprintf(" AND t.%s > CAST($2 AS %s)", keycol, type) : "",
+					keycol ? psprintf("ORDER BY t.%s", keycol) : "", limit);
 }
 
 /* The statement that counts the rows a job has left to fill ($1 as for LlmJobSelectSql). */
@@ -703,7 +750,7 @@ llm_fill(PG_FUNCTION_ARGS)
 		Oid			argtype = TEXTARRAYOID;
 		Datum		none = PointerGetDatum(construct_empty_array(TEXTOID));
 		Oid			update_types[3];
-		char	   *select = LlmJobSelectSql(relid, attnum, prompt, where, 1);
+		char	   *select = LlmJobSelectSql(relid, attnum, prompt, where, 1, false);
 		SPIPlanPtr	plan = SPI_prepare(psprintf("SELECT * FROM (%s) s LIMIT 0", select), 1, &argtype);
 
 		if (plan == NULL)

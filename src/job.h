@@ -58,7 +58,9 @@ extern void LlmJobLockTag(LOCKTAG *tag, Oid dboid, int64 job_id);
 extern void LlmJobWorkerInit(BackgroundWorker *worker, Oid dboid, Oid roleid, int64 job_id);
 extern bool LlmJobLaunch(Oid dboid, Oid roleid, int64 job_id);
 extern char *LlmJobRowKey(Oid relid);
-extern char *LlmJobSelectSql(Oid relid, AttrNumber attnum, const char *prompt, const char *where, int limit);
+extern char *LlmJobKeyColumn(Oid relid, char **type);
+extern char *LlmJobSelectSql(Oid relid, AttrNumber attnum, const char *prompt, const char *where, int limit,
+							 bool after_key);
 extern char *LlmJobCountSql(Oid relid, AttrNumber attnum, const char *where);
 extern char *LlmJobUpdateSql(Oid relid, AttrNumber attnum, const LlmJobFuncInfo *fi);
 extern void LlmJobUpdateTypes(const LlmJobFuncInfo *fi, Oid *types);

@@ -78,6 +78,8 @@ typedef struct LlmJobRun
 	NullableDatum *args;		/* the function's arguments, the input (args[0]) set per row */
 	int			nargs;
 	SPIPlanPtr	select_plan;	/* LlmJobSelectSql, kept */
+	SPIPlanPtr	after_plan;		/* the same after a key, when the table has a key of one column; or NULL */
+	char	   *last_key;		/* after_plan's $2: the key of the last row taken, or NULL to start over */
 	SPIPlanPtr	count_plan;		/* LlmJobCountSql, kept */
 	SPIPlanPtr	update_plan;	/* LlmJobUpdateSql, kept */
 	List	   *failed_keys;	/* keys of the rows in llm_job_error (char *) */
@@ -209,6 +211,7 @@ LlmJobSetup(LlmJobRun *run)
 	MemoryContext old;
 	Oid			keys_type = TEXTARRAYOID;
 	Oid			update_types[3];
+	char	   *type;
 
 	LlmJobBeginXact("llm job: starting");
 	if (!LlmJobCatalogFind(&run->cat))
@@ -263,8 +266,15 @@ LlmJobSetup(LlmJobRun *run)
 	run->args = LlmJobArgs(&run->cat, run->id, run->fi, &run->nargs);
 	run->nargs = LlmBatchFuncNargs(run->fi->func);
 	MemoryContextSwitchTo(old);
-	run->select_plan = LlmJobKeepPlan(LlmJobSelectSql(run->relid, run->attnum, prompt, where, run->batch_rows),
-									  1, &keys_type);
+	run->select_plan = LlmJobKeepPlan(LlmJobSelectSql(run->relid, run->attnum, prompt, where, run->batch_rows,
+													  false), 1, &keys_type);
+	if (LlmJobKeyColumn(run->relid, &type) != NULL)
+	{
+		Oid			after_types[2] = {TEXTARRAYOID, TEXTOID};
+
+		run->after_plan = LlmJobKeepPlan(LlmJobSelectSql(run->relid, run->attnum, prompt, where, run->batch_rows,
+														 true), 2, after_types);
+	}
 	run->count_plan = LlmJobKeepPlan(LlmJobCountSql(run->relid, run->attnum, where), 1, &keys_type);
 	LlmJobUpdateTypes(run->fi, update_types);
 	run->update_plan = LlmJobKeepPlan(LlmJobUpdateSql(run->relid, run->attnum, run->fi), 3, update_types);
@@ -491,11 +501,34 @@ LlmJobBatch(LlmJobRun *run)
 		return LLM_JOB_END;
 	}
 
-	/* the batch's rows, locked */
+	/* the batch's rows, locked: after the last batch's, else from the start */
 	keys = LlmJobFailedKeys(run);
-	if (LlmJobExecAsRole(run, run->select_plan, &keys, NULL, 0) != SPI_OK_SELECT)
+	if (run->last_key != NULL)
+	{
+		Datum		values[2] = {keys, CStringGetTextDatum(run->last_key)};
+
+		if (LlmJobExecAsRole(run, run->after_plan, values, NULL, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the rows of llm job " INT64_FORMAT, run->id);
+		if (SPI_processed == 0)
+		{
+			/* the end of the table: start over, for the rows passed over (others held them) */
+			pfree(run->last_key);
+			run->last_key = NULL;
+			LlmJobCommitXact();
+			return LLM_JOB_MORE;
+		}
+	}
+	else if (LlmJobExecAsRole(run, run->select_plan, &keys, NULL, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the rows of llm job " INT64_FORMAT, run->id);
 	n_rows = (int) SPI_processed;
+	if (n_rows > 0 && run->after_plan != NULL)
+	{
+		char	   *last = SPI_getvalue(SPI_tuptable->vals[n_rows - 1], SPI_tuptable->tupdesc, 3);
+
+		if (run->last_key != NULL)
+			pfree(run->last_key);
+		run->last_key = MemoryContextStrdup(run->cxt, last);
+	}
 	if (n_rows == 0)
 	{
 		bool		isnull;
