@@ -21,6 +21,7 @@
 #include "utils/memutils.h"
 
 #include "llm.h"
+#include "job.h"
 
 /* 18 shows the module's name and version in pg_get_loaded_modules() */
 #ifdef PG_MODULE_MAGIC_EXT
@@ -570,6 +571,7 @@ _PG_init(void)
 	shmem_startup_hook = llm_shmem_startup;
 
 	LlmWorkerRegister();
+	LlmJobInit();
 	LlmBatchPlanInit();
 	LlmBatchScanInit();
 	RegisterXactCallback(llm_xact_callback, NULL);

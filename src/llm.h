@@ -329,6 +329,7 @@ typedef struct LlmJob
 	char	   *completion;		/* palloc'd, in the server encoding; NULL when failed */
 	bool		failed;			/* the request failed (only with error_as_null) */
 	char	   *error;			/* failed: why, the error's message and its detail (palloc'd) */
+	int			sqlerrcode;		/* failed: the error's SQLSTATE */
 	int32		prompt_tokens;
 	int32		completion_tokens;
 	int32		cached_tokens;

@@ -57,4 +57,16 @@
 #define LlmProcAclCheck(funcid, roleid, mode) pg_proc_aclcheck((funcid), (roleid), (mode))
 #endif
 
+/*
+ * 17 let a background worker connect as a role without LOGIN
+ * (BGWORKER_BYPASS_ROLELOGINCHECK); before, such a role cannot run a job
+ * (llm_fill refuses it).
+ */
+#include "postmaster/bgworker.h"
+#if PG_VERSION_NUM >= 170000
+#define LLM_BGWORKER_BYPASS_ROLELOGIN BGWORKER_BYPASS_ROLELOGINCHECK
+#else
+#define LLM_BGWORKER_BYPASS_ROLELOGIN 0
+#endif
+
 #endif							/* LLM_PG_COMPAT_H */

@@ -418,6 +418,7 @@ LlmQueueWait(LlmJob *job)
 	if (state == LLM_SLOT_ERROR && job->error_as_null)
 	{
 		job->failed = true;
+		job->sqlerrcode = sqlerrcode ? sqlerrcode : ERRCODE_INTERNAL_ERROR;
 		job->error = detail[0] ? psprintf("%s: %s", msg, detail) : pstrdup(msg);
 		job->completion = NULL;
 		job->finish_reason = LLM_FINISH_ERROR;
