@@ -1,7 +1,8 @@
-# The extension as a package: an installed 1.0, 1.1, 1.2 or 1.3 upgrades to
-# the same objects as a fresh install, and the new library serves their
+# The extension as a package: an installed 1.0, 1.1, 1.2, 1.3 or 1.4 upgrades
+# to the same objects as a fresh install, and the new library serves their
 # definitions (1.3 adds llm_chat and llm_schema_outline, 1.4 llm_stats's
-# speculative decoding columns);
+# speculative decoding columns, 1.5 llm_stats's and llm_role_stats's answer
+# cache columns);
 # no role can take over its SQL functions through its search_path (not even
 # inside another role's SECURITY DEFINER function);
 # it works in a schema of its own that is not in the search_path, and it
@@ -71,20 +72,32 @@ $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('postgres', 'CREATE DATABASE from_1_1');
 $node->safe_psql('postgres', 'CREATE DATABASE from_1_2');
 $node->safe_psql('postgres', 'CREATE DATABASE from_1_3');
+$node->safe_psql('postgres', 'CREATE DATABASE from_1_4');
 $node->safe_psql('upgraded', "CREATE EXTENSION llm VERSION '1.0'");
 $node->safe_psql('from_1_1', "CREATE EXTENSION llm VERSION '1.1'");
 $node->safe_psql('from_1_2', "CREATE EXTENSION llm VERSION '1.2'");
 $node->safe_psql('from_1_3', "CREATE EXTENSION llm VERSION '1.3'");
+$node->safe_psql('from_1_4', "CREATE EXTENSION llm VERSION '1.4'");
 $node->safe_psql('fresh', 'CREATE EXTENSION llm');
 
 is($node->safe_psql('fresh', 'SELECT extversion FROM pg_extension WHERE extname = $$llm$$'),
-	'1.4', 'a fresh install is version 1.4');
+	'1.5', 'a fresh install is version 1.5');
 my @old_status = split /\|/, $node->safe_psql('upgraded', 'SELECT * FROM llm_worker_status()'), -1;
 is(scalar @old_status, 13, "1.0's llm_worker_status() still gives its 13 columns from the new library");
 my @old_stats = split /\|/, $node->safe_psql('from_1_3', 'SELECT * FROM llm_stats'), -1;
 is(scalar @old_stats, 17, "1.3's llm_stats still gives its 17 columns from the new library");
 is($node->safe_psql('fresh', 'SELECT draft_tokens >= 0 AND draft_accepted_tokens >= 0 FROM llm_stats'), 't',
 	'1.4: llm_stats has the drafted and accepted tokens');
+@old_stats = split /\|/, $node->safe_psql('from_1_4', 'SELECT * FROM llm_stats'), -1;
+is(scalar @old_stats, 19, "1.4's llm_stats still gives its 19 columns from the new library");
+$node->safe_psql('from_1_4', "SELECT llm_generate('Once upon a time', 2)");
+my @old_roles = split /\|/, $node->safe_psql('from_1_4', 'SELECT * FROM llm_role_stats LIMIT 1'), -1;
+is(scalar @old_roles, 12, "1.4's llm_role_stats still gives its 12 columns from the new library");
+is($node->safe_psql('fresh',
+		'SELECT answer_cache_hits >= 0 AND answer_cache_entries >= 0 AND answer_cache_bytes >= 0 FROM llm_stats'),
+	't', '1.5: llm_stats has the answer cache columns');
+is($node->safe_psql('fresh', 'SELECT bool_and(answer_cache_hits >= 0) FROM llm_role_stats'), 't',
+	'1.5: llm_role_stats has the answer cache hits');
 
 # llm_generate_batch: a prompt over the context fails; NULL by on_error, and
 # 1.2 and later say why in its error column, which 1.0 and 1.1 lack
@@ -97,14 +110,14 @@ for my $db ('upgraded', 'from_1_1')
 	like($rows[1], qr/^2\|\|\d+\|0\|error$/, "$db: a failed prompt: NULL completion, finish_reason error");
 }
 my @rows = split /\n/, $node->safe_psql('fresh', $failing);
-like($rows[0], qr/^1\|.+\|5\|2\|length\|$/, '1.4: an answered prompt has no error');
+like($rows[0], qr/^1\|.+\|5\|2\|length\|$/, '1.5: an answered prompt has no error');
 like($rows[1], qr/^2\|\|0\|0\|error\|prompt is too long: The prompt has \d+ tokens; the model's context length is \d+\.$/,
-	"1.4: a failed prompt has the error's message and detail ($rows[1])");
+	"1.5: a failed prompt has the error's message and detail ($rows[1])");
 
 # llm_chat is new in 1.3
 my $has_chat = q{SELECT count(*) FROM pg_proc WHERE proname = 'llm_chat'};
 is($node->safe_psql('from_1_2', $has_chat), '0', '1.2 has no llm_chat');
-is($node->safe_psql('fresh', $has_chat), '1', '1.4 has llm_chat');
+is($node->safe_psql('fresh', $has_chat), '1', '1.5 has llm_chat');
 
 # ---- search_path: a hostile role and a superuser's SECURITY DEFINER function ----
 my $schema = '{"type":"object","properties":{"who":{"type":"string","maxLength":12}},"required":["who"]}';
@@ -170,19 +183,21 @@ is($node->safe_psql('upgraded', 'SELECT string_agg(DISTINCT what, \',\' ORDER BY
 $node->safe_psql('upgraded', 'ALTER EXTENSION llm UPDATE');
 $node->safe_psql('upgraded', 'TRUNCATE evil.loot');
 is($node->safe_psql('upgraded', 'SELECT extversion FROM pg_extension WHERE extname = $$llm$$'),
-	'1.4', 'ALTER EXTENSION llm UPDATE goes to 1.4');
+	'1.5', 'ALTER EXTENSION llm UPDATE goes to 1.5');
 my $fresh_objects = $node->safe_psql('fresh', $objects_sql);
 cmp_ok(scalar(() = $fresh_objects =~ /^function /mg), '>=', 15, 'the catalog listing sees the functions');
 like($fresh_objects, qr/^function (\S+\.)?llm_chat\(jsonb,integer,double precision,double precision,integer,bigint,text\[\],text,jsonb,text\[\],jsonb,boolean\)$/m,
 	'the listing has llm_chat');
 is($node->safe_psql('upgraded', $objects_sql), $fresh_objects,
-	'1.0 updated to 1.4 has the same objects, definitions, comments and privileges as a fresh 1.4');
+	'1.0 updated to 1.5 has the same objects, definitions, comments and privileges as a fresh 1.5');
 $node->safe_psql('from_1_1', 'ALTER EXTENSION llm UPDATE');
-is($node->safe_psql('from_1_1', $objects_sql), $fresh_objects, '1.1 updated to 1.4 has them too');
+is($node->safe_psql('from_1_1', $objects_sql), $fresh_objects, '1.1 updated to 1.5 has them too');
 $node->safe_psql('from_1_2', 'ALTER EXTENSION llm UPDATE');
-is($node->safe_psql('from_1_2', $objects_sql), $fresh_objects, '1.2 updated to 1.4 has them too');
+is($node->safe_psql('from_1_2', $objects_sql), $fresh_objects, '1.2 updated to 1.5 has them too');
 $node->safe_psql('from_1_3', 'ALTER EXTENSION llm UPDATE');
-is($node->safe_psql('from_1_3', $objects_sql), $fresh_objects, '1.3 updated to 1.4 has them too');
+is($node->safe_psql('from_1_3', $objects_sql), $fresh_objects, '1.3 updated to 1.5 has them too');
+$node->safe_psql('from_1_4', 'ALTER EXTENSION llm UPDATE');
+is($node->safe_psql('from_1_4', $objects_sql), $fresh_objects, '1.4 updated to 1.5 has them too');
 is($node->safe_psql('from_1_2', $has_chat), '1', 'and llm_chat exists after the update');
 my ($chat_rc, $chat_out, $chat_err) = $node->psql('from_1_2',
 	"\\set VERBOSITY verbose\nSELECT llm_chat('[{\"role\": \"user\", \"content\": \"Once upon a time\"}]', 4)");

@@ -76,7 +76,7 @@ hash_round(uint64_t h, uint64_t w)
 	return h * 5 + 0x52dce729;
 }
 
-/* uint64_t llm_hash64: 8 bytes a round, then the tail and the length, then a final avalanche (fmix64). */
+/* Hash n bytes: 8 a round (MurmurHash3's mixing), then the tail and the length, then fmix64. */
 uint64_t
 llm_hash64(const void *p, size_t n, uint64_t seed)
 {
@@ -187,7 +187,7 @@ buf_put(ByteBuf *b, const void *src, size_t n)
 /* Append one fixed-size value. */
 #define BUF_PUT(b, v) buf_put((b), &(v), sizeof(v))
 
-/* LlmStatus llm_answer_key: every field that changes the answer, each written with its length. */
+/* Build the key of a request: every field that changes its answer, arrays with their lengths. */
 LlmStatus
 llm_answer_key(const LlmRequest *r, uint64_t partition, uint8_t **key, size_t *len, LlmError *err)
 {
@@ -239,26 +239,28 @@ llm_answer_key(const LlmRequest *r, uint64_t partition, uint8_t **key, size_t *l
 	return LLM_OK;
 }
 
-/* The entry's logprobs, key and text. */
+/* The entry's logprobs. */
 static inline float *
 entry_logprobs(AnswerEntry *e)
 {
 	return (float *) e->data;
 }
 
+/* The entry's key. */
 static inline uint8_t *
 entry_key(AnswerEntry *e)
 {
 	return e->data + (e->has_logprobs ? sizeof(float) * (size_t) e->n_generated : 0);
 }
 
+/* The entry's text (NUL-terminated). */
 static inline char *
 entry_text(AnswerEntry *e)
 {
 	return (char *) entry_key(e) + e->key_len;
 }
 
-/* LlmAnswerCache *llm_answer_cache_new: an empty table of 256 buckets. */
+/* Create an empty cache of 256 buckets. */
 LlmAnswerCache *
 llm_answer_cache_new(size_t max_bytes)
 {
@@ -308,7 +310,7 @@ cache_make_room(LlmAnswerCache *c, size_t need)
 		entry_drop(c, c->oldest);
 }
 
-/* void llm_answer_cache_free: every entry, the table, the cache. */
+/* Free every entry, the table and the cache. */
 void
 llm_answer_cache_free(LlmAnswerCache *c)
 {
@@ -319,7 +321,7 @@ llm_answer_cache_free(LlmAnswerCache *c)
 	free(c);
 }
 
-/* void llm_answer_cache_set_limit: the new limit, then eviction to it. */
+/* Set the limit, then evict down to it. */
 void
 llm_answer_cache_set_limit(LlmAnswerCache *c, size_t max_bytes)
 {
@@ -327,7 +329,7 @@ llm_answer_cache_set_limit(LlmAnswerCache *c, size_t max_bytes)
 	cache_make_room(c, 0);
 }
 
-/* void llm_answer_cache_clear: drop from the oldest on. */
+/* Drop every entry, the oldest first. */
 void
 llm_answer_cache_clear(LlmAnswerCache *c)
 {
@@ -362,7 +364,7 @@ entry_touch(LlmAnswerCache *c, AnswerEntry *e)
 	c->newest = e;
 }
 
-/* bool llm_answer_cache_get: find, touch, point out at the entry. */
+/* Find key's entry, make it the newest, and point out at its answer. */
 bool
 llm_answer_cache_get(LlmAnswerCache *c, const uint8_t *key, size_t key_len, LlmAnswer *out)
 {
@@ -404,7 +406,7 @@ cache_grow(LlmAnswerCache *c)
 	c->n_buckets = n;
 }
 
-/* bool llm_answer_cache_put: one allocation for the entry, room made, linked as the newest. */
+/* Copy an answer into one new allocation, make room, and link it as the newest. */
 bool
 llm_answer_cache_put(LlmAnswerCache *c, const uint8_t *key, size_t key_len, const LlmAnswer *a)
 {
@@ -458,28 +460,28 @@ llm_answer_cache_put(LlmAnswerCache *c, const uint8_t *key, size_t key_len, cons
 	return true;
 }
 
-/* size_t llm_answer_cache_count: entries held. */
+/* Entries held. */
 size_t
 llm_answer_cache_count(const LlmAnswerCache *c)
 {
 	return c->count;
 }
 
-/* size_t llm_answer_cache_bytes: bytes counted against the limit. */
+/* Bytes counted against the limit. */
 size_t
 llm_answer_cache_bytes(const LlmAnswerCache *c)
 {
 	return c->bytes;
 }
 
-/* bool llm_answer_cache_dirty: changed since the last serialize or load. */
+/* Whether the cache changed since the last serialize or load. */
 bool
 llm_answer_cache_dirty(const LlmAnswerCache *c)
 {
 	return c->dirty;
 }
 
-/* LlmStatus llm_answer_cache_serialize: header, then each entry from the oldest, then both hashes. */
+/* Write the header, then each entry from the oldest with its hash, then the header's hashes. */
 LlmStatus
 llm_answer_cache_serialize(LlmAnswerCache *c, uint64_t identity, uint8_t **buf, size_t *len, LlmError *err)
 {
@@ -600,7 +602,7 @@ file_entry_read(const uint8_t *buf, size_t end, size_t *pos, FileEntry *fe)
 	return true;
 }
 
-/* LlmStatus llm_answer_cache_load: check the header and every entry first, then take them in order. */
+/* Check the header and every entry first, then take the entries in order. */
 LlmStatus
 llm_answer_cache_load(LlmAnswerCache *c, uint64_t identity, const uint8_t *buf, size_t len, LlmError *err)
 {
