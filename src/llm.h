@@ -484,7 +484,7 @@ extern void LlmAnswerCacheModelLoaded(uint64 identity, bool batch_invariant);
 extern bool LlmAnswerCacheLookup(const LlmRequest *req, const LlmClaimed *claimed, LlmAnswer *out,
 								 uint8_t **key, size_t *key_len);
 extern void LlmAnswerCacheStore(const uint8_t *key, size_t key_len, const LlmResult *result);
-extern void LlmAnswerCacheSave(bool force);
+extern void LlmAnswerCacheSave(bool force, bool busy);
 extern void LlmAnswerCacheGauges(int64 *entries, int64 *bytes);
 
 /* worker.c: the background worker's registration and serving loop */

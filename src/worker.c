@@ -719,7 +719,7 @@ LlmWorkerOnExit(int code, Datum arg)
 
 	LlmTokenizerStop();			/* it may be reading the model */
 	LlmWorkerFreeEngine();
-	LlmAnswerCacheSave(true);	/* what was answered, for the next worker */
+	LlmAnswerCacheSave(true, false);	/* what was answered, for the next worker */
 }
 
 /*
@@ -813,7 +813,7 @@ LlmWorkerMain(Datum main_arg)
 		LlmWorkerPublish();
 		tokenizing = !LlmTokenizerIdle();
 		LlmWorkerTrimDsa(busy || tokenizing);
-		LlmAnswerCacheSave(false);	/* at most once a minute, when changed */
+		LlmAnswerCacheSave(false, busy || tokenizing);	/* when changed: once a minute when idle */
 
 		/*
 		 * Requests left queued for want of room, which answers given without

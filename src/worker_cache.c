@@ -24,8 +24,10 @@
  * again), nor failed or cancelled requests.
  *
  * The file is written whole to llm_answer_cache.tmp, fsynced and renamed
- * over the old one (durable_rename): at the worker's exit, and every
- * LLM_ANSWER_CACHE_SAVE_S seconds when it has changed.  A crash may lose
+ * over the old one (durable_rename): at the worker's exit, and when it has
+ * changed, at most every LLM_ANSWER_CACHE_SAVE_S seconds while the worker
+ * is idle, or every LLM_ANSWER_CACHE_BUSY_SAVE_S seconds while it is busy
+ * (a write holds up the steps for as long as it takes).  A crash may lose
  * the answers since the last write, never damage the file that is read.
  * Reading it at the first model load checks everything (checksums,
  * version, identity) before serving any of it; a damaged file is
@@ -48,6 +50,7 @@
 #define LLM_ANSWER_CACHE_FILE "llm_answer_cache"
 #define LLM_ANSWER_CACHE_TMP "llm_answer_cache.tmp"
 #define LLM_ANSWER_CACHE_SAVE_S 60
+#define LLM_ANSWER_CACHE_BUSY_SAVE_S 600
 
 static LlmAnswerCache *Cache = NULL;	/* NULL: llm.cache_mb is 0, or out of memory */
 static uint64 CacheIdentity = 0;	/* of the model loaded; 0: none yet */
@@ -239,11 +242,12 @@ LlmAnswerCacheStore(const uint8_t *key, size_t key_len, const LlmResult *result)
 
 /*
  * Write the cache to its file when it changed: with force (at exit), else
- * at most every LLM_ANSWER_CACHE_SAVE_S seconds.  Failures are logged; the
- * old file stays whole.
+ * at most every LLM_ANSWER_CACHE_SAVE_S seconds, or every
+ * LLM_ANSWER_CACHE_BUSY_SAVE_S while busy.  Failures are logged; the old
+ * file stays whole.
  */
 void
-LlmAnswerCacheSave(bool force)
+LlmAnswerCacheSave(bool force, bool busy)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	uint8_t    *buf;
@@ -253,7 +257,8 @@ LlmAnswerCacheSave(bool force)
 
 	if (Cache == NULL || CacheIdentity == 0 || !CacheFileRead || !llm_answer_cache_dirty(Cache))
 		return;
-	if (!force && !TimestampDifferenceExceeds(CacheSavedAt, now, LLM_ANSWER_CACHE_SAVE_S * 1000))
+	if (!force && !TimestampDifferenceExceeds(CacheSavedAt, now,
+											  (busy ? LLM_ANSWER_CACHE_BUSY_SAVE_S : LLM_ANSWER_CACHE_SAVE_S) * 1000))
 		return;
 	CacheSavedAt = now;
 	if (llm_answer_cache_serialize(Cache, CacheIdentity, &buf, &len, &err) != LLM_OK)
