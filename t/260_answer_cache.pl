@@ -3,8 +3,8 @@
 # llm_stats, llm_role_stats say so); a changed parameter, seed or model
 # misses, a greedy request's seed does not matter, and a random seed is never
 # cached; one role's answers are not another's unless llm.cache_shared; the
-# cache survives a restart, and a damaged cache file is discarded, never
-# served.
+# cache survives a restart and a crash of the worker, and a damaged cache
+# file is discarded, never served.
 use strict;
 use warnings;
 use FindBin;
@@ -185,6 +185,20 @@ is(llm_stat($node, 'answer_cache_entries'), 0, 'none of its entries is kept');
 $after = $node->safe_psql('postgres', $all);
 is($after, $first, 'the answers, computed again, are the same');
 is(hits(), 0, 'none came from the damaged file');
+
+# ---- a crash ----
+# The worker wrote the file at its first answers since the start (then at
+# most once a minute): kill -9 loses what came after, the file stays whole.
+my $pid = llm_worker_pid($node);
+$log_offset = -s $node->logfile;
+kill 'KILL', $pid;
+$node->poll_query_until('postgres',
+	"SELECT state = 'ready' AND pid <> $pid FROM llm_worker_status()")
+  or die 'the worker did not come back';
+unlike(slurp_file($node->logfile, $log_offset), qr/answer cache file .* is invalid/,
+	'after kill -9 of the worker the file read back is whole');
+cmp_ok(llm_stat($node, 'answer_cache_entries'), '>', 0, 'with the answers written before the crash');
+is($node->safe_psql('postgres', $all), $first, 'and the same answers, cached or computed');
 
 # llm.cache_mb = 0 turns it off and removes the file
 $node->append_conf('postgresql.conf', 'llm.cache_mb = 0');
