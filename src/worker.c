@@ -14,15 +14,18 @@
  *   1. drop CANCELLED slots (releasing their engine sequences) and claim
  *      as many QUEUED ones as the engine runs at once, in the order of
  *      fair.c's weighted fair queue over roles: tokenize, check the context
- *      length, llm_engine_add(); every claimed request joins the engine at
- *      once and the engine batches them (continuous batching), and the rest
- *      wait in their slots, where the next claim chooses again;
+ *      length, then answer it from the answer cache (worker_cache.c) when
+ *      the same request was answered before, else llm_engine_add(); every
+ *      claimed request joins the engine at once and the engine batches them
+ *      (continuous batching), and the rest wait in their slots, where the
+ *      next claim chooses again;
  *   2. run one llm_engine_step() when the engine has work, then hand every
  *      finished sequence back to its slot (DONE or ERROR) and wake the
  *      waiting backend; a step that fails fails only the sequences of its
  *      batch (the engine finishes them with an error), not the others;
- *   3. wait on the latch (not at all while the engine has work), then
- *      handle SIGHUP and SIGTERM.
+ *   3. write the answer cache's file when it is due, wait on the latch
+ *      (not at all while the engine has work), then handle SIGHUP and
+ *      SIGTERM.
  * New requests, cancellations and signals are thus seen between any two
  * steps.
  *
@@ -598,7 +601,6 @@ LlmWorkerPublish(void)
 	LlmEngineStats st;
 	static int	last_waiting = -1;
 	static int	last_running = -1;
-
 	int64		cache_entries;
 	int64		cache_bytes;
 

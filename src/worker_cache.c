@@ -164,7 +164,7 @@ LlmAnswerCacheReadFile(void)
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("answer cache file \"%s\" is invalid and was discarded", LLM_ANSWER_CACHE_FILE),
-				 errdetail("%s.", LlmMessageAsSentence(err.msg))));
+				 errdetail("%s", LlmMessageAsSentence(err.msg))));
 	if (status != LLM_OK)
 	{
 		llm_answer_cache_clear(Cache);
@@ -266,7 +266,7 @@ LlmAnswerCacheSave(bool force, bool busy)
 		ereport(LOG,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("could not write the answer cache file \"%s\"", LLM_ANSWER_CACHE_FILE),
-				 errdetail("%s.", LlmMessageAsSentence(err.msg))));
+				 errdetail("%s", LlmMessageAsSentence(err.msg))));
 		return;
 	}
 	fd = OpenTransientFile(LLM_ANSWER_CACHE_TMP, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
