@@ -375,7 +375,7 @@ endif
 installcheck: $(LLM_REGRESS_CONF)
 $(LLM_REGRESS_CONF): FORCE | build-dirs
 	printf "%s\n" "shared_preload_libraries = 'llm'" \
-		"llm.model_dir = '$(LLM_MODEL_DIR)'" "llm.model = '$(LLM_MODEL)'" > $@
+		"llm.model_dir = '$(LLM_MODEL_DIR)'" "llm.model = '$(LLM_MODEL)'" "llm.cache_mb = 0" > $@
 
 # The main job: build, start a temporary server, summarize a sample table.
 demo:

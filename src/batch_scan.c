@@ -133,6 +133,7 @@ typedef struct BatchState
 	int64		prompt_tokens;
 	int64		completion_tokens;
 	int64		cached_tokens;
+	int64		cache_hits;		/* requests answered from the answer cache */
 	uint64		draft_group;	/* its requests' (LlmParams.draft_group): this process and instance */
 	int64		drafted_tokens; /* llm.speculative's, and of those accepted */
 	int64		accepted_tokens;
@@ -720,6 +721,7 @@ batch_take_answer(BatchState *bs, BatchRow *row, int j)
 	bs->prompt_tokens += job->prompt_tokens;
 	bs->completion_tokens += job->completion_tokens;
 	bs->cached_tokens += job->cached_tokens;
+	bs->cache_hits += job->cache_hit;
 	bs->drafted_tokens += job->drafted_tokens;
 	bs->accepted_tokens += job->accepted_tokens;
 	bs->run_us += job->run_us;
@@ -872,6 +874,8 @@ batch_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Failed Requests", NULL, bs->n_failed, es);
 	ExplainPropertyInteger("Prompt Tokens", NULL, bs->prompt_tokens, es);
 	ExplainPropertyInteger("Cached Prompt Tokens", NULL, bs->cached_tokens, es);
+	if (bs->cache_hits > 0 || es->format != EXPLAIN_FORMAT_TEXT)
+		ExplainPropertyInteger("Answer Cache Hits", NULL, bs->cache_hits, es);
 	ExplainPropertyInteger("Completion Tokens", NULL, bs->completion_tokens, es);
 	if (bs->drafted_tokens > 0 || es->format != EXPLAIN_FORMAT_TEXT)
 	{

@@ -374,9 +374,16 @@ LlmCountOutcome(LlmSlot *slot, LlmSlotState outcome)
 			r->c.prompt_tokens += slot->prompt_tokens;
 			r->c.completion_tokens += slot->completion_tokens;
 			r->c.cached_tokens += slot->cached_tokens;
+			if (slot->cache_hit)
+			{
+				LlmState->counters.cache_hits++;
+				r->c.cache_hits++;
+			}
 			if (FairCharged != NULL && FairCharged[slotno] > 0)
 			{
-				double		work = slot->prompt_tokens - slot->cached_tokens + slot->completion_tokens;
+				/* an answer from the answer cache cost no engine work */
+				double		work = slot->cache_hit ? 0 :
+					slot->prompt_tokens - slot->cached_tokens + slot->completion_tokens;
 
 				r->vtime += (work - FairCharged[slotno]) / r->weight;
 				FairCharged[slotno] = 0;

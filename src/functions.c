@@ -353,6 +353,7 @@ LlmJobParamsFromArgs(LlmJob *job, const NullableDatum *args)
 	LlmGetGrammar(args, job);
 	job->error_as_null = LlmGetErrorAsNull(args);
 	job->params.seed = LlmGetSeed(args);
+	job->params.random_seed = args[LLM_ARG_SEED].isnull;
 }
 
 /*
@@ -446,6 +447,7 @@ llm_generate_batch(PG_FUNCTION_ARGS)
 		if (!nulls[i])
 			LlmSetPrompt(&jobs[i], DatumGetTextPP(elems[i]));
 		jobs[i].params.seed = LlmGetSeed(fcinfo->args);
+		jobs[i].params.random_seed = fcinfo->args[LLM_ARG_SEED].isnull;
 	}
 
 	LlmQueueRun(jobs, n);

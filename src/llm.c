@@ -35,6 +35,8 @@ char	   *llm_model_dir = NULL;
 int			llm_device = LLM_DEVICE_AUTO;
 bool		llm_deterministic = false;
 bool		llm_prefix_cache_shared = false;
+int			llm_cache_mb = 64;
+bool		llm_cache_shared = false;
 bool		llm_gpu_fusion = true;
 bool		llm_gpu_pdl = true;
 int			llm_threads = 0;
@@ -290,6 +292,31 @@ LlmDefineSettings(void)
 							 "each can learn by timing or by EXPLAIN ANALYZE whether any role sent a prompt.  "
 							 "Answers are the same either way.",
 							 &llm_prefix_cache_shared,
+							 false,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.cache_mb",
+							"Size of the answer cache: finished answers the worker gives again, without computing, "
+							"for the same model, prompt, parameters and seed.",
+							"0 turns it off and deletes its file.  The cache is kept in the worker's memory and, "
+							"across restarts, in the file llm_answer_cache of the data directory.",
+							&llm_cache_mb,
+							64, 0, INT_MAX / 2,
+							PGC_SIGHUP,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("llm.cache_shared",
+							 "Lets every role's requests take the answers that other roles' requests left in the "
+							 "answer cache.",
+							 "Off, each role has its own answers: an answer never comes back faster because another "
+							 "role asked the same, so no role can tell by timing what another asked.  On, a role "
+							 "that asks what any role asked before gets the answer at once, and can learn by "
+							 "timing, llm_stats or EXPLAIN ANALYZE that someone asked it.  Answers are the same "
+							 "either way.",
+							 &llm_cache_shared,
 							 false,
 							 PGC_SIGHUP,
 							 0,

@@ -37,6 +37,8 @@ extern bool llm_deterministic;
 extern bool llm_gpu_fusion;
 extern bool llm_gpu_pdl;
 extern bool llm_prefix_cache_shared;
+extern int	llm_cache_mb;
+extern bool llm_cache_shared;
 extern int	llm_threads;
 extern int	llm_max_batch_tokens;
 extern int	llm_step_time_ms;
@@ -91,6 +93,7 @@ typedef struct LlmParams
 	double		top_p;
 	int32		top_k;
 	uint64		seed;
+	bool		random_seed;	/* seed drawn at random (a NULL argument): the answer is not worth caching */
 	bool		chat;			/* wrap the prompt in the model's chat format */
 	bool		messages;		/* the prompt is a conversation (llm_chat): a JSON array of
 								 * messages, rendered with the tools by the chat template */
@@ -134,6 +137,7 @@ typedef struct LlmSlot
 	int32		drafted_tokens; /* llm.speculative: tokens drafted for it, and of those accepted */
 	int32		accepted_tokens;
 	double		logprob;		/* params.score: the continuation's log-probability */
+	bool		cache_hit;		/* answered from the answer cache (worker_cache.c), no engine step */
 	int64		run_us;			/* from the worker's claim to the result */
 	LlmFinishReason finish_reason;
 	int			sqlerrcode;
@@ -195,6 +199,9 @@ typedef struct LlmCounters
 	int64		evicted_keys;	/* (position, layer, KV head) keys dropped by llm.kv_budget */
 	int64		draft_tokens;	/* llm.speculative: tokens drafted, and of those accepted */
 	int64		draft_accepted;
+	int64		cache_hits;		/* requests answered from the answer cache */
+	int64		cache_entries;	/* gauges: the answer cache's entries and bytes */
+	int64		cache_bytes;
 	int			engine_waiting; /* gauges */
 	int			engine_running;
 	int			kv_blocks_used;
@@ -245,6 +252,7 @@ typedef struct LlmRoleCounters
 	int64		prompt_tokens;	/* of completed requests */
 	int64		completion_tokens;
 	int64		cached_tokens;	/* of completed requests: prompt tokens the prefix cache saved */
+	int64		cache_hits;		/* completed requests answered from the answer cache */
 	int64		admitted;		/* requests the worker took from the queue */
 	int64		queue_us;		/* their time in the queue, summed */
 } LlmRoleCounters;
@@ -336,6 +344,7 @@ typedef struct LlmJob
 	int32		drafted_tokens;
 	int32		accepted_tokens;
 	double		logprob;		/* params.score: natural log of the continuation's probability */
+	bool		cache_hit;		/* answered from the answer cache */
 	int32		n_scored;		/* params.score: the continuation's tokens (copied with the answer) */
 	int64		run_us;
 	LlmFinishReason finish_reason;
@@ -469,6 +478,15 @@ extern LlmTokenizeJob *LlmTokenizerTake(void);
 extern bool LlmTokenizerIdle(void);
 extern void LlmTokenizeJobFree(LlmTokenizeJob *job);
 extern void LlmTokenizerStop(void);
+
+/* worker_cache.c: the worker's answer cache, kept in its memory and in a file */
+extern void LlmAnswerCacheConfigure(void);
+extern void LlmAnswerCacheModelLoaded(uint64 identity, bool batch_invariant);
+extern bool LlmAnswerCacheLookup(const LlmRequest *req, const LlmClaimed *claimed, LlmAnswer *out,
+								 uint8_t **key, size_t *key_len);
+extern void LlmAnswerCacheStore(const uint8_t *key, size_t key_len, const LlmResult *result);
+extern void LlmAnswerCacheSave(bool force, bool busy);
+extern void LlmAnswerCacheGauges(int64 *entries, int64 *bytes);
 
 /* worker.c: the background worker's registration and serving loop */
 extern void LlmWorkerRegister(void);

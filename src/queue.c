@@ -221,6 +221,7 @@ LlmQueueTrySubmit(LlmJob *job, LlmFairRefusal *why, LlmFairWaiter *waiter)
 		slot->cached_tokens = 0;
 		slot->drafted_tokens = 0;
 		slot->accepted_tokens = 0;
+		slot->cache_hit = false;
 		slot->run_us = 0;
 		slot->finish_reason = LLM_FINISH_NONE;
 		slot->sqlerrcode = 0;
@@ -386,6 +387,7 @@ LlmQueueWait(LlmJob *job)
 		job->drafted_tokens = slot->drafted_tokens;
 		job->accepted_tokens = slot->accepted_tokens;
 		job->logprob = slot->logprob;
+		job->cache_hit = slot->cache_hit;
 		job->n_scored = job->params.score ? slot->completion_tokens : 0;
 		job->run_us = slot->run_us;
 		job->finish_reason = slot->finish_reason;

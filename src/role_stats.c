@@ -6,7 +6,8 @@
  * fair.c keeps the counters in shared memory and copies them under the
  * lock (LlmRoleStatsSnapshot); this formats them.  A role beyond the
  * table's LLM_ROLE_ENTRIES entries is counted in a row whose roleid and
- * role are NULL.
+ * role are NULL.  The 1.0 to 1.4 definitions have 12 columns, 1.5's
+ * a 13th, cache_hits: the row gets the columns its definition declares.
  */
 #include "postgres.h"
 
@@ -31,8 +32,8 @@ llm_role_stats(PG_FUNCTION_ARGS)
 	for (int r = 0; r < n; r++)
 	{
 		LlmRoleStats *s = &rows[r];
-		Datum		values[12];
-		bool		nulls[12] = {0};
+		Datum		values[13];
+		bool		nulls[13] = {0};
 		char	   *name = OidIsValid(s->roleid) ? GetUserNameFromId(s->roleid, true) : NULL;
 		int			i = 0;
 
@@ -62,7 +63,8 @@ llm_role_stats(PG_FUNCTION_ARGS)
 			values[i++] = Float8GetDatum(s->c.queue_us / 1000.0 / s->c.admitted);
 		else
 			nulls[i++] = true;
-		Assert(i == lengthof(values));
+		values[i++] = Int64GetDatum(s->c.cache_hits);	/* 1.5 */
+		Assert(i == lengthof(values) && rsinfo->setDesc->natts <= i);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -53,9 +53,13 @@ LlmResultDesc(FunctionCallInfo fcinfo)
 	return BlessTupleDesc(tupdesc);
 }
 
-/* The prefix-cache hits of the session user's completed requests, when its role has an entry of its own. */
+/*
+ * The prefix-cache hits (prompt tokens) and answer-cache hits (requests)
+ * of the session user's completed requests, when its role has an entry of
+ * its own.
+ */
 static bool
-LlmOwnCachedTokens(int64 *cached)
+LlmOwnCacheHits(int64 *cached, int64 *answers)
 {
 	LlmRoleStats *roles = palloc(sizeof(LlmRoleStats) * LLM_ROLE_ENTRIES);
 	int			n = LlmRoleStatsSnapshot(roles);
@@ -65,15 +69,18 @@ LlmOwnCachedTokens(int64 *cached)
 		if (roles[r].roleid == me)
 		{
 			*cached = roles[r].c.cached_tokens;
+			*answers = roles[r].c.cache_hits;
 			return true;
 		}
 	return false;
 }
 
 /*
- * llm_stats(): one row of queue, throughput and KV cache figures.  Each
- * role has its own prefix cache (unless llm.prefix_cache_shared), and sees
- * only its own hits unless it may read all statistics (pg_read_all_stats).
+ * llm_stats(): one row of queue, throughput, KV cache and answer cache
+ * figures.  Each role has its own prefix cache (unless
+ * llm.prefix_cache_shared) and its own answers (unless llm.cache_shared),
+ * and sees only its own hits of both unless it may read all statistics
+ * (pg_read_all_stats).
  */
 Datum
 llm_stats(PG_FUNCTION_ARGS)
@@ -81,10 +88,13 @@ llm_stats(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc = LlmResultDesc(fcinfo);
 	LlmCounters c;
 	int			queued = 0;
-	Datum		values[19];
-	bool		nulls[19] = {0};
+	Datum		values[22];
+	bool		nulls[22] = {0};
 	double		busy_s;
 	int64		own;
+	int64		own_answers = 0;
+	bool		all_stats = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	bool		has_own;
 	int			i = 0;
 
 	LlmShmemCheck();
@@ -118,9 +128,10 @@ llm_stats(PG_FUNCTION_ARGS)
 	values[i++] = Int32GetDatum(c.kv_blocks_cached);
 	values[i++] = Int32GetDatum(c.kv_blocks_total);
 	/* the prefix cache's hits: all of them, or the caller's role's (of its completed requests) */
-	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+	has_own = !all_stats && LlmOwnCacheHits(&own, &own_answers);
+	if (all_stats)
 		values[i++] = Int64GetDatum(c.prefix_hit_tokens);
-	else if (LlmOwnCachedTokens(&own))
+	else if (has_own)
 		values[i++] = Int64GetDatum(own);
 	else
 		nulls[i++] = true;
@@ -130,6 +141,15 @@ llm_stats(PG_FUNCTION_ARGS)
 	/* 1.4 and later: speculative decoding's (an older definition has 17 columns) */
 	values[i++] = Int64GetDatum(c.draft_tokens);
 	values[i++] = Int64GetDatum(c.draft_accepted);
+	/* 1.5 and later: the answer cache's (an older definition has 17 or 19 columns) */
+	if (all_stats)
+		values[i++] = Int64GetDatum(c.cache_hits);
+	else if (has_own)
+		values[i++] = Int64GetDatum(own_answers);
+	else
+		nulls[i++] = true;
+	values[i++] = Int64GetDatum(c.cache_entries);
+	values[i++] = Int64GetDatum(c.cache_bytes);
 	Assert(i == lengthof(values) && tupdesc->natts <= i);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
@@ -265,6 +285,7 @@ llm_reset_stats(PG_FUNCTION_ARGS)
 	LlmState->counters.evicted_keys = 0;
 	LlmState->counters.draft_tokens = 0;
 	LlmState->counters.draft_accepted = 0;
+	LlmState->counters.cache_hits = 0;
 	LlmState->counters.reset_at = GetCurrentTimestamp();
 	LlmRoleStatsReset();
 	LWLockRelease(LlmState->lock);

@@ -14,15 +14,18 @@
  *   1. drop CANCELLED slots (releasing their engine sequences) and claim
  *      as many QUEUED ones as the engine runs at once, in the order of
  *      fair.c's weighted fair queue over roles: tokenize, check the context
- *      length, llm_engine_add(); every claimed request joins the engine at
- *      once and the engine batches them (continuous batching), and the rest
- *      wait in their slots, where the next claim chooses again;
+ *      length, then answer it from the answer cache (worker_cache.c) when
+ *      the same request was answered before, else llm_engine_add(); every
+ *      claimed request joins the engine at once and the engine batches them
+ *      (continuous batching), and the rest wait in their slots, where the
+ *      next claim chooses again;
  *   2. run one llm_engine_step() when the engine has work, then hand every
  *      finished sequence back to its slot (DONE or ERROR) and wake the
  *      waiting backend; a step that fails fails only the sequences of its
  *      batch (the engine finishes them with an error), not the others;
- *   3. wait on the latch (not at all while the engine has work), then
- *      handle SIGHUP and SIGTERM.
+ *   3. write the answer cache's file when it is due, wait on the latch
+ *      (not at all while the engine has work), then handle SIGHUP and
+ *      SIGTERM.
  * New requests, cancellations and signals are thus seen between any two
  * steps.
  *
@@ -59,6 +62,8 @@ typedef struct LlmWorkerSeq
 	bool		active;			/* in the engine */
 	int64		engine_id;
 	TimestampTz claimed_at;		/* when the worker took the request */
+	uint8_t    *cache_key;		/* (cache_key_len) malloc'd: its answer's key in the answer cache, or NULL */
+	size_t		cache_key_len;
 } LlmWorkerSeq;
 
 static LlmWorkerSeq *WorkerSeqs = NULL;	/* (n_slots) */
@@ -88,13 +93,14 @@ LlmWorkerRegister(void)
  * given, else with result.  A failed request keeps result's text, its
  * output so far, for the error's detail.  A detail that may name paths
  * comes with detail_public, what roles that may not see them get instead
- * (LlmMaySeePaths); NULL: detail is for everyone.  A slot its backend
- * cancelled in the meantime is freed instead.  text is copied into the DSA
- * area.
+ * (LlmMaySeePaths); NULL: detail is for everyone.  cache_hit: result
+ * comes from the answer cache.  A slot its backend cancelled in the
+ * meantime is freed instead.  text is copied into the DSA area.
  */
 static void
 LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
-				const char *msg, const char *detail, const char *detail_public, const char *hint)
+				const char *msg, const char *detail, const char *detail_public, const char *hint,
+				bool cache_hit)
 {
 	LlmSlot    *slot = &LlmState->slots[slotno];
 	dsa_area   *area = LlmShmemDsa();
@@ -136,6 +142,7 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 			for (int i = 0; result->logprobs != NULL && i < result->n_generated; i++)
 				slot->logprob += result->logprobs[i];	/* in order: the same sum every time */
 			slot->finish_reason = result->reason;
+			slot->cache_hit = cache_hit;
 			slot->state = LLM_SLOT_DONE;
 			LlmCountOutcome(slot, LLM_SLOT_DONE);
 		}
@@ -181,6 +188,8 @@ LlmWorkerRelease(int slotno)
 		return;
 	llm_engine_release(LlmWorkerEngine, seq->engine_id);
 	seq->active = false;
+	free(seq->cache_key);
+	seq->cache_key = NULL;
 }
 
 /* Why a claimed request could not start: what its slot is answered with. */
@@ -219,19 +228,22 @@ LlmWorkerNoModel(int slotno)
 	LlmWorkerAnswer(slotno, NULL, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 					"no model is loaded", reason, reason[0] != '\0' ? reason_public : NULL,
 					"Set llm.model to a GGUF file in llm.model_dir and reload the configuration; "
-					"a change of llm.device takes a restart.");
+					"a change of llm.device takes a restart.", false);
 }
 
 /*
  * Check a tokenized request (job: its input, then the tokenizer thread's
- * result) and add it to the engine as sequence *id: the input holds the
- * system prompt, the prompt (or conversation), the tools, the
- * continuation, n_stop NUL-terminated stop strings and the grammar.
- * Returns false, with *why filled in, when the request cannot start.
+ * result) and add it to the engine as sequence *id, unless the answer
+ * cache has its answer (*hit, with *cached): the input holds the system
+ * prompt, the prompt (or conversation), the tools, the continuation,
+ * n_stop NUL-terminated stop strings and the grammar.  A request added
+ * that may be cached gets its key in the slot's LlmWorkerSeq.  Returns
+ * false, with *why filled in, when the request cannot start.
  */
 static bool
-LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
+LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, bool *hit, LlmAnswer *cached, LlmStartError *why)
 {
+	LlmWorkerSeq *seq = &WorkerSeqs[job->req.slotno];
 	const LlmParams *params = &job->req.params;
 	const char **stop = NULL;
 	LlmRequest	req;
@@ -315,12 +327,26 @@ LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, LlmStartError *why)
 	req.grammar_text = grammar;
 	req.grammar_len = params->grammar_len;
 
+	/* a request answered before: its answer, without the engine */
+	free(seq->cache_key);
+	*hit = LlmAnswerCacheLookup(&req, &job->req, cached, &seq->cache_key, &seq->cache_key_len);
+	if (*hit)
+	{
+		free(seq->cache_key);
+		seq->cache_key = NULL;
+		return true;
+	}
+
 	llm_error_clear(&err);
 	mask = LlmBlockSignals();
 	status = llm_engine_add(LlmWorkerEngine, &req, id, &err);
 	LlmRestoreSignals(&mask);
 	if (status != LLM_OK)
+	{
+		free(seq->cache_key);
+		seq->cache_key = NULL;
 		return LlmStartFailed(why, LlmStatusErrcode(status), pstrdup(err.msg), NULL, NULL);
+	}
 	return true;
 }
 
@@ -356,7 +382,7 @@ LlmWorkerStart(const LlmClaim *c)
 		LlmDsaTextFree(area, c->input);
 		LlmWorkerAnswer(c->req.slotno, NULL, ERRCODE_OUT_OF_MEMORY, "out of memory",
 						psprintf("Failed on request for %zu bytes to tokenize the prompt.", c->req.input_len),
-						NULL, NULL);
+						NULL, NULL, false);
 		return;
 	}
 	LlmDsaTextGet(area, c->input, job->bytes, c->req.input_len);
@@ -381,6 +407,8 @@ LlmWorkerAdmitTokenized(void)
 		LlmSlot    *slot = &LlmState->slots[job->req.slotno];
 		bool		ours;
 		int64		id = 0;
+		bool		hit = false;
+		LlmAnswer	cached;
 		LlmStartError why;
 
 		LWLockAcquire(LlmState->lock, LW_SHARED);
@@ -390,8 +418,22 @@ LlmWorkerAdmitTokenized(void)
 			;					/* cancelled while it was tokenized */
 		else if (LlmWorkerEngine == NULL)
 			LlmWorkerNoModel(job->req.slotno);
-		else if (!LlmWorkerAdd(job, &id, &why))
-			LlmWorkerAnswer(job->req.slotno, NULL, why.sqlerrcode, why.msg, why.detail, NULL, why.hint);
+		else if (!LlmWorkerAdd(job, &id, &hit, &cached, &why))
+			LlmWorkerAnswer(job->req.slotno, NULL, why.sqlerrcode, why.msg, why.detail, NULL, why.hint, false);
+		else if (hit)
+		{
+			LlmResult	result;
+
+			memset(&result, 0, sizeof(result));
+			result.reason = cached.reason;
+			result.n_prompt = cached.n_prompt;
+			result.n_generated = cached.n_generated;
+			result.text = cached.text;
+			result.text_len = cached.text_len;
+			result.logprobs = cached.logprobs;
+			result.status = LLM_OK;
+			LlmWorkerAnswer(job->req.slotno, &result, 0, NULL, NULL, NULL, NULL, true);
+		}
 		else
 		{
 			WorkerSeqs[job->req.slotno].active = true;
@@ -542,9 +584,12 @@ LlmWorkerCollect(void)
 							result.status == LLM_ERR_LIMIT &&
 							result.n_generated >= LlmState->slots[slotno].params.max_tokens ?
 							"Raise max_tokens, or pass on_error => 'null' for NULL where a row fails." :
-							"Pass on_error => 'null' for NULL where a row fails.");
+							"Pass on_error => 'null' for NULL where a row fails.", false);
 		else
-			LlmWorkerAnswer(slotno, &result, 0, NULL, NULL, NULL, NULL);
+		{
+			LlmAnswerCacheStore(WorkerSeqs[slotno].cache_key, WorkerSeqs[slotno].cache_key_len, &result);
+			LlmWorkerAnswer(slotno, &result, 0, NULL, NULL, NULL, NULL, false);
+		}
 		LlmWorkerRelease(slotno);	/* after answering: result.text lives until here */
 	}
 }
@@ -556,12 +601,17 @@ LlmWorkerPublish(void)
 	LlmEngineStats st;
 	static int	last_waiting = -1;
 	static int	last_running = -1;
+	int64		cache_entries;
+	int64		cache_bytes;
 
 	memset(&st, 0, sizeof(st));
 	if (LlmWorkerEngine)
 		llm_engine_stats(LlmWorkerEngine, &st);
+	LlmAnswerCacheGauges(&cache_entries, &cache_bytes);
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
+	LlmState->counters.cache_entries = cache_entries;
+	LlmState->counters.cache_bytes = cache_bytes;
 	LlmState->counters.engine_waiting = st.n_waiting;
 	LlmState->counters.engine_running = st.n_running;
 	LlmState->counters.kv_blocks_used = st.kv_blocks_used;
@@ -600,6 +650,7 @@ LlmWorkerReloadConfig(void)
 {
 	ConfigReloadPending = false;
 	ProcessConfigFile(PGC_SIGHUP);
+	LlmAnswerCacheConfigure();
 
 	if (LlmWorkerModelStale())
 		WorkerReloadPending = true;
@@ -670,6 +721,7 @@ LlmWorkerOnExit(int code, Datum arg)
 
 	LlmTokenizerStop();			/* it may be reading the model */
 	LlmWorkerFreeEngine();
+	LlmAnswerCacheSave(true, false);	/* what was answered, for the next worker */
 }
 
 /*
@@ -727,6 +779,7 @@ LlmWorkerMain(Datum main_arg)
 										  ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(iteration_cxt);
 
+	LlmAnswerCacheConfigure();
 	LlmWorkerLoad();
 
 	for (;;)
@@ -762,6 +815,7 @@ LlmWorkerMain(Datum main_arg)
 		LlmWorkerPublish();
 		tokenizing = !LlmTokenizerIdle();
 		LlmWorkerTrimDsa(busy || tokenizing);
+		LlmAnswerCacheSave(false, busy || tokenizing);	/* when changed: once a minute when idle */
 
 		/*
 		 * Requests left queued for want of room, which answers given without

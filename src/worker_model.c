@@ -384,6 +384,52 @@ LlmWorkerOpenDraft(const LlmModelSettings *s, LlmModel *target)
 	return draft;
 }
 
+/*
+ * The identity of the answers of a model file (path) loaded with settings
+ * s into engine (config): a hash of the file's whole content (read once
+ * here; the model is mapped, so the pages are mostly cached already) mixed
+ * with the settings that change what the engine computes (see
+ * worker_cache.c); 0 when the file cannot be read again.
+ */
+static uint64
+LlmWorkerModelIdentity(const char *path, const LlmModelSettings *s, const LlmEngineConfig *config,
+					   LlmEngine *engine, const char *calib, size_t calib_len)
+{
+	struct
+	{
+		uint64		file;
+		uint64		calib;
+		int32		quantize;
+		int32		kv_type;
+		int32		kv_budget;
+		int32		kv_sink_tokens;
+		int32		evict_policy;
+		int32		n_ctx;
+		int32		deterministic;
+		char		device[128];
+	}			id;
+	LlmError	err;
+
+	memset(&id, 0, sizeof(id));
+	if (llm_file_hash(path, &id.file, &err) != LLM_OK)
+	{
+		ereport(LOG,
+				(errmsg("llm worker caches no answers of model \"%s\"", path),
+				 errdetail_internal("%s", LlmMessageAsSentence(err.msg))));
+		return 0;
+	}
+	id.calib = calib ? llm_hash64(calib, calib_len, 1) : 0;
+	id.quantize = s->quantize;
+	id.kv_type = config->kv_type;
+	id.kv_budget = config->kv_budget;
+	id.kv_sink_tokens = config->kv_budget > 0 ? config->kv_sink_tokens : 0;
+	id.evict_policy = config->kv_budget > 0 ? config->evict_policy : 0;
+	id.n_ctx = llm_engine_n_ctx(engine);
+	id.deterministic = config->deterministic;
+	strlcpy(id.device, llm_engine_device(engine), sizeof(id.device));
+	return Max(llm_hash64(&id, sizeof(id), 2), 1);	/* never 0, which means none */
+}
+
 /* Load the model and start an engine for it; errors out on failure. */
 static void
 LlmWorkerOpenModel(const LlmModelSettings *s)
@@ -445,6 +491,10 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 				 errhint("Install llm_cuda.so beside llm.so (llm built where nvcc is found) on a machine with a GPU "
 						 "and its driver, or set llm.device to auto or cpu.") : 0));
 	}
+
+	/* the answers of this model and these settings (worker_cache.c); the CPU's always batch-invariant */
+	LlmAnswerCacheModelLoaded(LlmWorkerModelIdentity(path, s, &config, engine, calib, calib_len),
+							  strncmp(llm_engine_device(engine), "cpu", 3) == 0 || config.deterministic);
 
 	/* the new model works: only now let the old one go */
 	LlmWorkerFreeEngine();

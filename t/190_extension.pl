@@ -2,7 +2,8 @@
 # the same objects as a fresh install, and the new library serves their
 # definitions (1.3 adds llm_chat and llm_schema_outline, 1.4 llm_stats's
 # speculative decoding columns, 1.5 the background fill jobs: llm_fill,
-# llm_jobs and their catalog);
+# llm_jobs and their catalog, and llm_stats's and llm_role_stats's answer
+# cache columns);
 # no role can take over its SQL functions through its search_path (not even
 # inside another role's SECURITY DEFINER function);
 # it works in a schema of its own that is not in the search_path, and it
@@ -88,6 +89,16 @@ my @old_stats = split /\|/, $node->safe_psql('from_1_3', 'SELECT * FROM llm_stat
 is(scalar @old_stats, 17, "1.3's llm_stats still gives its 17 columns from the new library");
 is($node->safe_psql('fresh', 'SELECT draft_tokens >= 0 AND draft_accepted_tokens >= 0 FROM llm_stats'), 't',
 	'1.4: llm_stats has the drafted and accepted tokens');
+@old_stats = split /\|/, $node->safe_psql('from_1_4', 'SELECT * FROM llm_stats'), -1;
+is(scalar @old_stats, 19, "1.4's llm_stats still gives its 19 columns from the new library");
+$node->safe_psql('from_1_4', "SELECT llm_generate('Once upon a time', 2)");
+my @old_roles = split /\|/, $node->safe_psql('from_1_4', 'SELECT * FROM llm_role_stats LIMIT 1'), -1;
+is(scalar @old_roles, 12, "1.4's llm_role_stats still gives its 12 columns from the new library");
+is($node->safe_psql('fresh',
+		'SELECT answer_cache_hits >= 0 AND answer_cache_entries >= 0 AND answer_cache_bytes >= 0 FROM llm_stats'),
+	't', '1.5: llm_stats has the answer cache columns');
+is($node->safe_psql('fresh', 'SELECT bool_and(answer_cache_hits >= 0) FROM llm_role_stats'), 't',
+	'1.5: llm_role_stats has the answer cache hits');
 
 # llm_generate_batch: a prompt over the context fails; NULL by on_error, and
 # 1.2 and later say why in its error column, which 1.0 and 1.1 lack
@@ -100,14 +111,14 @@ for my $db ('upgraded', 'from_1_1')
 	like($rows[1], qr/^2\|\|\d+\|0\|error$/, "$db: a failed prompt: NULL completion, finish_reason error");
 }
 my @rows = split /\n/, $node->safe_psql('fresh', $failing);
-like($rows[0], qr/^1\|.+\|5\|2\|length\|$/, '1.4: an answered prompt has no error');
+like($rows[0], qr/^1\|.+\|5\|2\|length\|$/, '1.5: an answered prompt has no error');
 like($rows[1], qr/^2\|\|0\|0\|error\|prompt is too long: The prompt has \d+ tokens; the model's context length is \d+\.$/,
-	"1.4: a failed prompt has the error's message and detail ($rows[1])");
+	"1.5: a failed prompt has the error's message and detail ($rows[1])");
 
 # llm_chat is new in 1.3
 my $has_chat = q{SELECT count(*) FROM pg_proc WHERE proname = 'llm_chat'};
 is($node->safe_psql('from_1_2', $has_chat), '0', '1.2 has no llm_chat');
-is($node->safe_psql('fresh', $has_chat), '1', '1.4 has llm_chat');
+is($node->safe_psql('fresh', $has_chat), '1', '1.5 has llm_chat');
 
 # ---- search_path: a hostile role and a superuser's SECURITY DEFINER function ----
 my $schema = '{"type":"object","properties":{"who":{"type":"string","maxLength":12}},"required":["who"]}';

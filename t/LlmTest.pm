@@ -20,7 +20,9 @@ our @EXPORT = qw(llm_node llm_wait_state llm_worker_pid llm_stat
   llm_start_query llm_start_query_as llm_finish_query llm_poll);
 
 # A started node with llm preloaded, serving the test model, the extension
-# created in database postgres.  Extra settings as name => value.
+# created in database postgres.  Extra settings as name => value.  The
+# answer cache is off unless a test sets llm.cache_mb: the other tests
+# measure the engine's work, which a repeated request would not reach.
 sub llm_node
 {
 	my ($name, %conf) = @_;
@@ -35,6 +37,7 @@ sub llm_node
 		  . "llm.model_dir = '$model_dir'\n"
 		  . "llm.model = '$model'\n"
 		  . "restart_after_crash = on\n"
+		  . "llm.cache_mb = 0\n"
 		  . join('', map { "$_ = '$conf{$_}'\n" } sort keys %conf));
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION llm');

@@ -340,4 +340,100 @@ typedef struct LlmEngineStats
 
 void		llm_engine_stats(const LlmEngine *e, LlmEngineStats *out);
 
+/*
+ * The answer cache (answer_cache.c): a bounded store of finished answers,
+ * keyed by everything they depend on, and its file format.
+ *
+ * An answer depends only on the model (and the engine settings that change
+ * its numbers), the prompt's tokens, the generation parameters and, when
+ * sampling, the seed.  The model's part is a 64-bit identity the caller
+ * computes once (llm_file_hash() of the model file, mixed with those
+ * settings); llm_answer_key() turns an LlmRequest and a partition (a role,
+ * or 0 for all) into the rest of the key.  The cache keeps entries until
+ * their bytes pass a limit, then drops the least recently used.
+ *
+ * The file (llm_answer_cache_serialize / llm_answer_cache_load) is a header
+ * (magic, version, byte order, identity, count, payload length, the
+ * payload's hash and the header's own hash) and the entries from least to
+ * most recently used, each with its own hash.  Loading checks all of it
+ * before taking any entry: a file that is cut, altered or of another model
+ * or version is refused whole, never served in part.  Not thread-safe: one
+ * thread owns a cache.
+ */
+typedef struct LlmAnswerCache LlmAnswerCache;
+
+/* A finished answer: what a hit must give back exactly as the miss did. */
+typedef struct LlmAnswer
+{
+	LlmFinishReason reason;		/* LLM_FINISH_STOP or LLM_FINISH_LENGTH */
+	int			n_prompt;
+	int			n_generated;
+	const char *text;			/* (text_len) the completion, cut before a stop string */
+	size_t		text_len;
+	const float *logprobs;		/* (n_generated) with LlmRequest.logprobs, else NULL */
+} LlmAnswer;
+
+/* 64-bit hash of n bytes (not cryptographic: identities, buckets and checksums). */
+uint64_t	llm_hash64(const void *p, size_t n, uint64_t seed);
+
+/* Hash of a file's whole content and size, read in chunks (*out); LLM_ERR_IO when unreadable. */
+LlmStatus	llm_file_hash(const char *path, uint64_t *out, LlmError *err);
+
+/*
+ * The key of request r in partition (0: shared by all): its prompt tokens,
+ * forced tokens, every sampling parameter, the stop strings, the grammar,
+ * and the seed when temperature > 0 (greedy decoding never reads it).  The
+ * fields that only place or pace the work (cache_partition, share_group,
+ * share_weight, draft_group) are left out: answers are the same bits
+ * without them.  *key is a new malloc'd buffer of *len bytes.
+ */
+LlmStatus	llm_answer_key(const LlmRequest *r, uint64_t partition, uint8_t **key, size_t *len,
+						   LlmError *err);
+
+/* A new, empty cache holding at most max_bytes (entries and their bookkeeping); NULL when out of memory. */
+LlmAnswerCache *llm_answer_cache_new(size_t max_bytes);
+void		llm_answer_cache_free(LlmAnswerCache *c);
+
+/* Change the limit, dropping least recently used entries to fit. */
+void		llm_answer_cache_set_limit(LlmAnswerCache *c, size_t max_bytes);
+
+/* Drop every entry. */
+void		llm_answer_cache_clear(LlmAnswerCache *c);
+
+/*
+ * Look key up; on a hit fill *out (pointing into the entry, valid until the
+ * cache next changes), make it the most recently used and return true.
+ */
+bool		llm_answer_cache_get(LlmAnswerCache *c, const uint8_t *key, size_t key_len, LlmAnswer *out);
+
+/*
+ * Keep answer a under key (copied), replacing an entry of the same key and
+ * dropping least recently used ones to fit.  False when it cannot be kept:
+ * larger than the whole limit, or out of memory.
+ */
+bool		llm_answer_cache_put(LlmAnswerCache *c, const uint8_t *key, size_t key_len, const LlmAnswer *a);
+
+size_t		llm_answer_cache_count(const LlmAnswerCache *c);
+size_t		llm_answer_cache_bytes(const LlmAnswerCache *c);
+
+/* Whether entries were added or dropped since the last serialize or load. */
+bool		llm_answer_cache_dirty(const LlmAnswerCache *c);
+
+/*
+ * The whole cache as a file's bytes for a model of this identity: *buf is a
+ * new malloc'd buffer of *len bytes.  Clears the dirty flag.
+ */
+LlmStatus	llm_answer_cache_serialize(LlmAnswerCache *c, uint64_t identity, uint8_t **buf, size_t *len,
+									   LlmError *err);
+
+/*
+ * Take the entries of a file's bytes (made by llm_answer_cache_serialize)
+ * into c, which should be empty, as far as its limit allows (the most
+ * recently used kept).  LLM_ERR_NOT_FOUND when the file is of another model
+ * (identity), LLM_ERR_UNSUPPORTED for another version or byte order,
+ * LLM_ERR_FORMAT when any check fails: then nothing is taken.
+ */
+LlmStatus	llm_answer_cache_load(LlmAnswerCache *c, uint64_t identity, const uint8_t *buf, size_t len,
+								  LlmError *err);
+
 #endif							/* LLM_ENGINE_H */
