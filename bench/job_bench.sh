@@ -40,7 +40,7 @@ make -s install PG_CONFIG="$PG_CONFIG" >/dev/null
 model=${1:-../shared/models/stories260K.gguf}
 
 . tools/pgtemp.sh
-pgtemp_start "$model" "llm.threads = $THREADS" "restart_after_crash = on" "max_worker_processes = 16"
+pgtemp_start "$model" "llm.threads = $THREADS" "llm.cache_mb = 0" "restart_after_crash = on" "max_worker_processes = 16"
 pgctl=("${pgtemp_run_as[@]}" "$pgtemp_bindir/pg_ctl" -D "$PGTEMP_DIR/data" -l "$PGTEMP_DIR/server.log" -w)
 q() { "${PSQL[@]}" -At -c "$1"; }
 # wait until the query's answer is t

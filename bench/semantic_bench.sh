@@ -29,7 +29,7 @@ if [ "$(id -u)" -eq 0 ] || [ -w "$(pg_config --pkglibdir)" ]; then make -s insta
 model=${1:-$(tools/fetch-model.sh smollm2 | tail -n 1)}
 
 . tools/pgtemp.sh
-pgtemp_start "$model" "llm.threads = $THREADS"
+pgtemp_start "$model" "llm.threads = $THREADS" "llm.cache_mb = 0"
 cp test/data/semantic_labels.tsv "$PGTEMP_DIR/labels.tsv"
 chmod a+r "$PGTEMP_DIR/labels.tsv"
 

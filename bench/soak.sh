@@ -78,7 +78,7 @@ mkdir -p "$OUT"
 . tools/pgtemp.sh
 # fsync off: only processes crash here, never the machine, and the WAL the
 # kill's crash recovery replays is in the kernel's cache either way
-pgtemp_start "$MODEL" "llm.threads = $THREADS" "max_connections = $((CLIENTS + 20))" "fsync = off"
+pgtemp_start "$MODEL" "llm.threads = $THREADS" "llm.cache_mb = 0" "max_connections = $((CLIENTS + 20))" "fsync = off"
 WORK=$PGTEMP_DIR/soak
 mkdir -p "$WORK"
 chmod 777 "$WORK"

@@ -41,7 +41,7 @@ cli_s=$(for i in $(seq 20); do
     bin/llm-cli generate -m "$SHARED/models/stories260K.gguf" -p "Once upon a time" -n 32 --threads "$THREADS" 2>&1 >/dev/null |
         sed -n 's/.*generated, finish: [a-z]*, \([0-9.]*\) s,.*/\1/p'
 done | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
-pgtemp_start "$SHARED/models/stories260K.gguf" "llm.threads = $THREADS"
+pgtemp_start "$SHARED/models/stories260K.gguf" "llm.threads = $THREADS" "llm.cache_mb = 0"
 sql_s=$("${PSQL[@]}" -At <<'SQL'
 SELECT llm_generate('Once upon a time', 32);  -- warm-up
 CREATE TEMP TABLE t(s float8);
@@ -62,7 +62,7 @@ pgtemp_cleanup
 PGTEMP_DIR=
 
 # 2. batch throughput through SQL
-pgtemp_start "$model" "llm.threads = $THREADS" "llm.max_batch_tokens = 512"
+pgtemp_start "$model" "llm.threads = $THREADS" "llm.cache_mb = 0" "llm.max_batch_tokens = 512"
 rows=$OUT/sql_bench.rows
 : > "$rows"
 for n in $BATCHES; do

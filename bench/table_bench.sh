@@ -34,7 +34,7 @@ if [ "$(id -u)" -eq 0 ] || [ -w "$(pg_config --pkglibdir)" ]; then make -s insta
 model=${1:-$(tools/fetch-model.sh gemma | tail -n 1)}
 
 . tools/pgtemp.sh
-pgtemp_start "$model" "llm.threads = $THREADS"
+pgtemp_start "$model" "llm.threads = $THREADS" "llm.cache_mb = 0"
 
 instruction="You are a careful news editor. Read the article below and write one short, plain sentence that says what happened, who was involved and why it matters to readers in the city. Do not add facts that are not in the article, do not give opinions, and do not repeat the headline."
 max_rows=0

@@ -7,7 +7,9 @@
 #       the model.  As root, the server runs as $LLM_PG_USER (default
 #       llmtest, created if missing).  Sets PGTEMP_DIR and the command array
 #       PSQL (psql -X -q ... ON_ERROR_STOP), and stops and removes it all on
-#       exit (KEEP=1 keeps the directory).
+#       exit (KEEP=1 keeps the directory).  A benchmark that times the
+#       engine passes "llm.cache_mb = 0": the answer cache, on by default,
+#       would answer its repeated requests without computing them.
 #   pgtemp_stop
 #       stop the server now (the exit trap does the rest).
 #
