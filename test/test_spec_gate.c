@@ -83,10 +83,42 @@ test_rate(void)
 	TEST_CHECK(seq.hits == 2 && seq.misses == 1, "2 of 4 accepted: 2 hits, 1 miss, got %g, %g", seq.hits, seq.misses);
 }
 
+/* The draft model's bar: its pass and the reading of a sequence's unread tokens, measured, raise it. */
+static void
+test_bar_drafted(void)
+{
+	LlmSpecGate g;
+	LlmSpecCosts c = {0};
+	double		bar;
+
+	llm_spec_gate_begin(&g, 4, 4.0);
+	bar = llm_spec_gate_bar(&g);
+	TEST_CHECK(llm_spec_gate_bar_drafted(&g, &c, 0, 64) == bar, "an unmeasured pass counts as nothing");
+	TEST_CHECK(fabs(llm_spec_gate_bar_drafted(&g, &c, 128, 64) - 3 * bar) < 1e-12,
+			   "an unmeasured token read counts as a unit: 128 over 64 steps, 2 units, got %g",
+			   llm_spec_gate_bar_drafted(&g, &c, 128, 64));
+	llm_spec_costs_step(&c, 0.008, 4, 4.0);	/* 1 ms a unit */
+	llm_spec_costs_passes(&c, 0.0005, 1, 0.1, 100);	/* a pass 0.5 ms, a token read 1 ms */
+	TEST_CHECK(fabs(c.unit_s - 0.001) < 1e-12 && fabs(c.pass_s - 0.0005) < 1e-12 && fabs(c.read_s - 0.001) < 1e-12,
+			   "measured: unit %g s, pass %g s, read %g s a token", c.unit_s, c.pass_s, c.read_s);
+	TEST_CHECK(fabs(llm_spec_gate_bar_drafted(&g, &c, 0, 64) - 1.5 * bar) < 1e-12,
+			   "a pass of half a unit: a token costs 1.5 units, got bar %g for %g", llm_spec_gate_bar_drafted(&g, &c, 0, 64), bar);
+	TEST_CHECK(fabs(llm_spec_gate_bar_drafted(&g, &c, 64, 64) - 2.5 * bar) < 1e-12,
+			   "64 unread tokens over 64 steps left: a unit more, got %g", llm_spec_gate_bar_drafted(&g, &c, 64, 64));
+	TEST_CHECK(llm_spec_gate_bar_drafted(&g, &c, 64, 64) > 1.0,
+			   "4 decoders: no chance pays for reading a 64-token prompt for 64 tokens");
+	TEST_CHECK(llm_spec_gate_bar_drafted(&g, &c, 64, 1) > llm_spec_gate_bar_drafted(&g, &c, 64, 64),
+			   "the fewer steps left, the dearer the reading");
+	llm_spec_gate_begin(&g, 1, 4.0);
+	TEST_CHECK(llm_spec_gate_bar_drafted(&g, &c, 64, 64) < 2.0 / 3,
+			   "alone, the prior chance does, got bar %g", llm_spec_gate_bar_drafted(&g, &c, 64, 64));
+}
+
 int
 main(void)
 {
 	test_gate();
 	test_rate();
+	test_bar_drafted();
 	return test_summary("test_spec_gate");
 }

@@ -194,17 +194,22 @@ run_pass(LlmDraftModel *d, LlmDraftJob *jobs, int n, LlmError *err)
 	return LLM_OK;
 }
 
-/* Run a pass of nb tokens for n jobs; one of at most a token a job counts into *passes and *seconds. */
+/* Run a pass of nb tokens for n jobs, timed into *t: as a pass when it has at most a token a job, else as reading. */
 static LlmStatus
-timed_pass(LlmDraftModel *d, LlmDraftJob *jobs, int nb, int n, int *passes, double *seconds, LlmError *err)
+timed_pass(LlmDraftModel *d, LlmDraftJob *jobs, int nb, int n, LlmDraftTiming *t, LlmError *err)
 {
 	double		t0 = llm_pace_now();
 	LlmStatus	st = run_pass(d, jobs, nb, err);
 
 	if (nb <= n)
 	{
-		(*passes)++;
-		*seconds += llm_pace_now() - t0;
+		t->passes++;
+		t->seconds += llm_pace_now() - t0;
+	}
+	else
+	{
+		t->read_tokens += nb;
+		t->read_seconds += llm_pace_now() - t0;
 	}
 	return st;
 }
@@ -223,13 +228,12 @@ pass_add(LlmDraftModel *d, LlmDraftJob *jobs, int ji, int n, int32_t t, int pos,
 
 /* Propose drafts for n jobs (draft_model.h). */
 LlmStatus
-llm_draft_model_propose(LlmDraftModel *d, LlmDraftJob *jobs, int n, int *n_passes, double *seconds, LlmError *err)
+llm_draft_model_propose(LlmDraftModel *d, LlmDraftJob *jobs, int n, LlmDraftTiming *t, LlmError *err)
 {
 	int			passes = 0;
 	LlmStatus	st;
 
-	*n_passes = 0;
-	*seconds = 0;
+	memset(t, 0, sizeof(*t));
 	for (int i = 0; i < n; i++)
 	{
 		LlmDraftJob *j = &jobs[i];
@@ -263,7 +267,7 @@ llm_draft_model_propose(LlmDraftModel *d, LlmDraftJob *jobs, int n, int *n_passe
 			}
 		if (nb == 0)
 			break;
-		if ((st = timed_pass(d, jobs, nb, n, n_passes, seconds, err)) != LLM_OK)
+		if ((st = timed_pass(d, jobs, nb, n, t, err)) != LLM_OK)
 			return st;
 	}
 	/* the rest: each pass reads every job's newest draft and proposes the next */
@@ -276,7 +280,7 @@ llm_draft_model_propose(LlmDraftModel *d, LlmDraftJob *jobs, int n, int *n_passe
 				nb = pass_add(d, jobs, i, nb, jobs[i].out[p - 1], jobs[i].n + p - 1, true);
 		if (nb == 0)
 			break;
-		if ((st = timed_pass(d, jobs, nb, n, n_passes, seconds, err)) != LLM_OK)
+		if ((st = timed_pass(d, jobs, nb, n, t, err)) != LLM_OK)
 			return st;
 	}
 	return LLM_OK;

@@ -67,12 +67,19 @@ void		llm_draft_model_free(LlmDraftModel *d);
  * reserved first: a job whose KV the pool cannot hold proposes nothing),
  * then up to max_draft tokens are chosen greedily, a pass each, the longest
  * job setting the number of passes; a job stops at the first proposal that
- * would bring its chance below min_chance.  *passes and *seconds: the
- * passes of one token a job it ran (catching up on a long prompt is not
- * one), and the time they took.
+ * would bring its chance below min_chance.  *t: the passes of one token a
+ * job it ran and their time, and apart from them, the tokens of passes
+ * that caught up on more (a prompt) and theirs.
  */
-LlmStatus	llm_draft_model_propose(LlmDraftModel *d, LlmDraftJob *jobs, int n, int *passes, double *seconds,
-										LlmError *err);
+typedef struct LlmDraftTiming
+{
+	int			passes;
+	double		seconds;
+	int			read_tokens;
+	double		read_seconds;
+} LlmDraftTiming;
+
+LlmStatus	llm_draft_model_propose(LlmDraftModel *d, LlmDraftJob *jobs, int n, LlmDraftTiming *t, LlmError *err);
 
 /* After verification: keep the keys of the first n_kept tokens (those the sequence now holds). */
 void		llm_draft_seq_keep(LlmDraftModel *d, LlmDraftSeq *s, int n_kept);

@@ -958,7 +958,9 @@ draft_with_model(LlmEngine *e, int budget)
 		budget -= k;
 		/* the draft model's passes cost too: only for a sequence whose drafts are likely enough */
 		if (f == k || found > 0 ||
-			llm_spec_rate(&s->spec_rate, &e->spec_rate) <= llm_spec_gate_bar_drafted(&e->spec_gate, &e->spec_costs))
+			llm_spec_rate(&s->spec_rate, &e->spec_rate) <=
+			llm_spec_gate_bar_drafted(&e->spec_gate, &e->spec_costs, s->n_tokens + f - 1 - s->draft_seq.n_past,
+									  s->max_tokens - (s->n_tokens - s->n_prompt)))
 		{
 			if (f + found == 0)
 				llm_spec_rate_forget(&s->spec_rate, SEQ_IDLE_DECAY);
@@ -968,20 +970,19 @@ draft_with_model(LlmEngine *e, int budget)
 		/* its confidence then says how far each is worth drafting */
 		e->draft_jobs[nj] = (LlmDraftJob) {
 			.seq = &s->draft_seq,.tokens = s->tokens,.n = s->n_tokens + f,.max_draft = k - f,
-			.out = s->tokens + s->n_tokens + f,.min_chance = llm_spec_gate_bar_drafted(&e->spec_gate, &e->spec_costs)
+			.out = s->tokens + s->n_tokens + f,.min_chance = llm_spec_gate_bar_drafted(&e->spec_gate, &e->spec_costs, 0, 0)
 		};
 		e->draft_owner[nj] = s;
 		nj++;
 	}
 	if (nj > 0)
 	{
-		int			passes;
-		double		seconds;
+		LlmDraftTiming t;
 
-		if (llm_draft_model_propose(e->drafter, e->draft_jobs, nj, &passes, &seconds, &err) != LLM_OK)
+		if (llm_draft_model_propose(e->drafter, e->draft_jobs, nj, &t, &err) != LLM_OK)
 			for (int i = 0; i < nj; i++)
 				e->draft_jobs[i].n_out = 0, e->draft_jobs[i].expected = 0;
-		llm_spec_costs_passes(&e->spec_costs, seconds, passes);
+		llm_spec_costs_passes(&e->spec_costs, t.seconds, t.passes, t.read_seconds, t.read_tokens);
 	}
 	for (int i = 0; i < nj; i++)
 	{

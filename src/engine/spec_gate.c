@@ -109,24 +109,34 @@ llm_spec_costs_step(LlmSpecCosts *c, double seconds, int n_fed, double knee)
 		c->unit_s = moving(c->unit_s, seconds / (knee + n_fed));
 }
 
-/* Note passes draft-model passes that took seconds in all. */
+/* Note passes draft-model passes that took seconds in all, and read_tokens caught up on in read_seconds. */
 void
-llm_spec_costs_passes(LlmSpecCosts *c, double seconds, int passes)
+llm_spec_costs_passes(LlmSpecCosts *c, double seconds, int passes, double read_seconds, int read_tokens)
 {
 	if (seconds > 0 && passes > 0)
 		c->pass_s = moving(c->pass_s, seconds / passes);
+	if (read_seconds > 0 && read_tokens > 0)
+		c->read_s = moving(c->read_s, read_seconds / read_tokens);
 }
 
 /*
  * The bar a drafted token must clear when it needs a draft-model pass of
  * its own: the token costs its row and the pass, 1 + pass_s / unit_s
- * units, so its chance must beat that many times the step's yield per
- * unit (unmeasured costs count as nothing).
+ * units, and, where the draft model has unread tokens of the sequence to
+ * read first (its prompt, the first time), their reading spread over the
+ * steps the sequence may have left; its chance must beat that many times
+ * the step's yield per unit.  An unmeasured pass counts as nothing, an
+ * unmeasured token read as a unit (as the target would read it): without
+ * that, a batch of new sequences would each have its prompt read by the
+ * draft model, before any reading was timed, for drafts that a busy step
+ * then hardly keeps.
  */
 double
-llm_spec_gate_bar_drafted(const LlmSpecGate *g, const LlmSpecCosts *c)
+llm_spec_gate_bar_drafted(const LlmSpecGate *g, const LlmSpecCosts *c, int unread, int remaining)
 {
 	double		pass_units = c->unit_s > 0 ? c->pass_s / c->unit_s : 0;
+	double		read_unit = c->unit_s > 0 && c->read_s > 0 ? c->read_s / c->unit_s : 1.0;
+	double		read_units = unread > 0 ? unread * read_unit / (remaining > 1 ? remaining : 1) : 0;
 
-	return (1 + pass_units) * llm_spec_gate_bar(g);
+	return (1 + pass_units + read_units) * llm_spec_gate_bar(g);
 }

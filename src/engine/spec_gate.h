@@ -60,16 +60,22 @@ typedef struct LlmSpecCosts
 {
 	double		unit_s;			/* seconds of one unit (one token's compute) in the target's decode steps */
 	double		pass_s;			/* seconds of one draft-model pass */
+	double		read_s;			/* seconds per token the draft model reads to catch up on a sequence */
 } LlmSpecCosts;
 
 /* Note a decode step of n_fed tokens that took seconds, on a backend whose knee is knee tokens. */
 void		llm_spec_costs_step(LlmSpecCosts *c, double seconds, int n_fed, double knee);
 
-/* Note passes draft-model passes that took seconds in all. */
-void		llm_spec_costs_passes(LlmSpecCosts *c, double seconds, int passes);
+/* Note passes draft-model passes that took seconds in all, and read_tokens caught up on in read_seconds. */
+void		llm_spec_costs_passes(LlmSpecCosts *c, double seconds, int passes, double read_seconds, int read_tokens);
 
-/* The bar a drafted token must clear when it needs a draft-model pass of its own: its chance must exceed this. */
-double		llm_spec_gate_bar_drafted(const LlmSpecGate *g, const LlmSpecCosts *c);
+/*
+ * The bar a drafted token must clear when it needs a draft-model pass of
+ * its own, for a sequence whose last unread tokens the draft model must
+ * read first and which may decode remaining more: its chance must exceed
+ * this.
+ */
+double		llm_spec_gate_bar_drafted(const LlmSpecGate *g, const LlmSpecCosts *c, int unread, int remaining);
 
 /* Start a step of n_decoding decoding tokens on a backend whose knee is knee tokens. */
 void		llm_spec_gate_begin(LlmSpecGate *g, int n_decoding, double knee);
