@@ -127,19 +127,39 @@ LlmJobCatalogFind(LlmJobCatalog *cat)
 	return true;
 }
 
-/* Act as the catalog's owner until LlmJobCatalogEnd (an error's abort also ends it). */
+/*
+ * Act as the catalog's owner until LlmJobCatalogEnd (an error's abort also
+ * ends it).  The owner is a superuser, and the statements that follow name
+ * operators and functions without a schema, so they run with search_path
+ * pg_catalog, pg_temp (objects of pg_temp are never found as operators or
+ * functions) in a restricted security context: no caller's search_path can
+ * put its own "=" under the owner's privileges.
+ */
 void
 LlmJobCatalogBegin(const LlmJobCatalog *cat, LlmJobAs *as)
 {
 	GetUserIdAndSecContext(&as->user, &as->sec);
-	SetUserIdAndSecContext(cat->owner, as->sec | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(cat->owner, as->sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+	as->guc_level = LlmJobSafeSearchPath();
 }
 
 /* Act as before LlmJobCatalogBegin. */
 void
 LlmJobCatalogEnd(const LlmJobAs *as)
 {
+	AtEOXact_GUC(true, as->guc_level);
 	SetUserIdAndSecContext(as->user, as->sec);
+}
+
+/* Set search_path to pg_catalog, pg_temp in a new GUC nest level; that level, for AtEOXact_GUC. */
+int
+LlmJobSafeSearchPath(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return level;
 }
 
 /*
@@ -444,7 +464,9 @@ LlmJobCountSql(Oid relid, AttrNumber attnum, const char *where)
 /*
  * The statement that writes a batch's answers: $1 the rows' tables, $2
  * their ctids, $3 the answers (of the function's result type), cast to the
- * column's type.
+ * column's type; it returns each row written (table, the ctid it had) and
+ * whether its column is now set (a trigger may have skipped the row or
+ * cleared the column).
  */
 char *
 LlmJobUpdateSql(Oid relid, AttrNumber attnum, const LlmJobFuncInfo *fi)
@@ -458,9 +480,11 @@ LlmJobUpdateSql(Oid relid, AttrNumber attnum, const LlmJobFuncInfo *fi)
 	return psprintf("UPDATE %s t SET %s = CAST(v.val AS %s) "
 					"FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.oid[]), pg_catalog.unnest($2::pg_catalog.tid[]), "
 					"pg_catalog.unnest($3::%s[])) AS v(rel, tid, val) "
-					"WHERE t.tableoid OPERATOR(pg_catalog.=) v.rel AND t.ctid OPERATOR(pg_catalog.=) v.tid",
+					"WHERE t.tableoid OPERATOR(pg_catalog.=) v.rel AND t.ctid OPERATOR(pg_catalog.=) v.tid "
+					"RETURNING v.rel, v.tid, t.%s IS NOT NULL",
 					rel, quote_identifier(get_attname(relid, attnum, false)),
-					format_type_with_typemod(typid, typmod), format_type_be_qualified(fi->result_type));
+					format_type_with_typemod(typid, typmod), format_type_be_qualified(fi->result_type),
+					quote_identifier(get_attname(relid, attnum, false)));
 }
 
 /* The parameter types of LlmJobUpdateSql's statement. */

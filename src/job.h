@@ -37,6 +37,7 @@ typedef struct LlmJobAs
 {
 	Oid			user;
 	int			sec;
+	int			guc_level;		/* the GUC nest level that holds the safe search_path */
 } LlmJobAs;
 
 /* The functions a job may run: which LlmBatchFunc, its SQL name, and its parameter columns in llm_job. */
@@ -51,6 +52,7 @@ typedef struct LlmJobFuncInfo
 /* job.c */
 extern bool LlmJobCatalogFind(LlmJobCatalog *cat);
 extern void LlmJobCatalogBegin(const LlmJobCatalog *cat, LlmJobAs *as);
+extern int	LlmJobSafeSearchPath(void);
 extern void LlmJobCatalogEnd(const LlmJobAs *as);
 extern const LlmJobFuncInfo *LlmJobFuncByName(const char *name);
 extern NullableDatum *LlmJobArgs(const LlmJobCatalog *cat, int64 job_id, const LlmJobFuncInfo *fi, int *nargs);

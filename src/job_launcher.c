@@ -137,6 +137,8 @@ LlmJobResumeDatabase(void)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
+	/* as the bootstrap superuser: not under the database's search_path (the commit resets it) */
+	(void) LlmJobSafeSearchPath();
 	if (LlmJobCatalogFind(&cat))
 	{
 		if (SPI_execute(psprintf("SELECT id, role FROM %s WHERE state IN ('queued', 'running') ORDER BY id",

@@ -103,6 +103,16 @@ typedef struct LlmJobRow
 	char	   *message;
 } LlmJobRow;
 
+/* A row the batch's UPDATE wrote: its table, the ctid it had, and whether its column is now set. */
+typedef struct LlmJobWritten
+{
+	Oid			rel;
+	ItemPointerData tid;
+	bool		set;
+} LlmJobWritten;
+
+static void LlmJobCheckWritten(LlmJobRow *rows, int n_rows, int from);
+
 /* What a batch found. */
 typedef enum LlmJobStep
 {
@@ -316,6 +326,7 @@ LlmJobTransient(int sqlerrcode)
 	int			class = ERRCODE_TO_CATEGORY(sqlerrcode);
 
 	return class == ERRCODE_TO_CATEGORY(ERRCODE_INSUFFICIENT_RESOURCES) ||
+		class == ERRCODE_TO_CATEGORY(ERRCODE_TRANSACTION_ROLLBACK) ||	/* a deadlock, a serialization failure */
 		class == ERRCODE_TO_CATEGORY(ERRCODE_OPERATOR_INTERVENTION) ||
 		class == ERRCODE_TO_CATEGORY(ERRCODE_SYSTEM_ERROR) ||
 		class == ERRCODE_TO_CATEGORY(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE);
@@ -413,8 +424,65 @@ LlmJobUpdateRow(LlmJobRun *run, LlmJobRow *rows, int i)
 	values[1] = PointerGetDatum(construct_array(&(Datum) {PointerGetDatum(&rows[i].tid)}, 1, TIDOID,
 												sizeof(ItemPointerData), false, TYPALIGN_SHORT));
 	values[2] = PointerGetDatum(construct_array(&rows[i].result, 1, typid, typlen, typbyval, typalign));
-	if (LlmJobExecAsRole(run, run->update_plan, values, NULL, 0) != SPI_OK_UPDATE)
+	if (LlmJobExecAsRole(run, run->update_plan, values, NULL, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not write the answer of a row");
+	LlmJobCheckWritten(rows, i + 1, i);
+	if (rows[i].sqlerrcode != 0)
+		ereport(ERROR, (errcode(rows[i].sqlerrcode), errmsg("%s", rows[i].message)));
+}
+
+/* Order of LlmJobWritten entries: by table, then ctid. */
+static int
+LlmJobWrittenCmp(const void *a, const void *b)
+{
+	const LlmJobWritten *x = a;
+	const LlmJobWritten *y = b;
+
+	if (x->rel != y->rel)
+		return x->rel < y->rel ? -1 : 1;
+	return ItemPointerCompare((ItemPointer) &x->tid, (ItemPointer) &y->tid);
+}
+
+/*
+ * Mark failed each of rows[from .. n_rows) with an answer that the UPDATE
+ * just run (SPI_tuptable: its RETURNING) did not write, or wrote with the
+ * column still NULL: a trigger or rule of the table skipped it or cleared
+ * the column.  Such a row would otherwise be counted done and taken again
+ * by every later batch.
+ */
+static void
+LlmJobCheckWritten(LlmJobRow *rows, int n_rows, int from)
+{
+	uint64		n = SPI_processed;
+	LlmJobWritten *w = palloc(sizeof(LlmJobWritten) * Max(n, 1));
+
+	for (uint64 k = 0; k < n; k++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[k];
+		bool		isnull;
+
+		w[k].rel = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+		w[k].tid = *(ItemPointer) DatumGetPointer(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+		w[k].set = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull)) && !isnull;
+	}
+	qsort(w, n, sizeof(LlmJobWritten), LlmJobWrittenCmp);
+	for (int i = from; i < n_rows; i++)
+	{
+		LlmJobWritten key = {rows[i].rel, rows[i].tid, false};
+		LlmJobWritten *hit;
+
+		if (rows[i].sqlerrcode != 0)
+			continue;
+		hit = bsearch(&key, w, n, sizeof(LlmJobWritten), LlmJobWrittenCmp);
+		if (hit == NULL || !hit->set)
+		{
+			rows[i].sqlerrcode = ERRCODE_TRIGGERED_ACTION_EXCEPTION;
+			rows[i].message = hit == NULL ?
+				"the answer was not written: a trigger or rule of the table skipped the row" :
+				"the answer was not kept: a trigger of the table set the column to NULL";
+		}
+	}
+	pfree(w);
 }
 
 /* Write the answers of the rows that have one, in one statement; false when it failed (nothing written). */
@@ -452,8 +520,9 @@ LlmJobUpdateAll(LlmJobRun *run, LlmJobRow *rows, int n_rows)
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		if (LlmJobExecAsRole(run, run->update_plan, values, NULL, 0) != SPI_OK_UPDATE)
+		if (LlmJobExecAsRole(run, run->update_plan, values, NULL, 0) != SPI_OK_UPDATE_RETURNING)
 			elog(ERROR, "could not write the answers of a batch");
+		LlmJobCheckWritten(rows, n_rows, 0);
 		ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
@@ -708,7 +777,7 @@ static void
 LlmJobFail(LlmJobRun *run, const char *message)
 {
 	Oid			types[2] = {INT8OID, TEXTOID};
-	Datum		values[2] = {Int64GetDatum(run->id), CStringGetTextDatum(message)};
+	Datum		values[2] = {Int64GetDatum(run->id), CStringGetTextDatum(message ? message : "unknown error")};
 
 	LlmJobBeginXact("llm job: failing");
 	if (run->continuous && run->cat.job_rel != NULL)

@@ -212,6 +212,30 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM llm_jobs', extra_params =>
 ($rc, $out, $err) = $node->psql('postgres', "SELECT llm_job_cancel($slow)", extra_params => ['-U', 'alice']);
 like($err, qr/llm job $slow does not exist/, "a role cannot touch another's job");
 
+# The catalog is written as its owner, a superuser: an operator of alice's
+# own, first in her search_path, must not run with those privileges, when
+# she calls llm_job_cancel nor in her job's worker (which keeps her
+# search_path for her expressions).
+$node->safe_psql('postgres', 'CREATE SCHEMA evil AUTHORIZATION alice');
+$node->safe_psql('postgres', q{
+CREATE FUNCTION evil.eq(text, text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_user <> 'alice' THEN EXECUTE 'ALTER ROLE alice SUPERUSER'; END IF;
+    RETURN $1 OPERATOR(pg_catalog.=) $2;
+END $$;
+CREATE OPERATOR evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.eq);
+}, extra_params => ['-U', 'alice']);
+$node->safe_psql('postgres', q{UPDATE notes SET answer = NULL WHERE owner = 'alice'});
+my $evil_job = $node->safe_psql('postgres',
+	"SET search_path = evil, public, pg_catalog; SELECT llm_fill('notes', 'answer', 'body', max_tokens => 4)",
+	extra_params => ['-U', 'alice']);
+is($node->safe_psql('postgres', "SET search_path = evil, public, pg_catalog; SELECT llm_job_wait($evil_job, '1 min')",
+	extra_params => ['-U', 'alice']), 'done', "alice's job under her own operator is done");
+is($node->safe_psql('postgres', "SET search_path = evil, public, pg_catalog; SELECT llm_job_cancel($evil_job)",
+	extra_params => ['-U', 'alice']), 'f', 'llm_job_cancel under her own operator');
+is($node->safe_psql('postgres', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'alice'}),
+	'f', "neither ran alice's operator as the catalog's owner");
+
 # ---- bad calls ----
 for my $case (
 	[ "SELECT llm_fill('docs', 'nope', 'body')", qr/column "nope" of relation "docs" does not exist/ ],
@@ -236,6 +260,26 @@ is($node->safe_psql('postgres', "SELECT llm_job_wait($classify, '1 min')"), 'don
 is($node->safe_psql('postgres',
 	q{SELECT count(*) FROM moods WHERE mood IS DISTINCT FROM llm_classify(body, ARRAY['happy', 'sad'])}),
 	'0', "its labels are llm_classify's");
+
+# ---- a trigger that skips a row or clears the column ----
+# Such a row is not counted done (it would be taken again by every batch,
+# and the job would never end): it goes into the error table.
+$node->safe_psql('postgres', q{CREATE TABLE guarded (id int PRIMARY KEY, body text, answer text);
+INSERT INTO guarded SELECT i, 'Sue had ' || i || ' kites.' FROM generate_series(1, 6) i;
+CREATE FUNCTION guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.id = 3 THEN RETURN NULL; END IF;
+    IF NEW.id = 4 THEN NEW.answer := NULL; END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER guarded_guard BEFORE UPDATE ON guarded FOR EACH ROW EXECUTE FUNCTION guard();});
+my $guarded = $node->safe_psql('postgres', "SELECT llm_fill('guarded', 'answer', 'body', max_tokens => 4)");
+is($node->safe_psql('postgres', "SELECT llm_job_wait($guarded, '1 min')"), 'done',
+	'a job whose rows a trigger skips or clears ends');
+is($node->safe_psql('postgres', "SELECT rows_done || ' ' || errors FROM llm_jobs WHERE id = $guarded"),
+	'4 2', 'those rows are errors, not rows done');
+like($node->safe_psql('postgres', "SELECT string_agg(row_key || ': ' || sqlstate || ' ' || message, '; ' ORDER BY row_key) FROM llm_job_errors WHERE job_id = $guarded"),
+	qr/^3: 09000 the answer was not written.*; 4: 09000 the answer was not kept/, 'and say why');
 
 $node->stop;
 done_testing();
