@@ -100,6 +100,31 @@ LlmAnswerCacheConfigure(void)
 		LlmAnswerCacheReadFile();
 }
 
+/*
+ * Read (write false) or write len bytes of buf from or to fd, in as many
+ * calls as it takes (one call moves at most about 2 GB); the bytes moved,
+ * or -1 with errno set.
+ */
+static ssize_t
+LlmCacheFileIO(int fd, void *buf, size_t len, bool write_it)
+{
+	size_t		done = 0;
+
+	while (done < len)
+	{
+		ssize_t		n = write_it ? write(fd, (char *) buf + done, len - done) : read(fd, (char *) buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		done += n;
+	}
+	return (ssize_t) done;
+}
+
 /* Take the answers of the file, if any, for the model of CacheIdentity; a damaged file is removed. */
 static void
 LlmAnswerCacheReadFile(void)
@@ -137,7 +162,7 @@ LlmAnswerCacheReadFile(void)
 		free(buf);
 		return;
 	}
-	got = read(fd, buf, st.st_size);
+	got = LlmCacheFileIO(fd, buf, st.st_size, false);
 	CloseTransientFile(fd);
 	if (got != st.st_size)
 	{
@@ -270,7 +295,7 @@ LlmAnswerCacheSave(bool force, bool busy)
 		return;
 	}
 	fd = OpenTransientFile(LLM_ANSWER_CACHE_TMP, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
-	if (fd < 0 || write(fd, buf, len) != (ssize_t) len || pg_fsync(fd) != 0)
+	if (fd < 0 || LlmCacheFileIO(fd, buf, len, true) != (ssize_t) len || pg_fsync(fd) != 0)
 	{
 		ereport(LOG,
 				(errcode_for_file_access(),
