@@ -58,7 +58,7 @@ int			llm_role_weight = 1;
 int			llm_chat_setting = LLM_CHAT_AUTO;
 char	   *llm_system_prompt = NULL;
 int			llm_kv_type = LLM_KV_F16;
-int			llm_speculative = LLM_SPEC_OFF;
+int			llm_speculative = LLM_SPEC_NGRAM;
 int			llm_speculative_max_draft = 8;
 char	   *llm_draft_model = NULL;
 int			llm_quantize = LLM_QUANT_NONE;
@@ -422,10 +422,11 @@ LlmDefineSettings(void)
 							 "its prompt or output; summaries and extractions copy their input.  draft: the greedy "
 							 "guesses of llm.draft_model, a smaller model of the same vocabulary.  Every answer is the "
 							 "same as with off: a drafted token is kept only where the sampler picks it.  Drafts are "
-							 "made only in steps with few requests decoding and no prompt to compute, and not under "
-							 "llm.kv_budget.  Takes effect when the worker next loads a model.",
+							 "fed only where their chance of acceptance pays for their compute (few requests "
+							 "decoding, no prompt to compute), and not under llm.kv_budget.  Takes effect when the "
+							 "worker next loads a model.",
 							 &llm_speculative,
-							 LLM_SPEC_OFF,
+							 LLM_SPEC_NGRAM,
 							 llm_speculative_options,
 							 PGC_SIGHUP,
 							 0,

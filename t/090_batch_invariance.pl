@@ -18,8 +18,9 @@ use Test::More;
 my $dir = $ENV{LLM_REAL_MODEL_DIR};
 plan skip_all => 'LLM_REAL_MODEL_DIR is not set (run through tools/pg-test.sh)' unless $dir;
 
+# speculation off until its part below, so that it is compared with plain decoding
 my $node = llm_node('invariance', 'llm.model_dir' => $dir,
-	'llm.model' => 'gemma-3-270m-q4_k_m.gguf', 'llm.threads' => 2);
+	'llm.model' => 'gemma-3-270m-q4_k_m.gguf', 'llm.threads' => 2, 'llm.speculative' => 'off');
 llm_wait_state($node);
 
 my @prompts = (
