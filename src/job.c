@@ -127,6 +127,19 @@ LlmJobCatalogFind(LlmJobCatalog *cat)
 	return true;
 }
 
+/* Connect SPI and find the current database's job catalog; errors when it has none. */
+static void
+LlmJobConnectCatalog(LlmJobCatalog *cat)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (!LlmJobCatalogFind(cat))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension llm has no job catalog in this database"),
+				 errhint("Run ALTER EXTENSION llm UPDATE.")));
+}
+
 /*
  * Act as the catalog's owner until LlmJobCatalogEnd (an error's abort also
  * ends it).  The owner is a superuser, and the statements that follow name
@@ -280,17 +293,25 @@ LlmJobXactCallback(XactEvent event, void *arg)
 	}
 }
 
+/* Append to *list, for the end of this transaction, job job_id with roleid (a launch) or pid (a wake). */
+static void
+LlmJobPendingAdd(List **list, int64 job_id, Oid roleid, int pid)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	LlmJobPending *p = palloc0(sizeof(LlmJobPending));
+
+	p->job_id = job_id;
+	p->roleid = roleid;
+	p->wake_pid = pid;
+	*list = lappend(*list, p);
+	MemoryContextSwitchTo(old);
+}
+
 /* Start job job_id's worker, as roleid, when this transaction commits. */
 static void
 LlmJobLaunchAtCommit(int64 job_id, Oid roleid)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-	LlmJobPending *p = palloc(sizeof(LlmJobPending));
-
-	p->job_id = job_id;
-	p->roleid = roleid;
-	PendingLaunches = lappend(PendingLaunches, p);
-	MemoryContextSwitchTo(old);
+	LlmJobPendingAdd(&PendingLaunches, job_id, roleid, 0);
 }
 
 /* Register the launcher and the commit callback (_PG_init). */
@@ -571,14 +592,7 @@ LlmJobTrigger(const LlmJobCatalog *cat, int64 job_id, Oid relid, bool create)
 static void
 LlmJobWakeAtCommit(int64 job_id, int pid)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-	LlmJobPending *p = palloc(sizeof(LlmJobPending));
-
-	p->job_id = job_id;
-	p->roleid = InvalidOid;
-	p->wake_pid = pid;
-	PendingWakes = lappend(PendingWakes, p);
-	MemoryContextSwitchTo(old);
+	LlmJobPendingAdd(&PendingWakes, job_id, InvalidOid, pid);
 }
 
 /*
@@ -726,13 +740,7 @@ llm_fill(PG_FUNCTION_ARGS)
 	if (where != NULL)
 		LlmJobCheckExpr(where, "where_clause");
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (!LlmJobCatalogFind(&cat))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension llm has no job catalog in this database"),
-				 errhint("Run ALTER EXTENSION llm UPDATE.")));
+	LlmJobConnectCatalog(&cat);
 
 	/* the job's row */
 	initStringInfo(&sql);
@@ -814,13 +822,7 @@ LlmJobSetState(int64 job_id, const char *from, const char *new_state, Oid *rolei
 	bool		continuous;
 	int			ret;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (!LlmJobCatalogFind(&cat))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension llm has no job catalog in this database"),
-				 errhint("Run ALTER EXTENSION llm UPDATE.")));
+	LlmJobConnectCatalog(&cat);
 	LlmJobCatalogBegin(&cat, &as);
 	ret = SPI_execute_with_args(psprintf("SELECT role, state IN (%s), target, continuous FROM %s "
 										 "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
@@ -935,13 +937,7 @@ llm_job_wait(PG_FUNCTION_ARGS)
 		Oid			roleid;
 		int			ret;
 
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		if (!LlmJobCatalogFind(&cat))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("extension llm has no job catalog in this database"),
-					 errhint("Run ALTER EXTENSION llm UPDATE.")));
+		LlmJobConnectCatalog(&cat);
 		LlmJobCatalogBegin(&cat, &as);
 		ret = SPI_execute_with_args(psprintf("SELECT role, state FROM %s WHERE id OPERATOR(pg_catalog.=) $1", cat.job_rel),
 									1, &argtype, &arg, NULL, false, 1);
