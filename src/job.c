@@ -904,6 +904,7 @@ llm_job_wait(PG_FUNCTION_ARGS)
 	TimestampTz deadline = 0;
 	char	   *state = NULL;
 	MemoryContext cxt = CurrentMemoryContext;
+	ListCell   *lc;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -926,6 +927,13 @@ llm_job_wait(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
 				 errmsg("llm_job_wait needs the READ COMMITTED isolation level"),
 				 errdetail("A transaction's snapshot would never see the job end.")));
+	foreach(lc, PendingLaunches)
+		if (((LlmJobPending *) lfirst(lc))->job_id == job_id)
+			ereport(ERROR,
+					(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+					 errmsg("llm_job_wait cannot wait for llm job " INT64_FORMAT " in the transaction that started it", job_id),
+					 errdetail("The job's worker starts when this transaction commits."),
+					 errhint("Commit first, then call llm_job_wait.")));
 
 	for (;;)
 	{

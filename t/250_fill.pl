@@ -245,7 +245,9 @@ for my $case (
 	[ "SELECT llm_fill('docs', 'summary', 'body', max_tokens => -1)", qr/max_tokens must not be negative/ ],
 	[ "SELECT llm_fill('docs', 'summary', 'no_such_column')", qr/column "no_such_column" does not exist/ ],
 	[ "SELECT llm_fill('docs', 'summary', 'body', function => 'classify')", qr/labels must not be null/ ],
-	[ "SELECT llm_job_wait(424242)", qr/llm job 424242 does not exist/ ])
+	[ "SELECT llm_job_wait(424242)", qr/llm job 424242 does not exist/ ],
+	[ "BEGIN; SELECT llm_job_wait(llm_fill('docs', 'summary', 'body'), '1 min')",
+	  qr/llm_job_wait cannot wait for llm job \d+ in the transaction that started it/ ])
 {
 	($rc, $out, $err) = $node->psql('postgres', $case->[0]);
 	like($err, $case->[1], "$case->[0] fails clearly");
