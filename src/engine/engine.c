@@ -894,6 +894,19 @@ seq_draft_lookup(LlmEngine *e, Seq *s, int forced, int k)
 }
 
 /*
+ * s's drafts that need no draft-model pass, up to k (at least 1): the
+ * tokens its grammar forces (*forced of them), then prompt lookup's, all
+ * counted into the step's gate; returns how many.
+ */
+static int
+seq_draft_without_model(LlmEngine *e, Seq *s, int k, int *forced)
+{
+	*forced = s->n_draft_forced = seq_draft_forced(e, s, k);
+	llm_spec_gate_take(&e->spec_gate, *forced, 0, 0);
+	return *forced + (*forced < k ? seq_draft_lookup(e, s, *forced, k - *forced) : 0);
+}
+
+/*
  * Draft up to budget tokens to follow decoding s's last one by prompt
  * lookup (LLM_SPEC_NGRAM) into tokens[n_tokens ..]: those its grammar
  * forces, then prompt lookup's; returns how many.
@@ -902,18 +915,12 @@ static int
 seq_draft(LlmEngine *e, Seq *s, int budget)
 {
 	int			k = seq_draft_room(e, s, budget);
-	int			forced = 0;
-	int			found = 0;
+	int			forced;
+	int			n = k >= 1 ? seq_draft_without_model(e, s, k, &forced) : 0;
 
-	if (k >= 1)
-	{
-		forced = s->n_draft_forced = seq_draft_forced(e, s, k);
-		llm_spec_gate_take(&e->spec_gate, forced, 0, 0);
-		found = seq_draft_lookup(e, s, forced, k - forced);
-	}
-	if (forced + found == 0)
+	if (n == 0)
 		llm_spec_rate_forget(&s->spec_rate, SEQ_IDLE_DECAY);
-	return seq_draft_keep(e, s, forced + found);
+	return seq_draft_keep(e, s, n);
 }
 
 /*
@@ -947,24 +954,22 @@ draft_with_model(LlmEngine *e, int budget)
 		Seq		   *s = e->seqs[i];
 		int			k;
 		int			f;
-		int			found;
+		int			n;
 
 		if (s->state != SEQ_RUNNING || s->n_tokens - s->n_past != 1 || (k = seq_draft_room(e, s, budget)) < 1)
 			continue;
-		f = s->n_draft_forced = seq_draft_forced(e, s, k);
-		llm_spec_gate_take(&e->spec_gate, f, 0, 0);
-		found = f < k ? seq_draft_lookup(e, s, f, k - f) : 0;
+		n = seq_draft_without_model(e, s, k, &f);
 		s->n_draft = f;
 		budget -= k;
 		/* the draft model's passes cost too: only for a sequence whose drafts are likely enough */
-		if (f == k || found > 0 ||
+		if (f == k || n > f ||
 			llm_spec_rate(&s->spec_rate, &e->spec_rate) <=
 			llm_spec_gate_bar_drafted(&e->spec_gate, &e->spec_costs, s->n_tokens + f - 1 - s->draft_seq.n_past,
 									  s->max_tokens - (s->n_tokens - s->n_prompt)))
 		{
-			if (f + found == 0)
+			if (n == 0)
 				llm_spec_rate_forget(&s->spec_rate, SEQ_IDLE_DECAY);
-			seq_draft_keep(e, s, f + found);
+			seq_draft_keep(e, s, n);
 			continue;
 		}
 		/* its confidence then says how far each is worth drafting */
