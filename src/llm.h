@@ -482,7 +482,7 @@ extern void LlmTokenizerStop(void);
 /* worker_cache.c: the worker's answer cache, kept in its memory and in a file */
 extern void LlmAnswerCacheConfigure(void);
 extern void LlmAnswerCacheModelLoaded(uint64 identity, bool batch_invariant);
-extern bool LlmAnswerCacheLookup(const LlmRequest *req, const LlmClaimed *claimed, LlmAnswer *out,
+extern bool LlmAnswerCacheLookup(const LlmRequest *req, const LlmClaimed *claimed, LlmResult *out,
 								 uint8_t **key, size_t *key_len);
 extern void LlmAnswerCacheStore(const uint8_t *key, size_t key_len, const LlmResult *result);
 extern void LlmAnswerCacheSave(bool force, bool busy);

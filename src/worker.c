@@ -241,7 +241,7 @@ LlmWorkerNoModel(int slotno)
  * false, with *why filled in, when the request cannot start.
  */
 static bool
-LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, bool *hit, LlmAnswer *cached, LlmStartError *why)
+LlmWorkerAdd(const LlmTokenizeJob *job, int64 *id, bool *hit, LlmResult *cached, LlmStartError *why)
 {
 	LlmWorkerSeq *seq = &WorkerSeqs[job->req.slotno];
 	const LlmParams *params = &job->req.params;
@@ -408,7 +408,7 @@ LlmWorkerAdmitTokenized(void)
 		bool		ours;
 		int64		id = 0;
 		bool		hit = false;
-		LlmAnswer	cached;
+		LlmResult	cached;
 		LlmStartError why;
 
 		LWLockAcquire(LlmState->lock, LW_SHARED);
@@ -421,19 +421,7 @@ LlmWorkerAdmitTokenized(void)
 		else if (!LlmWorkerAdd(job, &id, &hit, &cached, &why))
 			LlmWorkerAnswer(job->req.slotno, NULL, why.sqlerrcode, why.msg, why.detail, NULL, why.hint, false);
 		else if (hit)
-		{
-			LlmResult	result;
-
-			memset(&result, 0, sizeof(result));
-			result.reason = cached.reason;
-			result.n_prompt = cached.n_prompt;
-			result.n_generated = cached.n_generated;
-			result.text = cached.text;
-			result.text_len = cached.text_len;
-			result.logprobs = cached.logprobs;
-			result.status = LLM_OK;
-			LlmWorkerAnswer(job->req.slotno, &result, 0, NULL, NULL, NULL, NULL, true);
-		}
+			LlmWorkerAnswer(job->req.slotno, &cached, 0, NULL, NULL, NULL, NULL, true);
 		else
 		{
 			WorkerSeqs[job->req.slotno].active = true;

@@ -228,13 +228,15 @@ LlmAnswerCachePartition(Oid roleid)
  * Look up the request req (built from claimed) in the cache.  A request that
  * may be cached gets its key (*key, malloc'd, *key_len bytes; the caller
  * frees it) to store its answer under; else *key is NULL.  Returns true on a
- * hit, with *out (valid until the cache next changes).
+ * hit, with *out the result the request had (its text and logprobs valid
+ * until the cache next changes).
  */
 bool
-LlmAnswerCacheLookup(const LlmRequest *req, const LlmClaimed *claimed, LlmAnswer *out,
+LlmAnswerCacheLookup(const LlmRequest *req, const LlmClaimed *claimed, LlmResult *out,
 					 uint8_t **key, size_t *key_len)
 {
 	LlmError	err;
+	LlmAnswer	a;
 
 	*key = NULL;
 	*key_len = 0;
@@ -244,7 +246,17 @@ LlmAnswerCacheLookup(const LlmRequest *req, const LlmClaimed *claimed, LlmAnswer
 		return false;
 	if (llm_answer_key(req, LlmAnswerCachePartition(claimed->roleid), key, key_len, &err) != LLM_OK)
 		return false;			/* out of memory: computed as if not cached */
-	return llm_answer_cache_get(Cache, *key, *key_len, out);
+	if (!llm_answer_cache_get(Cache, *key, *key_len, &a))
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->status = LLM_OK;
+	out->reason = a.reason;
+	out->n_prompt = a.n_prompt;
+	out->n_generated = a.n_generated;
+	out->text = a.text;
+	out->text_len = a.text_len;
+	out->logprobs = a.logprobs;
+	return true;
 }
 
 /* Keep a finished request's answer under its key (from LlmAnswerCacheLookup). */
