@@ -330,7 +330,7 @@ llm_cuda_device_count(char *why, size_t why_len)
 	return n;
 }
 
-/* Create the CUDA backend on device 0 with options opt: stream, cuBLAS handle, kernel limits. */
+/* Create the CUDA backend on GPU opt->device_index with options opt: stream, cuBLAS handle, kernel limits. */
 LlmStatus
 llm_backend_cuda_new(const LlmBackendOptions *opt, LlmBackend **out, LlmError *err)
 {
@@ -345,6 +345,9 @@ llm_backend_cuda_new(const LlmBackendOptions *opt, LlmBackend **out, LlmError *e
 		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "no CUDA device is visible (%s)",
 							 e != cudaSuccess ? cudaGetErrorString(e) : "none found");
 	}
+	if (opt->device_index < 0 || opt->device_index >= n)
+		return llm_error_set(err, LLM_ERR_UNSUPPORTED, "there is no GPU number %d: %d %s visible",
+							 opt->device_index, n, n == 1 ? "is" : "are");
 	cb = calloc(1, sizeof(*cb));
 	if (cb == NULL)
 		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for the CUDA backend");
@@ -352,7 +355,7 @@ llm_backend_cuda_new(const LlmBackendOptions *opt, LlmBackend **out, LlmError *e
 	cb->base.device_storage = true;
 	cb->base.device_memory = true;
 	cb->base.deterministic = opt->deterministic;
-	cb->device = 0;
+	cb->device = opt->device_index;
 	cb->force_fp32_gemm = opt->fp32_gemm;
 	if (!cuda_ok(cb, cudaSetDevice(cb->device), "cudaSetDevice") ||
 		!cuda_ok(cb, cudaGetDeviceProperties(&prop, cb->device), "cudaGetDeviceProperties") ||

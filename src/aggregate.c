@@ -181,6 +181,7 @@ llm_agg_finalfn(PG_FUNCTION_ARGS)
 	LlmAggState *st = PG_ARGISNULL(0) ? NULL : (LlmAggState *) PG_GETARG_POINTER(0);
 	List	   *texts;
 	int			n_ctx;
+	LlmWorkerInfo serving;
 	bool		chat;
 	int			max_tokens = Min(LLM_AGG_MAX_TOKENS, llm_max_tokens);
 	int			budget;
@@ -189,9 +190,8 @@ llm_agg_finalfn(PG_FUNCTION_ARGS)
 	if (st == NULL || st->texts == NIL || st->null_instruction)
 		PG_RETURN_NULL();
 
-	LWLockAcquire(LlmState->lock, LW_SHARED);
-	n_ctx = LlmState->worker.has_model ? LlmState->worker.n_ctx : 0;
-	LWLockRelease(LlmState->lock);
+	serving = LlmWorkerServing();
+	n_ctx = serving.has_model ? serving.n_ctx : 0;
 	chat = LlmModelChats();
 	if (n_ctx == 0)
 		ereport(ERROR,

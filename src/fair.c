@@ -444,14 +444,39 @@ LlmFairCost(const LlmSlot *slot)
 }
 
 /*
+ * How many more requests this worker may admit now, beside the others of
+ * llm.devices: its share of the requests in hand (queued, and running in
+ * any worker) among the workers that have a model, less what it runs;
+ * so the least loaded worker takes the most, and two idle workers split
+ * a batch.  A worker without a model takes none while another has one
+ * (else it takes all: its answer is why none is loaded).  Lock held.
+ */
+static int
+LlmFairWorkerQuota(int queued, int mine, int others, bool has_engine)
+{
+	int			ready = 0;
+
+	for (int w = 0; w < LlmState->n_workers; w++)
+		if (LlmState->workers[w].pid != 0 && LlmState->workers[w].has_model)
+			ready++;
+	if (!has_engine)
+		return ready > 0 ? 0 : queued;
+	ready = Max(ready, 1);
+	return Max(0, (queued + mine + others + ready - 1) / ready - mine);
+}
+
+/*
  * Choose the QUEUED slots the worker admits now, by weighted fair
  * queueing, into picked (room for n_slots); returns how many.  capacity
  * is the engine's llm.max_sequences (n_slots with no engine: every
- * request is answered at once).  Lock held exclusively; charges each
- * admitted request to its role and counts its time in the queue.
+ * request is answered at once).  With several workers (llm.devices) it
+ * admits at most its share (LlmFairWorkerQuota), and counts only the
+ * requests it runs itself against its engine's capacity.  Lock held
+ * exclusively; charges each admitted request to its role and counts its
+ * time in the queue.
  */
 int
-LlmFairPick(int *picked, int capacity)
+LlmFairPick(int *picked, int capacity, bool has_engine)
 {
 	int			n_slots = LlmState->n_slots;
 	int			headroom = LlmFairHeadroom(capacity);
@@ -462,15 +487,19 @@ LlmFairPick(int *picked, int capacity)
 	int			active[LLM_ROLE_ENTRIES];
 	int			n_active = 0;
 	int			in_engine = 0;
+	int			in_others = 0;	/* running in the other workers */
 	int			n_cands = 0;
 	int			n_picked = 0;
+	int			quota;
 	TimestampTz now;
 
 	for (int i = 0; i < n_slots; i++)
 	{
 		LlmSlot    *slot = &LlmState->slots[i];
 
-		if (slot->state == LLM_SLOT_RUNNING)
+		if (slot->state == LLM_SLOT_RUNNING && slot->worker != LlmMyWorker)
+			in_others++;
+		else if (slot->state == LLM_SLOT_RUNNING)
 		{
 			running[slot->role]++;
 			in_engine++;
@@ -492,7 +521,8 @@ LlmFairPick(int *picked, int capacity)
 			LlmFair->roles[e].vtime = FairClock;
 		FairWasQueued[e] = queued[e];
 	}
-	if (n_cands == 0 || in_engine >= capacity + headroom)
+	quota = LlmFairWorkerQuota(n_cands, in_engine, in_others, has_engine);
+	if (n_cands == 0 || in_engine >= capacity + headroom || quota == 0)
 		return 0;
 
 	/* each role's queue, in order */
@@ -544,6 +574,8 @@ LlmFairPick(int *picked, int capacity)
 		r->vtime += FairCharged[slot - LlmState->slots] / r->weight;
 		r->c.admitted++;
 		r->c.queue_us += Max(0, now - slot->queued_at);
+		if (n_picked == quota)
+			break;
 	}
 	return n_picked;
 }

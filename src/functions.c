@@ -47,12 +47,9 @@ PG_FUNCTION_INFO_V1(llm_generate_batch);
 bool
 LlmModelChats(void)
 {
-	bool		chats;
+	LlmWorkerInfo w = LlmWorkerServing();
 
-	LWLockAcquire(LlmState->lock, LW_SHARED);
-	chats = LlmState->worker.has_model && LlmState->worker.chat_template;
-	LWLockRelease(LlmState->lock);
-	return chats;
+	return w.has_model && w.chat_template;
 }
 
 /* Error out when a parameter that has no NULL meaning is NULL. */

@@ -271,6 +271,15 @@ LlmDefineSettings(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomStringVariable("llm.devices",
+							   "Devices that each run a model worker, for example \"cuda:0,cuda:1\" or \"cpu,cpu\".",
+							   "Empty runs one worker on llm.device. The CPU workers split llm.threads between them.",
+							   &llm_devices,
+							   "",
+							   PGC_POSTMASTER,
+							   0,
+							   llm_devices_check, llm_devices_assign, NULL);
+
 	DefineCustomBoolVariable("llm.deterministic",
 							 "Makes every answer on the GPU independent of the batch it ran in.",
 							 "On the CPU answers never depend on what else runs; on CUDA this routes every matmul "

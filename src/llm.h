@@ -24,6 +24,7 @@
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 #include "utils/dsa.h"
+#include "utils/guc.h"
 #include "utils/wait_event.h"
 #include "utils/timestamp.h"
 
@@ -33,6 +34,7 @@
 extern char *llm_model;
 extern char *llm_model_dir;
 extern int	llm_device;
+extern char *llm_devices;
 extern bool llm_deterministic;
 extern bool llm_gpu_fusion;
 extern bool llm_gpu_pdl;
@@ -111,6 +113,7 @@ typedef struct LlmSlot
 	LlmSlotState state;
 	uint64		request_id;		/* unique per submission, never 0 */
 	int			owner_pid;		/* the backend that submitted it */
+	int			worker;			/* RUNNING, CANCELLED: the model worker that claimed it; -1 before */
 	int			role;			/* its role's entry in fair.c's table */
 	Oid			roleid;			/* its role (the session user), whose prefix cache it uses */
 	TimestampTz queued_at;
@@ -182,7 +185,38 @@ typedef struct LlmWorkerInfo
 	int			n_threads;
 	char		device[128];	/* what the engine computes on (llm_engine_device) */
 	char		device_note[256];	/* llm.device = auto on the CPU: why not a GPU */
+	/* gauges at its last step, summed over the workers by llm_stats */
+	int			engine_waiting;
+	int			engine_running;
+	int			kv_blocks_used;
+	int			kv_blocks_cached;
+	int			kv_blocks_total;
+	int64		cache_entries;	/* its answer cache's entries and bytes */
+	int64		cache_bytes;
+	/* cumulative, for llm_workers(): requests it answered, and their tokens */
+	int64		requests;
+	int64		prompt_tokens;
+	int64		completion_tokens;
 } LlmWorkerInfo;
+
+/*
+ * The model workers llm.devices asks for (one when it is empty): each a
+ * device, a GPU's index, and its share of llm.threads.
+ */
+#define LLM_MAX_WORKERS 8
+
+typedef struct LlmDeviceSpec
+{
+	LlmDevice	device;			/* LLM_DEVICE_CPU or LLM_DEVICE_CUDA, or llm.device when llm.devices is empty */
+	int			index;			/* CUDA: the GPU's number */
+	int			threads;		/* CPU: compute threads (0: llm.threads) */
+} LlmDeviceSpec;
+
+typedef struct LlmDeviceList
+{
+	int			n;
+	LlmDeviceSpec specs[LLM_MAX_WORKERS];
+} LlmDeviceList;
 
 /* Counters for llm_stats, written by the worker (gauges at its last step). */
 typedef struct LlmCounters
@@ -200,13 +234,6 @@ typedef struct LlmCounters
 	int64		draft_tokens;	/* llm.speculative: tokens drafted, and of those accepted */
 	int64		draft_accepted;
 	int64		cache_hits;		/* requests answered from the answer cache */
-	int64		cache_entries;	/* gauges: the answer cache's entries and bytes */
-	int64		cache_bytes;
-	int			engine_waiting; /* gauges */
-	int			engine_running;
-	int			kv_blocks_used;
-	int			kv_blocks_cached;
-	int			kv_blocks_total;
 	TimestampTz reset_at;
 } LlmCounters;
 
@@ -219,10 +246,17 @@ typedef struct LlmShared
 	int			n_slots;
 	uint64		next_request_id;
 	int			next_free_hint;
-	LlmWorkerInfo worker;
+	int			n_workers;		/* model workers (llm.devices), each its entry of workers */
+	LlmWorkerInfo workers[LLM_MAX_WORKERS];
 	LlmCounters counters;
 	LlmSlot		slots[FLEXIBLE_ARRAY_MEMBER];
 } LlmShared;
+
+/* devices.c: llm.devices */
+extern bool llm_devices_check(char **newval, void **extra, GucSource source);
+extern void llm_devices_assign(const char *newval, void *extra);
+extern int	LlmDeviceCount(void);
+extern LlmDeviceSpec LlmDeviceOf(int i, int total_threads, int n_cpus);
 
 /* shmem.c */
 extern LlmShared *LlmState;
@@ -303,7 +337,7 @@ pg_noreturn extern void LlmFairRefuse(const LlmFairRefusal *why);
 extern void LlmSlotFree(LlmSlot *slot);
 extern void LlmCountOutcome(LlmSlot *slot, LlmSlotState outcome);
 extern void LlmFairWorkerInit(void);
-extern int	LlmFairPick(int *picked, int capacity);
+extern int	LlmFairPick(int *picked, int capacity, bool has_engine);
 extern int	LlmFairRoleWeight(int e);
 extern int	LlmRoleStatsSnapshot(LlmRoleStats *out);
 extern void LlmRoleStatsReset(void);
@@ -489,6 +523,9 @@ extern void LlmAnswerCacheSave(bool force, bool busy);
 extern void LlmAnswerCacheGauges(int64 *entries, int64 *bytes);
 
 /* worker.c: the background worker's registration and serving loop */
+extern int	LlmMyWorker;
+extern LlmWorkerInfo *LlmWorkerSelf(void);
+extern LlmWorkerInfo LlmWorkerServing(void);
 extern void LlmWorkerRegister(void);
 extern PGDLLEXPORT void LlmWorkerMain(Datum main_arg);
 

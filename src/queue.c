@@ -230,6 +230,7 @@ LlmQueueTrySubmit(LlmJob *job, LlmFairRefusal *why, LlmFairWaiter *waiter)
 		slot->errdetail_public[0] = '\0';
 		slot->errhint[0] = '\0';
 		slot->state = LLM_SLOT_QUEUED;
+		slot->worker = -1;
 
 		job->slot = found;
 		job->request_id = slot->request_id;

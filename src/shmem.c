@@ -129,7 +129,9 @@ LlmShmemStartup(void)
 		LlmState->lock = &(GetNamedLWLockTranche("llm"))->lock;
 		LlmState->n_slots = llm_max_queued_requests;
 		LlmState->next_request_id = 1;
-		LlmState->worker.state = LLM_WORKER_STOPPED;
+		LlmState->n_workers = LlmDeviceCount();
+		for (int w = 0; w < LLM_MAX_WORKERS; w++)
+			LlmState->workers[w].state = LLM_WORKER_STOPPED;
 		LlmState->counters.reset_at = GetCurrentTimestamp();
 		for (int i = 0; i < LlmState->n_slots; i++)
 		{
@@ -220,20 +222,21 @@ LlmShmemCheck(void)
 				 errhint("Add \"llm\" to shared_preload_libraries and restart the server.")));
 }
 
-/* Set the worker's latch, if a worker is running. */
+/* Set the latch of every running model worker. */
 void
 LlmWakeWorker(void)
 {
-	int			pid;
-	int			pgprocno;
+	int			pgprocnos[LLM_MAX_WORKERS];
+	int			n = 0;
 
 	LWLockAcquire(LlmState->lock, LW_SHARED);
-	pid = LlmState->worker.pid;
-	pgprocno = LlmState->worker.pgprocno;
+	for (int w = 0; w < LlmState->n_workers; w++)
+		if (LlmState->workers[w].pid != 0)
+			pgprocnos[n++] = LlmState->workers[w].pgprocno;
 	LWLockRelease(LlmState->lock);
 
-	if (pid != 0)
-		SetLatch(&ProcGlobal->allProcs[pgprocno].procLatch);
+	for (int i = 0; i < n; i++)
+		SetLatch(&ProcGlobal->allProcs[pgprocnos[i]].procLatch);
 }
 
 /*

@@ -87,6 +87,7 @@ llm_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc = LlmResultDesc(fcinfo);
 	LlmCounters c;
+	LlmWorkerInfo g;			/* the workers' gauges, summed */
 	int			queued = 0;
 	Datum		values[22];
 	bool		nulls[22] = {0};
@@ -103,11 +104,24 @@ llm_stats(PG_FUNCTION_ARGS)
 	for (int s = 0; s < LlmState->n_slots; s++)
 		if (LlmState->slots[s].state == LLM_SLOT_QUEUED)
 			queued++;
+	memset(&g, 0, sizeof(g));
+	for (int w = 0; w < LlmState->n_workers; w++)
+	{
+		const LlmWorkerInfo *wi = &LlmState->workers[w];
+
+		g.engine_waiting += wi->engine_waiting;
+		g.engine_running += wi->engine_running;
+		g.kv_blocks_used += wi->kv_blocks_used;
+		g.kv_blocks_cached += wi->kv_blocks_cached;
+		g.kv_blocks_total += wi->kv_blocks_total;
+		g.cache_entries += wi->cache_entries;
+		g.cache_bytes += wi->cache_bytes;
+	}
 	LWLockRelease(LlmState->lock);
 
 	busy_s = c.busy_us / 1e6;
-	values[i++] = Int32GetDatum(queued + c.engine_waiting);	/* queued_requests */
-	values[i++] = Int32GetDatum(c.engine_running);	/* running_requests */
+	values[i++] = Int32GetDatum(queued + g.engine_waiting);	/* queued_requests */
+	values[i++] = Int32GetDatum(g.engine_running);	/* running_requests */
 	values[i++] = Int64GetDatum(c.requests_completed);
 	values[i++] = Int64GetDatum(c.requests_failed);
 	values[i++] = Int64GetDatum(c.requests_cancelled);
@@ -124,9 +138,9 @@ llm_stats(PG_FUNCTION_ARGS)
 		nulls[i++] = true;
 		nulls[i++] = true;
 	}
-	values[i++] = Int32GetDatum(c.kv_blocks_used);
-	values[i++] = Int32GetDatum(c.kv_blocks_cached);
-	values[i++] = Int32GetDatum(c.kv_blocks_total);
+	values[i++] = Int32GetDatum(g.kv_blocks_used);
+	values[i++] = Int32GetDatum(g.kv_blocks_cached);
+	values[i++] = Int32GetDatum(g.kv_blocks_total);
 	/* the prefix cache's hits: all of them, or the caller's role's (of its completed requests) */
 	has_own = !all_stats && LlmOwnCacheHits(&own, &own_answers);
 	if (all_stats)
@@ -148,8 +162,8 @@ llm_stats(PG_FUNCTION_ARGS)
 		values[i++] = Int64GetDatum(own_answers);
 	else
 		nulls[i++] = true;
-	values[i++] = Int64GetDatum(c.cache_entries);
-	values[i++] = Int64GetDatum(c.cache_bytes);
+	values[i++] = Int64GetDatum(g.cache_entries);
+	values[i++] = Int64GetDatum(g.cache_bytes);
 	Assert(i == lengthof(values) && tupdesc->natts <= i);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
@@ -191,9 +205,7 @@ llm_worker_status(PG_FUNCTION_ARGS)
 				 errhint("Run ALTER EXTENSION llm UPDATE.")));
 
 	LlmShmemCheck();
-	LWLockAcquire(LlmState->lock, LW_SHARED);
-	w = LlmState->worker;
-	LWLockRelease(LlmState->lock);
+	w = LlmWorkerServing();
 
 	/* the model's file, as SHOW llm.model tells everyone: names are not unique */
 	file = strrchr(w.model_path, '/');
@@ -287,6 +299,12 @@ llm_reset_stats(PG_FUNCTION_ARGS)
 	LlmState->counters.draft_accepted = 0;
 	LlmState->counters.cache_hits = 0;
 	LlmState->counters.reset_at = GetCurrentTimestamp();
+	for (int w = 0; w < LlmState->n_workers; w++)
+	{
+		LlmState->workers[w].requests = 0;
+		LlmState->workers[w].prompt_tokens = 0;
+		LlmState->workers[w].completion_tokens = 0;
+	}
 	LlmRoleStatsReset();
 	LWLockRelease(LlmState->lock);
 	PG_RETURN_VOID();

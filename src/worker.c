@@ -3,7 +3,12 @@
  *		The background worker "llm worker": serves the request queue
  *		through the engine.
  *
- * One worker per server.  At start (and when the model settings change on
+ * One worker per device of llm.devices (devices.c; one when it is empty),
+ * each with its own engine over the same model, all serving the one queue:
+ * a worker claims its share of the queued requests (fair.c) and answers
+ * only those, and a request stays with the worker that claimed it (its KV
+ * is there) until it is answered or cancelled.  Each worker's entry of
+ * LlmState->workers (LlmWorkerSelf) is its own to write.  At start (and when the model settings change on
  * SIGHUP, once the engine has drained) it loads llm.model and creates an
  * engine for it through worker_model.c.  Without a model (none set, or
  * missing, outside llm.model_dir or invalid) it keeps running and answers
@@ -71,21 +76,58 @@ static bool WorkerReloadPending = false;
 static uint64 WorkerAnswers = 0;	/* slots answered so far: whether a pass of the loop made room */
 static LlmEngineStats WorkerLast;	/* the engine's counters at the last publish */
 
-/* Register the worker; called by _PG_init in the postmaster. */
+/* This process's index in LlmState->workers (a model worker's; 0 elsewhere, unused). */
+int			LlmMyWorker = 0;
+
+/* Register one worker per device of llm.devices; called by _PG_init in the postmaster. */
 void
 LlmWorkerRegister(void)
 {
-	BackgroundWorker worker;
+	for (int i = 0; i < LlmDeviceCount(); i++)
+	{
+		BackgroundWorker worker;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_ConsistentState;
-	worker.bgw_restart_time = 1;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "llm");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "LlmWorkerMain");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "llm worker");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "llm worker");
-	RegisterBackgroundWorker(&worker);
+		memset(&worker, 0, sizeof(worker));
+		worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+		worker.bgw_start_time = BgWorkerStart_ConsistentState;
+		worker.bgw_restart_time = 1;
+		worker.bgw_main_arg = Int32GetDatum(i);
+		snprintf(worker.bgw_library_name, BGW_MAXLEN, "llm");
+		snprintf(worker.bgw_function_name, BGW_MAXLEN, "LlmWorkerMain");
+		if (i == 0)
+			snprintf(worker.bgw_name, BGW_MAXLEN, "llm worker");
+		else
+			snprintf(worker.bgw_name, BGW_MAXLEN, "llm worker %d", i);
+		snprintf(worker.bgw_type, BGW_MAXLEN, "llm worker");
+		RegisterBackgroundWorker(&worker);
+	}
+}
+
+/* This worker's entry of LlmState->workers, which only it writes. */
+LlmWorkerInfo *
+LlmWorkerSelf(void)
+{
+	return &LlmState->workers[LlmMyWorker];
+}
+
+/*
+ * A copy of the entry of the worker that serves: the first with a model,
+ * else the first (what llm_worker_status() and the SQL functions that ask
+ * about the model read).  Takes the lock.
+ */
+LlmWorkerInfo
+LlmWorkerServing(void)
+{
+	LlmWorkerInfo w;
+	int			k = 0;
+
+	LWLockAcquire(LlmState->lock, LW_SHARED);
+	for (int i = LlmState->n_workers - 1; i >= 0; i--)
+		if (LlmState->workers[i].has_model)
+			k = i;
+	w = LlmState->workers[k];
+	LWLockRelease(LlmState->lock);
+	return w;
 }
 
 /*
@@ -131,6 +173,11 @@ LlmWorkerAnswer(int slotno, const LlmResult *result, int sqlerrcode,
 		slot->run_us = GetCurrentTimestamp() - WorkerSeqs[slotno].claimed_at;
 		if (msg == NULL)
 		{
+			LlmWorkerInfo *me = LlmWorkerSelf();
+
+			me->requests++;
+			me->prompt_tokens += result->n_prompt;
+			me->completion_tokens += result->n_generated;
 			slot->result = text;
 			slot->result_len = result->text_len;
 			slot->prompt_tokens = result->n_prompt;
@@ -221,8 +268,8 @@ LlmWorkerNoModel(int slotno)
 	const char *reason_public;
 
 	LWLockAcquire(LlmState->lock, LW_SHARED);
-	reason = pstrdup(LlmState->worker.error);
-	reason_public = pstrdup(LlmState->worker.error_public);
+	reason = pstrdup(LlmWorkerSelf()->error);
+	reason_public = pstrdup(LlmWorkerSelf()->error_public);
 	LWLockRelease(LlmState->lock);
 	/* the reason may name paths under llm.model_dir */
 	LlmWorkerAnswer(slotno, NULL, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -433,10 +480,10 @@ LlmWorkerAdmitTokenized(void)
 
 /*
  * Step 1 of the loop: free the slots whose backends gave up (dropping their
- * sequences) and claim the queued ones the engine has room for, in the
- * order of fair.c's weighted fair queue (none while a reload is waiting
- * for the engine to drain).  Returns whether queued requests were left
- * for want of room.
+ * sequences: only this worker's, and those no worker had claimed) and
+ * claim the queued ones the engine has room for, in the order of fair.c's
+ * weighted fair queue (none while a reload is waiting for the engine to
+ * drain).  Returns whether queued requests were left for want of room.
  */
 static bool
 LlmWorkerScanSlots(void)
@@ -456,7 +503,7 @@ LlmWorkerScanSlots(void)
 	{
 		LlmSlot    *slot = &LlmState->slots[i];
 
-		if (slot->state == LLM_SLOT_CANCELLED)
+		if (slot->state == LLM_SLOT_CANCELLED && (slot->worker == LlmMyWorker || slot->worker < 0))
 		{
 			dropped[n_dropped++] = i;
 			LlmSlotTakeChunks(slot, chunks, &n_chunks);
@@ -467,7 +514,7 @@ LlmWorkerScanSlots(void)
 			n_queued++;
 	}
 	if (!WorkerReloadPending)
-		n_claims = LlmFairPick(picked, LlmWorkerEngine ? LlmWorkerEngineSeqs() : n_slots);
+		n_claims = LlmFairPick(picked, LlmWorkerEngine ? LlmWorkerEngineSeqs() : n_slots, LlmWorkerEngine != NULL);
 	for (int k = 0; k < n_claims; k++)
 	{
 		LlmSlot    *slot = &LlmState->slots[picked[k]];
@@ -489,6 +536,7 @@ LlmWorkerScanSlots(void)
 		c->input = slot->input;
 		slot->input = InvalidDsaPointer;
 		slot->state = LLM_SLOT_RUNNING;
+		slot->worker = LlmMyWorker;
 	}
 	LWLockRelease(LlmState->lock);
 
@@ -591,6 +639,7 @@ LlmWorkerPublish(void)
 	static int	last_running = -1;
 	int64		cache_entries;
 	int64		cache_bytes;
+	LlmWorkerInfo *me = LlmWorkerSelf();
 
 	memset(&st, 0, sizeof(st));
 	if (LlmWorkerEngine)
@@ -598,13 +647,13 @@ LlmWorkerPublish(void)
 	LlmAnswerCacheGauges(&cache_entries, &cache_bytes);
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
-	LlmState->counters.cache_entries = cache_entries;
-	LlmState->counters.cache_bytes = cache_bytes;
-	LlmState->counters.engine_waiting = st.n_waiting;
-	LlmState->counters.engine_running = st.n_running;
-	LlmState->counters.kv_blocks_used = st.kv_blocks_used;
-	LlmState->counters.kv_blocks_cached = st.kv_blocks_cached;
-	LlmState->counters.kv_blocks_total = st.kv_blocks_total;
+	me->cache_entries = cache_entries;
+	me->cache_bytes = cache_bytes;
+	me->engine_waiting = st.n_waiting;
+	me->engine_running = st.n_running;
+	me->kv_blocks_used = st.kv_blocks_used;
+	me->kv_blocks_cached = st.kv_blocks_cached;
+	me->kv_blocks_total = st.kv_blocks_total;
 	/* The engine's totals restart with each engine: add what is new. */
 	if (st.preemptions > WorkerLast.preemptions)
 		LlmState->counters.preemptions += st.preemptions - WorkerLast.preemptions;
@@ -658,8 +707,9 @@ LlmWorkerSigterm(SIGNAL_ARGS)
 }
 
 /*
- * before_shmem_exit callback: fail every request not answered yet, free the
- * cancelled ones, and say the worker is gone.
+ * before_shmem_exit callback: fail every request this worker has not
+ * answered, free its cancelled ones, and say the worker is gone.  Queued
+ * requests are failed too when no other worker is running to take them.
  */
 static void
 LlmWorkerOnExit(int code, Datum arg)
@@ -670,13 +720,19 @@ LlmWorkerOnExit(int code, Datum arg)
 	int			n_chunks = 0;
 	/* SIGTERM (a shutdown, pg_terminate_backend): ProcessInterrupts cleared ProcDiePending */
 	int			sqlerrcode = WorkerGotSigterm || ProcDiePending ? ERRCODE_ADMIN_SHUTDOWN : ERRCODE_INTERNAL_ERROR;
+	bool		others = false;
+	LlmWorkerInfo *me = LlmWorkerSelf();
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
+	for (int w = 0; w < LlmState->n_workers; w++)
+		if (w != LlmMyWorker && LlmState->workers[w].pid != 0)
+			others = true;
 	for (int i = 0; i < n_slots; i++)
 	{
 		LlmSlot    *slot = &LlmState->slots[i];
+		bool		mine = slot->worker == LlmMyWorker;
 
-		if (slot->state == LLM_SLOT_QUEUED || slot->state == LLM_SLOT_RUNNING)
+		if ((slot->state == LLM_SLOT_QUEUED && !others) || (slot->state == LLM_SLOT_RUNNING && mine))
 		{
 			slot->sqlerrcode = sqlerrcode;
 			strlcpy(slot->errmsg, "llm background worker exited", sizeof(slot->errmsg));
@@ -686,21 +742,23 @@ LlmWorkerOnExit(int code, Datum arg)
 			LlmCountOutcome(slot, LLM_SLOT_ERROR);
 			wake[i] = true;
 		}
-		else if (slot->state == LLM_SLOT_CANCELLED)
+		else if (slot->state == LLM_SLOT_CANCELLED && (mine || slot->worker < 0))
 		{
 			LlmSlotTakeChunks(slot, chunks, &n_chunks);
 			LlmCountOutcome(slot, LLM_SLOT_CANCELLED);
 			LlmSlotFree(slot);
 		}
 	}
-	LlmState->worker.pid = 0;
-	LlmState->worker.state = LLM_WORKER_STOPPED;
-	LlmState->worker.has_model = false;
-	LlmState->counters.engine_waiting = 0;
-	LlmState->counters.engine_running = 0;
-	LlmState->counters.kv_blocks_used = 0;
-	LlmState->counters.kv_blocks_cached = 0;
+	me->pid = 0;
+	me->state = LLM_WORKER_STOPPED;
+	me->has_model = false;
+	me->engine_waiting = 0;
+	me->engine_running = 0;
+	me->kv_blocks_used = 0;
+	me->kv_blocks_cached = 0;
 	LWLockRelease(LlmState->lock);
+	if (others)
+		LlmWakeWorker();		/* the queued requests are theirs now */
 
 	LlmFreeChunks(chunks, n_chunks);
 	for (int i = 0; i < n_slots; i++)
@@ -740,13 +798,14 @@ LlmWorkerMain(Datum main_arg)
 {
 	MemoryContext iteration_cxt;
 
+	LlmMyWorker = DatumGetInt32(main_arg);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, LlmWorkerSigterm);
 	BackgroundWorkerUnblockSignals();
 
 	/* No database: only for pg_stat_activity and the wait events. */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
-	pgstat_report_appname("llm worker");
+	pgstat_report_appname(LlmMyWorker == 0 ? "llm worker" : psprintf("llm worker %d", LlmMyWorker));
 
 	WorkerSeqs = MemoryContextAllocZero(TopMemoryContext,
 										sizeof(LlmWorkerSeq) * LlmState->n_slots);
@@ -754,11 +813,11 @@ LlmWorkerMain(Datum main_arg)
 	LlmFairWorkerInit();
 
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
-	LlmState->worker.pid = MyProcPid;
-	LlmState->worker.pgprocno = LlmMyProcNumber();
-	LlmState->worker.state = LLM_WORKER_STARTING;
-	LlmState->worker.started_at = GetCurrentTimestamp();
-	LlmState->worker.has_model = false;
+	LlmWorkerSelf()->pid = MyProcPid;
+	LlmWorkerSelf()->pgprocno = LlmMyProcNumber();
+	LlmWorkerSelf()->state = LLM_WORKER_STARTING;
+	LlmWorkerSelf()->started_at = GetCurrentTimestamp();
+	LlmWorkerSelf()->has_model = false;
 	LWLockRelease(LlmState->lock);
 	before_shmem_exit(LlmWorkerOnExit, 0);
 

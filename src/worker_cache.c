@@ -6,7 +6,8 @@
  * The cache itself (a table bounded by llm.cache_mb, least recently used
  * entries dropped first, and its file format) is the engine's
  * (answer_cache.c); this file decides what may be cached, keys it by role,
- * and keeps it in the file llm_answer_cache of the data directory.
+ * and keeps it in the file llm_answer_cache of the data directory (the
+ * N-th worker of llm.devices: llm_answer_cache.N).
  *
  * The key (llm_answer_key) holds the model's identity (through the file),
  * the prompt's tokens, every generation parameter and, when sampling, the
@@ -47,8 +48,6 @@
 
 #include "llm.h"
 
-#define LLM_ANSWER_CACHE_FILE "llm_answer_cache"
-#define LLM_ANSWER_CACHE_TMP "llm_answer_cache.tmp"
 #define LLM_ANSWER_CACHE_SAVE_S 60
 #define LLM_ANSWER_CACHE_BUSY_SAVE_S 600
 
@@ -57,6 +56,28 @@ static uint64 CacheIdentity = 0;	/* of the model loaded; 0: none yet */
 static bool CacheUsable = false;	/* the loaded engine's answers are batch-invariant */
 static bool CacheFileRead = false;	/* the file was read (or found missing) once */
 static TimestampTz CacheSavedAt = 0;
+
+/* This worker's cache file in the data directory: "llm_answer_cache", then ".N" for the N-th worker of llm.devices. */
+static const char *
+LlmAnswerCacheFile(void)
+{
+	static char name[64];
+
+	if (LlmMyWorker == 0)
+		return "llm_answer_cache";
+	snprintf(name, sizeof(name), "llm_answer_cache.%d", LlmMyWorker);
+	return name;
+}
+
+/* The file it is written to before it replaces LlmAnswerCacheFile(). */
+static const char *
+LlmAnswerCacheTmp(void)
+{
+	static char name[64];
+
+	snprintf(name, sizeof(name), "%s.tmp", LlmAnswerCacheFile());
+	return name;
+}
 
 static void LlmAnswerCacheReadFile(void);
 
@@ -73,10 +94,10 @@ LlmAnswerCacheConfigure(void)
 			/* off: forget the answers, in memory and on disk */
 			llm_answer_cache_free(Cache);
 			Cache = NULL;
-			if (unlink(LLM_ANSWER_CACHE_FILE) != 0 && errno != ENOENT)
+			if (unlink(LlmAnswerCacheFile()) != 0 && errno != ENOENT)
 				ereport(LOG,
 						(errcode_for_file_access(),
-						 errmsg("could not remove file \"%s\": %m", LLM_ANSWER_CACHE_FILE)));
+						 errmsg("could not remove file \"%s\": %m", LlmAnswerCacheFile())));
 		}
 		CacheFileRead = true;	/* nothing left to read */
 		return;
@@ -137,12 +158,12 @@ LlmAnswerCacheReadFile(void)
 	LlmStatus	status;
 
 	CacheFileRead = true;
-	if (stat(LLM_ANSWER_CACHE_FILE, &st) != 0)
+	if (stat(LlmAnswerCacheFile(), &st) != 0)
 	{
 		if (errno != ENOENT)
 			ereport(LOG,
 					(errcode_for_file_access(),
-					 errmsg("could not stat file \"%s\": %m", LLM_ANSWER_CACHE_FILE)));
+					 errmsg("could not stat file \"%s\": %m", LlmAnswerCacheFile())));
 		return;
 	}
 	buf = malloc(Max(st.st_size, 1));
@@ -150,15 +171,15 @@ LlmAnswerCacheReadFile(void)
 	{
 		ereport(LOG,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory reading the answer cache file \"%s\"", LLM_ANSWER_CACHE_FILE)));
+				 errmsg("out of memory reading the answer cache file \"%s\"", LlmAnswerCacheFile())));
 		return;
 	}
-	fd = OpenTransientFile(LLM_ANSWER_CACHE_FILE, O_RDONLY | PG_BINARY);
+	fd = OpenTransientFile(LlmAnswerCacheFile(), O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
 		ereport(LOG,
 				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", LLM_ANSWER_CACHE_FILE)));
+				 errmsg("could not open file \"%s\": %m", LlmAnswerCacheFile())));
 		free(buf);
 		return;
 	}
@@ -169,7 +190,7 @@ LlmAnswerCacheReadFile(void)
 		ereport(LOG,
 				(errcode_for_file_access(),
 				 errmsg("could not read file \"%s\": read %zd of %lld bytes",
-						LLM_ANSWER_CACHE_FILE, got, (long long) st.st_size)));
+						LlmAnswerCacheFile(), got, (long long) st.st_size)));
 		free(buf);
 		return;
 	}
@@ -180,23 +201,23 @@ LlmAnswerCacheReadFile(void)
 	if (status == LLM_OK)
 		ereport(LOG,
 				(errmsg("llm worker read %zu cached answers from \"%s\"",
-						llm_answer_cache_count(Cache), LLM_ANSWER_CACHE_FILE)));
+						llm_answer_cache_count(Cache), LlmAnswerCacheFile())));
 	else if (status == LLM_ERR_NOT_FOUND)
 		ereport(LOG,
-				(errmsg("llm worker discarded the answer cache file \"%s\"", LLM_ANSWER_CACHE_FILE),
+				(errmsg("llm worker discarded the answer cache file \"%s\"", LlmAnswerCacheFile()),
 				 errdetail("Its answers are of another model or other model settings.")));
 	else
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("answer cache file \"%s\" is invalid and was discarded", LLM_ANSWER_CACHE_FILE),
+				 errmsg("answer cache file \"%s\" is invalid and was discarded", LlmAnswerCacheFile()),
 				 errdetail("%s", LlmMessageAsSentence(err.msg))));
 	if (status != LLM_OK)
 	{
 		llm_answer_cache_clear(Cache);
-		if (unlink(LLM_ANSWER_CACHE_FILE) != 0 && errno != ENOENT)
+		if (unlink(LlmAnswerCacheFile()) != 0 && errno != ENOENT)
 			ereport(LOG,
 					(errcode_for_file_access(),
-					 errmsg("could not remove file \"%s\": %m", LLM_ANSWER_CACHE_FILE)));
+					 errmsg("could not remove file \"%s\": %m", LlmAnswerCacheFile())));
 	}
 }
 
@@ -302,20 +323,20 @@ LlmAnswerCacheSave(bool force, bool busy)
 	{
 		ereport(LOG,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("could not write the answer cache file \"%s\"", LLM_ANSWER_CACHE_FILE),
+				 errmsg("could not write the answer cache file \"%s\"", LlmAnswerCacheFile()),
 				 errdetail("%s", LlmMessageAsSentence(err.msg))));
 		return;
 	}
-	fd = OpenTransientFile(LLM_ANSWER_CACHE_TMP, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	fd = OpenTransientFile(LlmAnswerCacheTmp(), O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
 	if (fd < 0 || LlmCacheFileIO(fd, buf, len, true) != (ssize_t) len || pg_fsync(fd) != 0)
 	{
 		ereport(LOG,
 				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", LLM_ANSWER_CACHE_TMP)));
+				 errmsg("could not write file \"%s\": %m", LlmAnswerCacheTmp())));
 		if (fd >= 0)
 			CloseTransientFile(fd);
 		free(buf);
-		unlink(LLM_ANSWER_CACHE_TMP);
+		unlink(LlmAnswerCacheTmp());
 		return;
 	}
 	free(buf);
@@ -323,11 +344,11 @@ LlmAnswerCacheSave(bool force, bool busy)
 	{
 		ereport(LOG,
 				(errcode_for_file_access(),
-				 errmsg("could not close file \"%s\": %m", LLM_ANSWER_CACHE_TMP)));
-		unlink(LLM_ANSWER_CACHE_TMP);
+				 errmsg("could not close file \"%s\": %m", LlmAnswerCacheTmp())));
+		unlink(LlmAnswerCacheTmp());
 		return;
 	}
-	(void) durable_rename(LLM_ANSWER_CACHE_TMP, LLM_ANSWER_CACHE_FILE, LOG);
+	(void) durable_rename(LlmAnswerCacheTmp(), LlmAnswerCacheFile(), LOG);
 }
 
 /* The cache's entries and bytes, for llm_stats. */

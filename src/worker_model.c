@@ -8,9 +8,10 @@
  * any of the settings below, once the engine has drained.  A model that is
  * missing, outside the directory or invalid is logged as an error: when
  * a model was loaded, that one keeps serving (the new one is loaded before
- * the old is freed) and LlmState->worker.error says why the settings were
- * not applied; otherwise the worker stays without one (LlmWorkerModel and
- * LlmWorkerEngine NULL, state NO_MODEL with the reason).  A bad setting
+ * the old is freed) and the worker's entry in LlmState->workers (its
+ * error) says why the settings were not applied; otherwise the worker
+ * stays without one (LlmWorkerModel and LlmWorkerEngine NULL, state
+ * NO_MODEL with the reason).  A bad setting
  * must neither take service down nor become a crash loop.
  *
  * Only the worker process runs this code, and every engine call that may
@@ -51,6 +52,7 @@ typedef struct LlmModelSettings
 	int			speculative_max_draft;
 	char		draft_model[MAXPGPATH];	/* llm.speculative = draft: its file */
 	int			device;
+	int			device_index;	/* llm.devices: the GPU's number */
 	bool		deterministic;
 	bool		gpu_fusion;
 	bool		gpu_pdl;
@@ -135,18 +137,20 @@ LlmFileName(const char *path)
 static void
 LlmWorkerSetState(LlmWorkerState state, const char *path, const char *error, const char *error_public)
 {
+	LlmWorkerInfo *w = LlmWorkerSelf();
+
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
-	LlmState->worker.state = state;
+	w->state = state;
 	if (path)
-		strlcpy(LlmState->worker.model_path, path, sizeof(LlmState->worker.model_path));
-	strlcpy(LlmState->worker.error, error ? error : "", sizeof(LlmState->worker.error));
+		strlcpy(w->model_path, path, sizeof(w->model_path));
+	strlcpy(w->error, error ? error : "", sizeof(w->error));
 	/* an error never goes without its public version */
 	if (error != NULL && error[0] != '\0' && (error_public == NULL || error_public[0] == '\0'))
 		error_public = "The settings could not be applied (members of pg_read_all_settings see why).";
-	strlcpy(LlmState->worker.error_public, error_public ? error_public : "",
-			sizeof(LlmState->worker.error_public));
+	strlcpy(w->error_public, error_public ? error_public : "",
+			sizeof(w->error_public));
 	if (state != LLM_WORKER_READY)
-		LlmState->worker.has_model = false;
+		w->has_model = false;
 	LWLockRelease(LlmState->lock);
 }
 
@@ -171,7 +175,15 @@ LlmWorkerReadSettings(LlmModelSettings *s)
 	s->speculative_max_draft = llm_speculative_max_draft;
 	if (s->speculative == LLM_SPEC_DRAFT)
 		strlcpy(s->draft_model, llm_draft_model ? llm_draft_model : "", sizeof(s->draft_model));
-	s->device = llm_device;
+	{
+		/* this worker's entry of llm.devices (llm.device when it is empty), and its share of the threads */
+		LlmDeviceSpec spec = LlmDeviceOf(LlmMyWorker, llm_threads, (int) sysconf(_SC_NPROCESSORS_ONLN));
+
+		s->device = spec.device;
+		s->device_index = spec.index;
+		if (spec.threads > 0)
+			s->threads = spec.threads;
+	}
 	s->deterministic = llm_deterministic;
 	s->gpu_fusion = llm_gpu_fusion;
 	s->gpu_pdl = llm_gpu_pdl;
@@ -326,6 +338,7 @@ LlmWorkerMakeConfig(const LlmModelSettings *s, int n_threads, int model_n_ctx, L
 	config->kv_block_size = s->kv_block_size;
 	config->kv_cache_bytes = (size_t) s->kv_cache_mb * 1024 * 1024;
 	config->device = (LlmDevice) s->device;
+	config->device_index = s->device_index;
 	/* the CUDA backend is a module beside llm.so, loaded only by this process */
 	config->cuda_module = psprintf("%s/llm_cuda.so", pkglib_path);
 	config->deterministic = s->deterministic;
@@ -447,6 +460,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	size_t		calib_len = 0;
 	int			n_threads;
 	LlmModel   *draft = NULL;
+	LlmWorkerInfo *w;
 
 	path = LlmWorkerModelPath(s);
 
@@ -503,19 +517,20 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	LlmWorkerEngine = engine;
 	info = llm_model_info(model);
 
+	w = LlmWorkerSelf();
 	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
-	LlmState->worker.state = LLM_WORKER_READY;
-	strlcpy(LlmState->worker.model_path, path, sizeof(LlmState->worker.model_path));
-	LlmState->worker.has_model = true;
-	LlmState->worker.chat_template = llm_model_has_chat_template(model);
-	LlmState->worker.model = *info;
-	LlmState->worker.n_ctx = llm_engine_n_ctx(engine);
-	LlmState->worker.n_threads = config.n_threads;
-	strlcpy(LlmState->worker.device, llm_engine_device(engine), sizeof(LlmState->worker.device));
-	strlcpy(LlmState->worker.device_note, llm_engine_device_note(engine), sizeof(LlmState->worker.device_note));
-	LlmState->worker.loaded_at = GetCurrentTimestamp();
-	LlmState->worker.error[0] = '\0';
-	LlmState->worker.error_public[0] = '\0';
+	w->state = LLM_WORKER_READY;
+	strlcpy(w->model_path, path, sizeof(w->model_path));
+	w->has_model = true;
+	w->chat_template = llm_model_has_chat_template(model);
+	w->model = *info;
+	w->n_ctx = llm_engine_n_ctx(engine);
+	w->n_threads = config.n_threads;
+	strlcpy(w->device, llm_engine_device(engine), sizeof(w->device));
+	strlcpy(w->device_note, llm_engine_device_note(engine), sizeof(w->device_note));
+	w->loaded_at = GetCurrentTimestamp();
+	w->error[0] = '\0';
+	w->error_public[0] = '\0';
 	LWLockRelease(LlmState->lock);
 
 	ereport(LOG,
@@ -546,7 +561,7 @@ LlmWorkerLoad(void)
 	MemoryContext cxt = CurrentMemoryContext;
 	LlmModelSettings serving = WorkerApplied;
 	bool		had_model = LlmWorkerEngine != NULL;
-	char	   *serving_path = pstrdup(LlmState->worker.model_path);
+	char	   *serving_path = pstrdup(LlmWorkerSelf()->model_path);
 	bool		loaded = false;
 
 	LlmWorkerReadSettings(&WorkerApplied);

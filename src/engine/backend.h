@@ -156,6 +156,7 @@ struct LlmBackend
 typedef struct LlmBackendOptions
 {
 	int			n_threads;		/* CPU: compute threads */
+	int			device_index;	/* CUDA: which GPU (0: the first) */
 	bool		deterministic;	/* every token gets the bits it gets alone (LlmBackend) */
 	bool		fuse;			/* CUDA: the fused ops (cuda/fused.c); off: the primitives one by one */
 	/*

@@ -292,6 +292,7 @@ llm_engine_new(LlmModel *m, const LlmEngineConfig *cfg, LlmEngine **out, LlmErro
 		e->max_out = cfg->max_batch_tokens;
 	llm_backend_options_default(&bo);
 	bo.n_threads = cfg->n_threads;
+	bo.device_index = cfg->device_index;
 	bo.deterministic = cfg->deterministic;
 	bo.fuse = cfg->gpu_fusion;
 	bo.pdl = cfg->gpu_pdl;

@@ -133,6 +133,7 @@ typedef struct LlmEngineConfig
 	int			kv_sink_tokens; /* first positions never evicted (not for LLM_EVICT_WINDOW) */
 	LlmEvictPolicy evict_policy;
 	LlmDevice	device;
+	int			device_index;	/* CUDA: which GPU (0: the first) */
 	const char *cuda_module;	/* path of the CUDA backend module (llm_cuda.so); NULL: CPU only */
 	int			step_time_ms;	/* size prompt chunks so a step takes about this long (pace.h); 0: off */
 	bool		deterministic;	/* GPU: batch-invariant kernels, slower (the CPU always is; backend.h) */
