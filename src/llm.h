@@ -553,6 +553,7 @@ extern void LlmProgressReset(void);
 
 /* stats.c */
 extern const char *LlmWorkerStateName(LlmWorkerState state);
+extern void LlmWorkerGauges(LlmWorkerInfo *g);
 extern bool LlmMaySeePaths(void);
 
 #endif							/* LLM_H */

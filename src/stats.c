@@ -75,6 +75,25 @@ LlmOwnCacheHits(int64 *cached, int64 *answers)
 	return false;
 }
 
+/* The model workers' gauges (requests running and waiting, KV blocks, answer cache), summed into *g; lock held. */
+void
+LlmWorkerGauges(LlmWorkerInfo *g)
+{
+	memset(g, 0, sizeof(*g));
+	for (int w = 0; w < LlmState->n_workers; w++)
+	{
+		const LlmWorkerInfo *wi = &LlmState->workers[w];
+
+		g->engine_waiting += wi->engine_waiting;
+		g->engine_running += wi->engine_running;
+		g->kv_blocks_used += wi->kv_blocks_used;
+		g->kv_blocks_cached += wi->kv_blocks_cached;
+		g->kv_blocks_total += wi->kv_blocks_total;
+		g->cache_entries += wi->cache_entries;
+		g->cache_bytes += wi->cache_bytes;
+	}
+}
+
 /*
  * llm_stats(): one row of queue, throughput, KV cache and answer cache
  * figures.  Each role has its own prefix cache (unless
@@ -104,19 +123,7 @@ llm_stats(PG_FUNCTION_ARGS)
 	for (int s = 0; s < LlmState->n_slots; s++)
 		if (LlmState->slots[s].state == LLM_SLOT_QUEUED)
 			queued++;
-	memset(&g, 0, sizeof(g));
-	for (int w = 0; w < LlmState->n_workers; w++)
-	{
-		const LlmWorkerInfo *wi = &LlmState->workers[w];
-
-		g.engine_waiting += wi->engine_waiting;
-		g.engine_running += wi->engine_running;
-		g.kv_blocks_used += wi->kv_blocks_used;
-		g.kv_blocks_cached += wi->kv_blocks_cached;
-		g.kv_blocks_total += wi->kv_blocks_total;
-		g.cache_entries += wi->cache_entries;
-		g.cache_bytes += wi->cache_bytes;
-	}
+	LlmWorkerGauges(&g);
 	LWLockRelease(LlmState->lock);
 
 	busy_s = c.busy_us / 1e6;

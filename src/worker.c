@@ -8,9 +8,11 @@
  * a worker claims its share of the queued requests (fair.c) and answers
  * only those, and a request stays with the worker that claimed it (its KV
  * is there) until it is answered or cancelled.  Each worker's entry of
- * LlmState->workers (LlmWorkerSelf) is its own to write.  At start (and when the model settings change on
- * SIGHUP, once the engine has drained) it loads llm.model and creates an
- * engine for it through worker_model.c.  Without a model (none set, or
+ * LlmState->workers (LlmWorkerSelf) is its own to write.
+ *
+ * At start (and when the model settings change on SIGHUP, once the engine
+ * has drained) a worker loads llm.model and creates an engine for it
+ * through worker_model.c.  Without a model (none set, or
  * missing, outside llm.model_dir or invalid) it keeps running and answers
  * every request with "no model is loaded": a bad setting must not become a
  * crash loop.
