@@ -2062,6 +2062,219 @@ gemm_q6_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 	gemm_k(a, r0, r1, t0, t1, LLM_TYPE_Q6_K);
 }
 
+/* ---- SPARSE24: 2:4 sparse int8 (quant_blocks.h) ---- */
+
+/*
+ * A SPARSE24 block (64 values) against two Q8 activation blocks: its 32
+ * kept int8 go back to their 64 places, zeros between, by one vpexpandb
+ * on its mask (where the processor lacks VBMI2, by a loop in C: the same
+ * bytes).  As the Q8_0 kernels do the other way round, the activations
+ * are made unsigned for vpdpbusd (a + 128: xor 0x80) and the offset is
+ * taken back exactly: lane i holds (a + 128) . w - 128 . w = a . w over
+ * values 4i .. 4i + 3.  Each lane is converted and multiplied by d_w * d_a
+ * of its half (lanes 0-7 the first, 8-15 the second) into a float
+ * accumulator, one FMA per block in block order, and a row's output is its
+ * 16 lanes summed by _mm512_reduce_add_ps.  One token or many, straight
+ * from the blocks or from a row unpacked once for many tokens, every
+ * output is that sequence of operations on the same numbers: the same
+ * bits whatever the batch.  Decode reads 44 bytes per 64 weights where
+ * Q8_0 reads 68.
+ *
+ * vpexpandb is written in assembly because this file is compiled for
+ * AVX-512 without VBMI2 (Cascade Lake has VNNI but not VBMI2), so the
+ * compiler never puts VBMI2 instructions anywhere else; the gemm picks
+ * the path after asking CPUID.
+ */
+
+#define S24_NT 4				/* tokens per tile */
+#define S24_DIRECT_TOKENS 4		/* calls of up to this many tokens read the blocks directly, the others unpack each row */
+#define S24_STACK_K 8192		/* rows up to this long unpack on the stack (17 kB) */
+
+/* Lane e takes float e / 8 of a 128-bit value: the first half's scale in lanes 0-7, the second's in 8-15. */
+#define S24_HALVES _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)
+
+/* The 64 int8 weights of block b, the pruned ones zero: its kept values spread by its mask. */
+KERN __m512i
+s24_expand(const LlmBlockS24 *b, const bool vbmi2)
+{
+	uint64_t	m;
+
+	memcpy(&m, b->mask, sizeof(m));
+	if (vbmi2)
+	{
+		/* the source's bytes 32-63 are zero: a mask of more than 32 bits decodes as the reference does */
+		__m512i		src = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) b->qs));
+		__m512i		out;
+		__mmask64	k = (__mmask64) m;
+
+		__asm__("vpexpandb %1, %0%{%2%}%{z%}" : "=v"(out) : "v"(src), "Yk"(k));
+		return out;
+	}
+	else
+	{
+		int8_t		w[LLM_QK_S24];
+		int			r = 0;
+
+		for (int j = 0; j < LLM_QK_S24; j++)
+		{
+			w[j] = 0;
+			if ((m >> j) & 1)
+				w[j] = r < LLM_QK_S24 / 2 ? b->qs[r++] : 0;
+		}
+		return _mm512_loadu_si512(w);
+	}
+}
+
+/* 128 . w per lane of a block's 64 weights w (the offset s24_lanes takes back). */
+KERN __m512i
+s24_offset(__m512i w)
+{
+	return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char) 0x80), w);
+}
+
+/* The two fp16 scales of block b as floats, in lanes 0 and 1 (others zero). */
+KERN __m128
+s24_dw(const LlmBlockS24 *b)
+{
+	uint32_t	u;
+
+	memcpy(&u, b->d, sizeof(u));
+	return _mm_cvtph_ps(_mm_cvtsi32_si128((int) u));
+}
+
+/* One block's dot for one token, added into acc: lanes a . w (exact), times d_w * d_a of their half. */
+KERN __m512
+s24_block(__m512i w, __m512i off, __m128 dw, const int8_t *xq, const float *xd, __m512 acc)
+{
+	__m512i		au = _mm512_xor_si512(_mm512_loadu_si512(xq), _mm512_set1_epi8((char) 0x80));
+	__m512i		lanes = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), au, w), off);
+	__m128		d = _mm_mul_ps(dw, _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *) xd)));
+
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(lanes), _mm512_permutexvar_ps(S24_HALVES, _mm512_castps128_ps512(d)),
+						   acc);
+}
+
+/* Token q of a tile from token t: its quants and its scales. */
+#define S24_TOKEN(q) \
+	const int8_t *xq = (const int8_t *) (a->x + (size_t) (t + (q)) * a->x_stride); \
+	const float *xd = (const float *) (a->x + (size_t) (t + (q)) * a->x_stride + llm_act_d_offset(a->k))
+
+/* Row r for NT tokens from t, straight from its blocks (decode: one stream of weights). */
+KERN void
+s24_row_direct(const LlmGemmArgs *a, int64_t r, int t, const int NT, const bool vbmi2)
+{
+	const LlmBlockS24 *w = (const LlmBlockS24 *) (a->w + (size_t) r * a->row_bytes);
+	const int64_t nb = a->k / LLM_QK_S24;
+	__m512		acc[S24_NT];
+
+	for (int q = 0; q < NT; q++)
+		acc[q] = _mm512_setzero_ps();
+	for (int64_t b = 0; b < nb; b++)
+	{
+		__m512i		wv = s24_expand(w + b, vbmi2);
+		__m512i		off = s24_offset(wv);
+		__m128		dw = s24_dw(w + b);
+
+#pragma GCC unroll 4
+		for (int q = 0; q < NT; q++)
+		{
+			S24_TOKEN(q);
+			acc[q] = s24_block(wv, off, dw, xq + b * LLM_QK_S24, xd + 2 * b, acc[q]);
+		}
+	}
+	for (int q = 0; q < NT; q++)
+		a->y[(size_t) (t + q) * a->ldy + r] = _mm512_reduce_add_ps(acc[q]);
+}
+
+/* Unpack row r into pw (nb x 64 weights), po (nb x 16 offsets) and pd (nb x 2 scales). */
+KERN void
+s24_unpack_row(const LlmGemmArgs *a, int64_t r, int8_t *pw, int32_t *po, float *pd, const bool vbmi2)
+{
+	const LlmBlockS24 *w = (const LlmBlockS24 *) (a->w + (size_t) r * a->row_bytes);
+
+	for (int64_t b = 0; b < a->k / LLM_QK_S24; b++)
+	{
+		__m512i		wv = s24_expand(w + b, vbmi2);
+
+		_mm512_store_si512(pw + b * LLM_QK_S24, wv);
+		_mm512_store_si512(po + b * 16, s24_offset(wv));
+		_mm_storel_pi((__m64 *) (pd + 2 * b), s24_dw(w + b));
+	}
+}
+
+/* Row r, unpacked by s24_unpack_row, for NT tokens from t. */
+KERN void
+s24_row_packed(const LlmGemmArgs *a, const int8_t *pw, const int32_t *po, const float *pd, int64_t r, int t,
+			   const int NT)
+{
+	const int64_t nb = a->k / LLM_QK_S24;
+	__m512		acc[S24_NT];
+
+	for (int q = 0; q < NT; q++)
+		acc[q] = _mm512_setzero_ps();
+	for (int64_t b = 0; b < nb; b++)
+	{
+		__m512i		wv = _mm512_load_si512(pw + b * LLM_QK_S24);
+		__m512i		off = _mm512_load_si512(po + b * 16);
+		__m128		dw = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *) (pd + 2 * b)));
+
+#pragma GCC unroll 4
+		for (int q = 0; q < NT; q++)
+		{
+			S24_TOKEN(q);
+			acc[q] = s24_block(wv, off, dw, xq + b * LLM_QK_S24, xd + 2 * b, acc[q]);
+		}
+	}
+	for (int q = 0; q < NT; q++)
+		a->y[(size_t) (t + q) * a->ldy + r] = _mm512_reduce_add_ps(acc[q]);
+}
+
+/* The tile calls of gemm_s24_level, for TOKEN_TILES (they use its locals). */
+#define CALL_S24_DIRECT(T, NT) s24_row_direct(a, r, T, NT, vbmi2)
+#define CALL_S24_PACKED(T, NT) s24_row_packed(a, pw, po, pd, r, T, NT)
+
+/*
+ * The gemm of SPARSE24 weights, a row at a time: up to S24_DIRECT_TOKENS
+ * tokens straight from the blocks, more from each row unpacked once (on
+ * the stack, or the heap for long rows; without memory, straight too).
+ */
+KERN void
+gemm_s24_level(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const bool vbmi2)
+{
+	_Alignas(64) uint8_t stack[2 * S24_STACK_K + S24_STACK_K / 8];
+	size_t		bytes = 2 * (size_t) a->k + (size_t) a->k / 8;
+	uint8_t    *buf = NULL;
+
+	if (t1 - t0 > S24_DIRECT_TOKENS)
+		buf = a->k <= S24_STACK_K ? stack : aligned_alloc(64, LLM_ACT_ALIGN(bytes));
+	for (int64_t r = r0; r < r1; r++)
+	{
+		if (buf == NULL)
+			TOKEN_TILES(CALL_S24_DIRECT, S24_NT);
+		else
+		{
+			int8_t	   *pw = (int8_t *) buf;
+			int32_t    *po = (int32_t *) (buf + a->k);
+			float	   *pd = (float *) (buf + 2 * a->k);
+
+			s24_unpack_row(a, r, pw, po, pd, vbmi2);
+			TOKEN_TILES(CALL_S24_PACKED, S24_NT);
+		}
+	}
+	if (buf != stack)
+		free(buf);
+}
+
+/* The gemm of SPARSE24 weights: vpexpandb where the processor has it. */
+static void
+gemm_s24(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	if (llm_cpu_has_vbmi2())
+		gemm_s24_level(a, r0, r1, t0, t1, true);
+	else
+		gemm_s24_level(a, r0, r1, t0, t1, false);
+}
+
 /* ---- activation quantizers (bit-exact with quantize_act.c) ---- */
 
 /* Quantize the n * 16 values at x with one scale into q; returns the scale (NaN if any is not finite). */
@@ -2286,6 +2499,7 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q4_1_G] = gemm_q4_1_g,
 		[LLM_TYPE_Q5_0_G] = gemm_q5_0_g,
 		[LLM_TYPE_Q5_1_G] = gemm_q5_1_g,
+		[LLM_TYPE_SPARSE24] = gemm_s24,
 	},
 	.act = {
 		[LLM_TYPE_Q8_0] = LLM_ACT_Q8,
@@ -2303,6 +2517,7 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q4_1_G] = LLM_ACT_Q8G,
 		[LLM_TYPE_Q5_0_G] = LLM_ACT_Q8G,
 		[LLM_TYPE_Q5_1_G] = LLM_ACT_Q8G,
+		[LLM_TYPE_SPARSE24] = LLM_ACT_Q8,
 	},
 	.quant = {
 		[LLM_ACT_Q8] = quant_q8,
