@@ -59,6 +59,10 @@ done
 for t in build/test/test_kernels build/test/test_invariance_kernels; do
     [ -x "$t" ] && run "$t (LLM_CPU_AVXVNNI=0)" env LLM_CPU_AVXVNNI=0 "$t"
 done
+# the SPARSE24 kernel without vpexpandb (AVX-512 without VBMI2, as on Cascade Lake)
+for t in build/test/test_kernels build/test/test_invariance_kernels; do
+    [ -x "$t" ] && run "$t (LLM_CPU_VBMI2=0)" env LLM_CPU_VBMI2=0 "$t"
+done
 if [ -d build-asan/test ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export LLM_TEST_MODELS="$random_models"

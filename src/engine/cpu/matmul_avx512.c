@@ -2065,99 +2065,129 @@ gemm_q6_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 /* ---- SPARSE24: 2:4 sparse int8 (quant_blocks.h) ---- */
 
 /*
- * A SPARSE24 block (64 values) against two Q8 activation blocks: its 32
- * kept int8 go back to their 64 places, zeros between, by one vpexpandb
- * on its mask (where the processor lacks VBMI2, by a loop in C: the same
- * bytes).  As the Q8_0 kernels do the other way round, the activations
- * are made unsigned for vpdpbusd (a + 128: xor 0x80) and the offset is
- * taken back exactly: lane i holds (a + 128) . w - 128 . w = a . w over
- * values 4i .. 4i + 3.  Each lane is converted and multiplied by d_w * d_a
- * of its half (lanes 0-7 the first, 8-15 the second) into a float
- * accumulator, one FMA per block in block order, and a row's output is its
- * 16 lanes summed by _mm512_reduce_add_ps.  One token or many, straight
- * from the blocks or from a row unpacked once for many tokens, every
- * output is that sequence of operations on the same numbers: the same
- * bits whatever the batch.  Decode reads 44 bytes per 64 weights where
- * Q8_0 reads 68.
+ * A SPARSE24 block (64 values, two halves of 32 with their own scales)
+ * becomes, in one zmm, what a pair of Q8_0 blocks is to the Q8_0 kernels:
+ * its 32 kept int8 plus 128 go back to their 64 places by one vpexpandb on
+ * its mask, merged into a vector of 128s, so a pruned weight reads as
+ * 0 + 128 (where the processor lacks VBMI2 a loop in C writes the same
+ * bytes).  Then as Q8_0's GEMV: vpdpbusd of those unsigned weights with the
+ * signed activation quants, the integers of 8 blocks (16 halves) kept until
+ * each half's sum is complete (reduce_blocks), the offset 128 * (the
+ * activations' block sum) taken back exactly, and one convert and one FMA
+ * by d_w * d_a for 16 halves, in BLOCK_ORDER.  A row's tail of fewer than
+ * 8 blocks is one more such group with the missing blocks zero.  A row's
+ * output is its accumulator's 16 lanes summed by _mm512_reduce_add_ps.
+ *
+ * One token or many, straight from the blocks or from a row unpacked once
+ * for many tokens (the expanded weights and the group's scales as floats),
+ * every output is that sequence of operations on the same numbers: the
+ * same bits whatever the batch.  Decode reads 44 bytes per 64 weights
+ * where Q8_0 reads 68.
  *
  * vpexpandb is written in assembly because this file is compiled for
  * AVX-512 without VBMI2 (Cascade Lake has VNNI but not VBMI2), so the
- * compiler never puts VBMI2 instructions anywhere else; the gemm picks
- * the path after asking CPUID.
+ * compiler puts VBMI2 instructions nowhere else; the gemm picks the path
+ * after asking CPUID.
  */
 
+#define S24_G 8					/* blocks per group: 16 halves, one reduce_blocks */
 #define S24_NT 4				/* tokens per tile */
 #define S24_DIRECT_TOKENS 4		/* calls of up to this many tokens read the blocks directly, the others unpack each row */
-#define S24_STACK_K 8192		/* rows up to this long unpack on the stack (17 kB) */
+#define S24_STACK_K 16384		/* rows up to this long unpack on the stack (18 kB) */
 
-/* Lane e takes float e / 8 of a 128-bit value: the first half's scale in lanes 0-7, the second's in 8-15. */
-#define S24_HALVES _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)
-
-/* The 64 int8 weights of block b, the pruned ones zero: its kept values spread by its mask. */
+/* The 64 weights of block b plus 128, a pruned one 128: its kept values spread by its mask. */
 KERN __m512i
 s24_expand(const LlmBlockS24 *b, const bool vbmi2)
 {
+	const __m512i k80 = _mm512_set1_epi8((char) 0x80);
 	uint64_t	m;
 
 	memcpy(&m, b->mask, sizeof(m));
 	if (vbmi2)
 	{
-		/* the source's bytes 32-63 are zero: a mask of more than 32 bits decodes as the reference does */
-		__m512i		src = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) b->qs));
-		__m512i		out;
+		/* the source's bytes 32-63 are 128 too: a mask of more than 32 bits decodes as the reference does */
+		__m512i		src = _mm512_xor_si512(_mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) b->qs)), k80);
+		__m512i		out = k80;
 		__mmask64	k = (__mmask64) m;
 
-		__asm__("vpexpandb %1, %0%{%2%}%{z%}" : "=v"(out) : "v"(src), "Yk"(k));
+		__asm__("vpexpandb %1, %0%{%2%}" : "+v"(out) : "v"(src), "Yk"(k));
 		return out;
 	}
 	else
 	{
-		int8_t		w[LLM_QK_S24];
+		uint8_t		w[LLM_QK_S24];
 		int			r = 0;
 
 		for (int j = 0; j < LLM_QK_S24; j++)
 		{
-			w[j] = 0;
+			w[j] = 128;
 			if ((m >> j) & 1)
-				w[j] = r < LLM_QK_S24 / 2 ? b->qs[r++] : 0;
+				w[j] = (uint8_t) (128 + (r < LLM_QK_S24 / 2 ? b->qs[r++] : 0));
 		}
 		return _mm512_loadu_si512(w);
 	}
 }
 
-/* 128 . w per lane of a block's 64 weights w (the offset s24_lanes takes back). */
-KERN __m512i
-s24_offset(__m512i w)
-{
-	return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char) 0x80), w);
-}
-
-/* The two fp16 scales of block b as floats, in lanes 0 and 1 (others zero). */
-KERN __m128
-s24_dw(const LlmBlockS24 *b)
-{
-	uint32_t	u;
-
-	memcpy(&u, b->d, sizeof(u));
-	return _mm_cvtph_ps(_mm_cvtsi32_si128((int) u));
-}
-
-/* One block's dot for one token, added into acc: lanes a . w (exact), times d_w * d_a of their half. */
+/* The fp16 scales of blocks [0, nblk) at w as floats, half h of block s in lane 2s + h (others zero). */
 KERN __m512
-s24_block(__m512i w, __m512i off, __m128 dw, const int8_t *xq, const float *xd, __m512 acc)
+s24_scales(const LlmBlockS24 *w, const int nblk)
 {
-	__m512i		au = _mm512_xor_si512(_mm512_loadu_si512(xq), _mm512_set1_epi8((char) 0x80));
-	__m512i		lanes = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), au, w), off);
-	__m128		d = _mm_mul_ps(dw, _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *) xd)));
+	const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+										   _mm256_set1_epi32((int) sizeof(LlmBlockS24)));
 
-	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(lanes), _mm512_permutexvar_ps(S24_HALVES, _mm512_castps128_ps512(d)),
-						   acc);
+	return _mm512_cvtph_ps(_mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), (__mmask8) ((1u << nblk) - 1), idx,
+														 w, 1));
 }
 
-/* Token q of a tile from token t: its quants and its scales. */
+/*
+ * The dot products of a group of nblk (<= 8) blocks from block b by one
+ * token, added into acc: wu the blocks as s24_expand gives them, dw their
+ * scales as s24_scales gives them, xq, xd and xs the token's quants,
+ * scales and block sums (matmul.h's Q8).
+ */
+KERN __m512
+s24_group(const __m512i *wu, __m512 dw, const int8_t *xq, const float *xd, const int32_t *xs, int64_t b,
+		  const int nblk, __m512 acc)
+{
+	const __mmask16 m = (__mmask16) ((1u << (2 * nblk)) - 1);
+	__m512i		p[S24_G];
+	__m512i		off;
+	__m512		scale;
+
+#pragma GCC unroll 8
+	for (int s = 0; s < S24_G; s++)
+		p[s] = s < nblk ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), wu[s], _mm512_loadu_si512(xq + (b + s) * LLM_QK_S24))
+			: _mm512_setzero_si512();
+	off = _mm512_slli_epi32(_mm512_permutexvar_epi32(BLOCK_ORDER, _mm512_maskz_loadu_epi32(m, xs + 2 * b)), 7);
+	scale = _mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(m, xd + 2 * b)));
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(reduce_blocks(p, S24_G, 0), off)), scale, acc);
+}
+
+/* Token q of a tile from token t: its quants, scales and block sums. */
 #define S24_TOKEN(q) \
-	const int8_t *xq = (const int8_t *) (a->x + (size_t) (t + (q)) * a->x_stride); \
-	const float *xd = (const float *) (a->x + (size_t) (t + (q)) * a->x_stride + llm_act_d_offset(a->k))
+	const uint8_t *xr = a->x + (size_t) (t + (q)) * a->x_stride; \
+	const int8_t *xq = (const int8_t *) xr; \
+	const float *xd = (const float *) (xr + llm_act_d_offset(a->k)); \
+	const int32_t *xs = (const int32_t *) (xr + llm_act_sums_offset(a->k))
+
+/* The group of nblk blocks from block b of row w for NT tokens from t, straight from the blocks. */
+KERN void
+s24_group_direct(const LlmGemmArgs *a, const LlmBlockS24 *w, int64_t b, int t, __m512 *acc, const int NT,
+				 const int nblk, const bool vbmi2)
+{
+	__m512i		wu[S24_G];
+	__m512		dw = s24_scales(w + b, nblk);
+
+#pragma GCC unroll 8
+	for (int s = 0; s < S24_G; s++)
+		wu[s] = s < nblk ? s24_expand(w + b + s, vbmi2) : _mm512_setzero_si512();
+#pragma GCC unroll 4
+	for (int q = 0; q < NT; q++)
+	{
+		S24_TOKEN(q);
+		acc[q] = s24_group(wu, dw, xq, xd, xs, b, nblk, acc[q]);
+	}
+}
 
 /* Row r for NT tokens from t, straight from its blocks (decode: one stream of weights). */
 KERN void
@@ -2166,72 +2196,70 @@ s24_row_direct(const LlmGemmArgs *a, int64_t r, int t, const int NT, const bool 
 	const LlmBlockS24 *w = (const LlmBlockS24 *) (a->w + (size_t) r * a->row_bytes);
 	const int64_t nb = a->k / LLM_QK_S24;
 	__m512		acc[S24_NT];
+	int64_t		b = 0;
 
 	for (int q = 0; q < NT; q++)
 		acc[q] = _mm512_setzero_ps();
-	for (int64_t b = 0; b < nb; b++)
-	{
-		__m512i		wv = s24_expand(w + b, vbmi2);
-		__m512i		off = s24_offset(wv);
-		__m128		dw = s24_dw(w + b);
-
-#pragma GCC unroll 4
-		for (int q = 0; q < NT; q++)
-		{
-			S24_TOKEN(q);
-			acc[q] = s24_block(wv, off, dw, xq + b * LLM_QK_S24, xd + 2 * b, acc[q]);
-		}
-	}
+	for (; b + S24_G <= nb; b += S24_G)
+		s24_group_direct(a, w, b, t, acc, NT, S24_G, vbmi2);
+	if (b < nb)
+		s24_group_direct(a, w, b, t, acc, NT, (int) (nb - b), vbmi2);
 	for (int q = 0; q < NT; q++)
 		a->y[(size_t) (t + q) * a->ldy + r] = _mm512_reduce_add_ps(acc[q]);
 }
 
-/* Unpack row r into pw (nb x 64 weights), po (nb x 16 offsets) and pd (nb x 2 scales). */
+/* Unpack row r into pw (nb blocks as s24_expand gives them) and pd (a group's s24_scales per 8 blocks). */
 KERN void
-s24_unpack_row(const LlmGemmArgs *a, int64_t r, int8_t *pw, int32_t *po, float *pd, const bool vbmi2)
+s24_unpack_row(const LlmGemmArgs *a, int64_t r, __m512i *pw, __m512 *pd, const bool vbmi2)
 {
 	const LlmBlockS24 *w = (const LlmBlockS24 *) (a->w + (size_t) r * a->row_bytes);
+	const int64_t nb = a->k / LLM_QK_S24;
 
-	for (int64_t b = 0; b < a->k / LLM_QK_S24; b++)
+	for (int64_t b = 0; b < nb; b++)
+		pw[b] = s24_expand(w + b, vbmi2);
+	for (int64_t b = 0; b < nb; b += S24_G)
+		pd[b / S24_G] = s24_scales(w + b, nb - b < S24_G ? (int) (nb - b) : S24_G);
+}
+
+/* The group of nblk blocks from block b of a row unpacked by s24_unpack_row, for NT tokens from t. */
+KERN void
+s24_group_packed(const LlmGemmArgs *a, const __m512i *pw, const __m512 *pd, int64_t b, int t, __m512 *acc,
+				 const int NT, const int nblk)
+{
+	__m512i		wu[S24_G];
+
+#pragma GCC unroll 8
+	for (int s = 0; s < S24_G; s++)
+		wu[s] = s < nblk ? pw[b + s] : _mm512_setzero_si512();
+#pragma GCC unroll 4
+	for (int q = 0; q < NT; q++)
 	{
-		__m512i		wv = s24_expand(w + b, vbmi2);
-
-		_mm512_store_si512(pw + b * LLM_QK_S24, wv);
-		_mm512_store_si512(po + b * 16, s24_offset(wv));
-		_mm_storel_pi((__m64 *) (pd + 2 * b), s24_dw(w + b));
+		S24_TOKEN(q);
+		acc[q] = s24_group(wu, pd[b / S24_G], xq, xd, xs, b, nblk, acc[q]);
 	}
 }
 
-/* Row r, unpacked by s24_unpack_row, for NT tokens from t. */
+/* Row r, unpacked into pw and pd, for NT tokens from t. */
 KERN void
-s24_row_packed(const LlmGemmArgs *a, const int8_t *pw, const int32_t *po, const float *pd, int64_t r, int t,
-			   const int NT)
+s24_row_packed(const LlmGemmArgs *a, const __m512i *pw, const __m512 *pd, int64_t r, int t, const int NT)
 {
 	const int64_t nb = a->k / LLM_QK_S24;
 	__m512		acc[S24_NT];
+	int64_t		b = 0;
 
 	for (int q = 0; q < NT; q++)
 		acc[q] = _mm512_setzero_ps();
-	for (int64_t b = 0; b < nb; b++)
-	{
-		__m512i		wv = _mm512_load_si512(pw + b * LLM_QK_S24);
-		__m512i		off = _mm512_load_si512(po + b * 16);
-		__m128		dw = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *) (pd + 2 * b)));
-
-#pragma GCC unroll 4
-		for (int q = 0; q < NT; q++)
-		{
-			S24_TOKEN(q);
-			acc[q] = s24_block(wv, off, dw, xq + b * LLM_QK_S24, xd + 2 * b, acc[q]);
-		}
-	}
+	for (; b + S24_G <= nb; b += S24_G)
+		s24_group_packed(a, pw, pd, b, t, acc, NT, S24_G);
+	if (b < nb)
+		s24_group_packed(a, pw, pd, b, t, acc, NT, (int) (nb - b));
 	for (int q = 0; q < NT; q++)
 		a->y[(size_t) (t + q) * a->ldy + r] = _mm512_reduce_add_ps(acc[q]);
 }
 
 /* The tile calls of gemm_s24_level, for TOKEN_TILES (they use its locals). */
 #define CALL_S24_DIRECT(T, NT) s24_row_direct(a, r, T, NT, vbmi2)
-#define CALL_S24_PACKED(T, NT) s24_row_packed(a, pw, po, pd, r, T, NT)
+#define CALL_S24_PACKED(T, NT) s24_row_packed(a, pw, pd, r, T, NT)
 
 /*
  * The gemm of SPARSE24 weights, a row at a time: up to S24_DIRECT_TOKENS
@@ -2241,23 +2269,23 @@ s24_row_packed(const LlmGemmArgs *a, const int8_t *pw, const int32_t *po, const 
 KERN void
 gemm_s24_level(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const bool vbmi2)
 {
-	_Alignas(64) uint8_t stack[2 * S24_STACK_K + S24_STACK_K / 8];
-	size_t		bytes = 2 * (size_t) a->k + (size_t) a->k / 8;
-	uint8_t    *buf = NULL;
+	const int64_t nb = a->k / LLM_QK_S24;
+	const int64_t ng = (nb + S24_G - 1) / S24_G;
+	_Alignas(64) __m512i stack[S24_STACK_K / LLM_QK_S24 + S24_STACK_K / LLM_QK_S24 / S24_G + 1];
+	__m512i    *buf = NULL;
 
 	if (t1 - t0 > S24_DIRECT_TOKENS)
-		buf = a->k <= S24_STACK_K ? stack : aligned_alloc(64, LLM_ACT_ALIGN(bytes));
+		buf = a->k <= S24_STACK_K ? stack : aligned_alloc(64, (size_t) (nb + ng) * sizeof(__m512i));
 	for (int64_t r = r0; r < r1; r++)
 	{
 		if (buf == NULL)
 			TOKEN_TILES(CALL_S24_DIRECT, S24_NT);
 		else
 		{
-			int8_t	   *pw = (int8_t *) buf;
-			int32_t    *po = (int32_t *) (buf + a->k);
-			float	   *pd = (float *) (buf + 2 * a->k);
+			__m512i    *pw = buf;
+			__m512	   *pd = (__m512 *) (buf + nb);
 
-			s24_unpack_row(a, r, pw, po, pd, vbmi2);
+			s24_unpack_row(a, r, pw, pd, vbmi2);
 			TOKEN_TILES(CALL_S24_PACKED, S24_NT);
 		}
 	}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Batch-1 decode of 2:4 sparse weights (SPARSE24) against dense INT8, Q8_0
+# and Q4_0, on the random 1.1B shape (TinyLlama's: dim 2048, 22 layers,
+# ffn 5632), which is DRAM-bound, so fewer bytes per weight should mean
+# faster decode.
+#
+# The models come from one F32 file: SRC (default build/pace/1b1-q4k.gguf,
+# a random Q4_K_M 1.1B) converted with llm-cli quantize to F32, then to INT8
+# (Q8_0 blocks with one scale per row), Q8_0 and Q4_0; SPARSE24 is pruned
+# from the INT8 file, so it keeps INT8's kept integers and only the layers'
+# matrices change (the embedding and output stay INT8).
+#
+# The machine is shared and noisy, so the types are measured in turns: each
+# of REPS rounds (default 5) runs llm-cli bench -p 16 -n N_GEN -b 1 once per
+# type, in an order rotated every round, after one warm-up of each.  Printed
+# and written to bench/results/$NAME.{csv,md} (NAME default sparse_bench):
+# each type's median decode tok/s, its min-max, and the median and range of
+# its per-round ratio to INT8 (the type measured seconds apart from INT8).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+THREADS=${THREADS:-2}
+REPS=${REPS:-5}
+N_GEN=${N_GEN:-32}
+NAME=${NAME:-sparse_bench}
+SRC=${SRC:-build/pace/1b1-q4k.gguf}
+MODELS=${MODELS:-.cache/models/sparse}
+OUT=bench/results
+mkdir -p "$MODELS" "$OUT"
+make -s bin/llm-cli
+
+q() { [ -f "$2" ] || bin/llm-cli quantize "$1" "$2" "$3" >/dev/null; }
+q "$SRC" "$MODELS/f32.gguf" F32
+q "$MODELS/f32.gguf" "$MODELS/int8.gguf" INT8
+q "$MODELS/int8.gguf" "$MODELS/sparse24.gguf" SPARSE24
+q "$MODELS/f32.gguf" "$MODELS/q8_0.gguf" Q8_0
+q "$MODELS/f32.gguf" "$MODELS/q4_0.gguf" Q4_0
+types=(INT8 SPARSE24 Q8_0 Q4_0)
+file() { echo "$MODELS/$(echo "$1" | tr 'A-Z' 'a-z').gguf"; }
+
+# one decode figure (tok/s) of type $1
+decode() {
+    bin/llm-cli bench -m "$(file "$1")" -p 16 -n "$N_GEN" -b 1 --threads "$THREADS" --step-ms 0 2>/dev/null |
+        awk -F'|' 'NR == 3 { print $6 + 0 }'
+}
+
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+echo "CPU: $cpu, $(nproc) cores, $THREADS threads; $REPS rounds of -p 16 -n $N_GEN -b 1"
+for t in "${types[@]}"; do decode "$t" >/dev/null; done
+raw=$OUT/$NAME.csv
+echo "round,type,decode_tok_s" > "$raw"
+for ((r = 0; r < REPS; r++)); do
+    for ((i = 0; i < ${#types[@]}; i++)); do
+        t=${types[$(((i + r) % ${#types[@]}))]}
+        v=$(decode "$t")
+        echo "$r,$t,$v" >> "$raw"
+        echo "  round $r $t $v tok/s"
+    done
+done
+
+python3 - "$raw" "$OUT/$NAME.md" "$cpu" "$THREADS" "$REPS" "$N_GEN" "$MODELS" <<'PY'
+import csv, os, statistics as st, sys
+raw, md, cpu, threads, reps, n_gen, models = sys.argv[1:8]
+rows = list(csv.DictReader(open(raw)))
+by = {}
+for r in rows:
+    by.setdefault(r['type'], {})[int(r['round'])] = float(r['decode_tok_s'])
+base = by['INT8']
+size = lambda t: os.path.getsize(os.path.join(models, t.lower() + '.gguf')) / 1e6
+lines = [f"Batch-1 decode, random 1.1B shape, {cpu}, {threads} threads, {reps} rounds of "
+         f"`llm-cli bench -p 16 -n {n_gen} -b 1` (types in turns, order rotated each round).", "",
+         "| type | file MB | decode tok/s median | min-max | / INT8 (per round) median | min-max |",
+         "|---|---|---|---|---|---|"]
+for t, v in by.items():
+    ratios = [v[r] / base[r] for r in v if r in base]
+    lines.append(f"| {t} | {size(t):.0f} | {st.median(v.values()):.2f} | {min(v.values()):.2f}-{max(v.values()):.2f} | "
+                 f"{st.median(ratios):.3f} | {min(ratios):.3f}-{max(ratios):.3f} |")
+open(md, 'w').write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
