@@ -2170,44 +2170,6 @@ s24_group(const __m512i *wu, __m512 dw, const int8_t *xq, const float *xd, const
 	const float *xd = (const float *) (xr + llm_act_d_offset(a->k)); \
 	const int32_t *xs = (const int32_t *) (xr + llm_act_sums_offset(a->k))
 
-/* The group of nblk blocks from block b of row w for NT tokens from t, straight from the blocks. */
-KERN void
-s24_group_direct(const LlmGemmArgs *a, const LlmBlockS24 *w, int64_t b, int t, __m512 *acc, const int NT,
-				 const int nblk, const bool vbmi2)
-{
-	__m512i		wu[S24_G];
-	__m512		dw = s24_scales(w + b, nblk);
-
-#pragma GCC unroll 8
-	for (int s = 0; s < S24_G; s++)
-		wu[s] = s < nblk ? s24_expand(w + b + s, vbmi2) : _mm512_setzero_si512();
-#pragma GCC unroll 4
-	for (int q = 0; q < NT; q++)
-	{
-		S24_TOKEN(q);
-		acc[q] = s24_group(wu, dw, xq, xd, xs, b, nblk, acc[q]);
-	}
-}
-
-/* Row r for NT tokens from t, straight from its blocks (decode: one stream of weights). */
-KERN void
-s24_row_direct(const LlmGemmArgs *a, int64_t r, int t, const int NT, const bool vbmi2)
-{
-	const LlmBlockS24 *w = (const LlmBlockS24 *) (a->w + (size_t) r * a->row_bytes);
-	const int64_t nb = a->k / LLM_QK_S24;
-	__m512		acc[S24_NT];
-	int64_t		b = 0;
-
-	for (int q = 0; q < NT; q++)
-		acc[q] = _mm512_setzero_ps();
-	for (; b + S24_G <= nb; b += S24_G)
-		s24_group_direct(a, w, b, t, acc, NT, S24_G, vbmi2);
-	if (b < nb)
-		s24_group_direct(a, w, b, t, acc, NT, (int) (nb - b), vbmi2);
-	for (int q = 0; q < NT; q++)
-		a->y[(size_t) (t + q) * a->ldy + r] = _mm512_reduce_add_ps(acc[q]);
-}
-
 /* Unpack row r into pw (nb blocks as s24_expand gives them) and pd (a group's s24_scales per 8 blocks). */
 KERN void
 s24_unpack_row(const LlmGemmArgs *a, int64_t r, __m512i *pw, __m512 *pd, const bool vbmi2)
@@ -2221,27 +2183,34 @@ s24_unpack_row(const LlmGemmArgs *a, int64_t r, __m512i *pw, __m512 *pd, const b
 		pd[b / S24_G] = s24_scales(w + b, nb - b < S24_G ? (int) (nb - b) : S24_G);
 }
 
-/* The group of nblk blocks from block b of a row unpacked by s24_unpack_row, for NT tokens from t. */
+/*
+ * The group of nblk blocks from block b of row r for NT tokens from t, added
+ * into acc: with packed, from the row unpacked into pw and pd; else
+ * straight from its blocks (decode: one stream of weights).
+ */
 KERN void
-s24_group_packed(const LlmGemmArgs *a, const __m512i *pw, const __m512 *pd, int64_t b, int t, __m512 *acc,
-				 const int NT, const int nblk)
+s24_row_group(const LlmGemmArgs *a, int64_t r, const __m512i *pw, const __m512 *pd, int64_t b, int t, __m512 *acc,
+			  const int NT, const int nblk, const bool packed, const bool vbmi2)
 {
+	const LlmBlockS24 *w = (const LlmBlockS24 *) (a->w + (size_t) r * a->row_bytes);
 	__m512i		wu[S24_G];
+	__m512		dw = packed ? pd[b / S24_G] : s24_scales(w + b, nblk);
 
 #pragma GCC unroll 8
 	for (int s = 0; s < S24_G; s++)
-		wu[s] = s < nblk ? pw[b + s] : _mm512_setzero_si512();
+		wu[s] = s >= nblk ? _mm512_setzero_si512() : packed ? pw[b + s] : s24_expand(w + b + s, vbmi2);
 #pragma GCC unroll 4
 	for (int q = 0; q < NT; q++)
 	{
 		S24_TOKEN(q);
-		acc[q] = s24_group(wu, pd[b / S24_G], xq, xd, xs, b, nblk, acc[q]);
+		acc[q] = s24_group(wu, dw, xq, xd, xs, b, nblk, acc[q]);
 	}
 }
 
-/* Row r, unpacked into pw and pd, for NT tokens from t. */
+/* Row r for NT tokens from t: from pw and pd with packed (s24_unpack_row), else from its blocks. */
 KERN void
-s24_row_packed(const LlmGemmArgs *a, const __m512i *pw, const __m512 *pd, int64_t r, int t, const int NT)
+s24_row(const LlmGemmArgs *a, int64_t r, const __m512i *pw, const __m512 *pd, int t, const int NT,
+		const bool packed, const bool vbmi2)
 {
 	const int64_t nb = a->k / LLM_QK_S24;
 	__m512		acc[S24_NT];
@@ -2250,16 +2219,16 @@ s24_row_packed(const LlmGemmArgs *a, const __m512i *pw, const __m512 *pd, int64_
 	for (int q = 0; q < NT; q++)
 		acc[q] = _mm512_setzero_ps();
 	for (; b + S24_G <= nb; b += S24_G)
-		s24_group_packed(a, pw, pd, b, t, acc, NT, S24_G);
+		s24_row_group(a, r, pw, pd, b, t, acc, NT, S24_G, packed, vbmi2);
 	if (b < nb)
-		s24_group_packed(a, pw, pd, b, t, acc, NT, (int) (nb - b));
+		s24_row_group(a, r, pw, pd, b, t, acc, NT, (int) (nb - b), packed, vbmi2);
 	for (int q = 0; q < NT; q++)
 		a->y[(size_t) (t + q) * a->ldy + r] = _mm512_reduce_add_ps(acc[q]);
 }
 
 /* The tile calls of gemm_s24_level, for TOKEN_TILES (they use its locals). */
-#define CALL_S24_DIRECT(T, NT) s24_row_direct(a, r, T, NT, vbmi2)
-#define CALL_S24_PACKED(T, NT) s24_row_packed(a, pw, pd, r, T, NT)
+#define CALL_S24_DIRECT(T, NT) s24_row(a, r, NULL, NULL, T, NT, false, vbmi2)
+#define CALL_S24_PACKED(T, NT) s24_row(a, r, pw, pd, T, NT, true, vbmi2)
 
 /*
  * The gemm of SPARSE24 weights, a row at a time: up to S24_DIRECT_TOKENS
