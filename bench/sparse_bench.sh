@@ -16,6 +16,12 @@
 # and written to bench/results/$NAME.{csv,md} (NAME default sparse_bench):
 # each type's median decode tok/s, its min-max, and the median and range of
 # its per-round ratio to INT8 (the type measured seconds apart from INT8).
+#
+# Then (unless KERNELS=0) the GEMV kernels alone, bench/bench_kernels.c at
+# THREADS threads on an FFN matrix of the shape (5632 x 2048) walked over a
+# set of 800 MB (a decode step's worth, from DRAM): the types the engine
+# serves the files in (INT8 and Q8_0 as Q8_0_G, Q4_0 as Q4_0_G, SPARSE24),
+# REPS runs in turns, written to bench/results/$NAME-kernels.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,6 +80,33 @@ lines = [f"Batch-1 decode, random 1.1B shape, {cpu}, {threads} threads, {reps} r
 for t, v in by.items():
     ratios = [v[r] / base[r] for r in v if r in base]
     lines.append(f"| {t} | {size(t):.0f} | {st.median(v.values()):.2f} | {min(v.values()):.2f}-{max(v.values()):.2f} | "
+                 f"{st.median(ratios):.3f} | {min(ratios):.3f}-{max(ratios):.3f} |")
+open(md, 'w').write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
+
+[ "${KERNELS:-1}" = 1 ] || exit 0
+cc -std=c11 -D_GNU_SOURCE -O2 -pthread -Isrc/engine -o build/bench_kernels bench/bench_kernels.c build/libllmengine.a \
+    -lpcre2-8 -lm -lpthread
+kraw=$OUT/$NAME-kernels.csv
+echo "round,type,gemv_us" > "$kraw"
+for ((r = 0; r < REPS; r++)); do
+    build/bench_kernels "$THREADS" 5632 2048 16 800 Q8_0_G,Q4_0_G,SPARSE24 avx512 2>/dev/null |
+        awk -v r="$r" '$3 == "GEMV" { print r "," $2 "," $4 }' >> "$kraw"
+done
+python3 - "$kraw" "$OUT/$NAME-kernels.md" "$cpu" "$THREADS" "$REPS" <<'PY'
+import csv, statistics as st, sys
+raw, md, cpu, threads, reps = sys.argv[1:6]
+by = {}
+for r in csv.DictReader(open(raw)):
+    by.setdefault(r['type'], {})[int(r['round'])] = float(r['gemv_us'])
+base = by['Q8_0_G']
+lines = [f"GEMV alone, 5632 x 2048 weights walked over 800 MB, {cpu}, {threads} threads, {reps} runs in turns "
+         "(bench/bench_kernels.c).", "",
+         "| type | GEMV us median | min-max | speed / Q8_0_G (per run) median | min-max |", "|---|---|---|---|---|"]
+for t, v in by.items():
+    ratios = [base[r] / v[r] for r in v if r in base]
+    lines.append(f"| {t} | {st.median(v.values()):.0f} | {min(v.values()):.0f}-{max(v.values()):.0f} | "
                  f"{st.median(ratios):.3f} | {min(ratios):.3f}-{max(ratios):.3f} |")
 open(md, 'w').write("\n".join(lines) + "\n")
 print("\n".join(lines))
