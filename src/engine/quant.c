@@ -54,7 +54,7 @@ llm_type_file_id(LlmType type)
 	return type == LLM_TYPE_SPARSE24 ? LLM_FILE_TYPE_SPARSE24 : (uint32_t) type;
 }
 
-/* The type GGUF id id stands for, or -1 for an id that is no file type. */
+/* The type a tensor's GGUF type id stands for, or -1 for an id that is no file type of ours. */
 int
 llm_type_from_file_id(uint32_t id)
 {

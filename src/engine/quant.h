@@ -77,7 +77,7 @@ bool		llm_type_is_file_type(int type);
 /* The id GGUF stores for type (ggml's number; ours for our own types). */
 uint32_t	llm_type_file_id(LlmType type);
 
-/* The type GGUF id id stands for, or -1 for an id that is no file type. */
+/* The type a tensor's GGUF type id stands for, or -1 for an id that is no file type of ours. */
 int			llm_type_from_file_id(uint32_t id);
 
 /* Bytes of a row of n values (n must be a multiple of the block size). */
