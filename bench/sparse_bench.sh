@@ -64,26 +64,31 @@ for ((r = 0; r < REPS; r++)); do
     done
 done
 
-python3 - "$raw" "$OUT/$NAME.md" "$cpu" "$THREADS" "$REPS" "$N_GEN" "$MODELS" <<'PY'
-import csv, os, statistics as st, sys
-raw, md, cpu, threads, reps, n_gen, models = sys.argv[1:8]
-rows = list(csv.DictReader(open(raw)))
+# Write and print the table of $1 (round,type,value) to $2, headed by $3: per type the median and range of
+# its values and of its speed against type $4 in the same round ($5: "rate" when higher is faster, "time").
+summarize() {
+    python3 - "$@" <<'PY'
+import csv, statistics as st, sys
+raw, md, title, base_type, kind = sys.argv[1:6]
 by = {}
-for r in rows:
-    by.setdefault(r['type'], {})[int(r['round'])] = float(r['decode_tok_s'])
-base = by['INT8']
-size = lambda t: os.path.getsize(os.path.join(models, t.lower() + '.gguf')) / 1e6
-lines = [f"Batch-1 decode, random 1.1B shape, {cpu}, {threads} threads, {reps} rounds of "
-         f"`llm-cli bench -p 16 -n {n_gen} -b 1` (types in turns, order rotated each round).", "",
-         "| type | file MB | decode tok/s median | min-max | / INT8 (per round) median | min-max |",
-         "|---|---|---|---|---|---|"]
+for r in csv.DictReader(open(raw)):
+    by.setdefault(r['type'], {})[int(r['round'])] = float(list(r.values())[2])
+base = by[base_type]
+speed = (lambda v, b: v / b) if kind == 'rate' else (lambda v, b: b / v)
+lines = [title, "", f"| type | {'decode tok/s' if kind == 'rate' else 'GEMV us'} median | min-max | "
+         f"speed / {base_type} (per round) median | min-max |", "|---|---|---|---|---|"]
 for t, v in by.items():
-    ratios = [v[r] / base[r] for r in v if r in base]
-    lines.append(f"| {t} | {size(t):.0f} | {st.median(v.values()):.2f} | {min(v.values()):.2f}-{max(v.values()):.2f} | "
+    ratios = [speed(v[r], base[r]) for r in v if r in base]
+    lines.append(f"| {t} | {st.median(v.values()):.2f} | {min(v.values()):.2f}-{max(v.values()):.2f} | "
                  f"{st.median(ratios):.3f} | {min(ratios):.3f}-{max(ratios):.3f} |")
 open(md, 'w').write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
+}
+
+ls -l "$MODELS"/{int8,sparse24,q8_0,q4_0}.gguf
+summarize "$raw" "$OUT/$NAME.md" "Batch-1 decode, random 1.1B shape, $cpu, $THREADS threads, $REPS rounds of \
+\`llm-cli bench -p 16 -n $N_GEN -b 1\` (types in turns, order rotated each round)." INT8 rate
 
 [ "${KERNELS:-1}" = 1 ] || exit 0
 cc -std=c11 -D_GNU_SOURCE -O2 -pthread -Isrc/engine -o build/bench_kernels bench/bench_kernels.c build/libllmengine.a \
@@ -94,20 +99,5 @@ for ((r = 0; r < REPS; r++)); do
     build/bench_kernels "$THREADS" 5632 2048 16 800 Q8_0_G,Q4_0_G,SPARSE24 avx512 2>/dev/null |
         awk -v r="$r" '$3 == "GEMV" { print r "," $2 "," $4 }' >> "$kraw"
 done
-python3 - "$kraw" "$OUT/$NAME-kernels.md" "$cpu" "$THREADS" "$REPS" <<'PY'
-import csv, statistics as st, sys
-raw, md, cpu, threads, reps = sys.argv[1:6]
-by = {}
-for r in csv.DictReader(open(raw)):
-    by.setdefault(r['type'], {})[int(r['round'])] = float(r['gemv_us'])
-base = by['Q8_0_G']
-lines = [f"GEMV alone, 5632 x 2048 weights walked over 800 MB, {cpu}, {threads} threads, {reps} runs in turns "
-         "(bench/bench_kernels.c).", "",
-         "| type | GEMV us median | min-max | speed / Q8_0_G (per run) median | min-max |", "|---|---|---|---|---|"]
-for t, v in by.items():
-    ratios = [base[r] / v[r] for r in v if r in base]
-    lines.append(f"| {t} | {st.median(v.values()):.0f} | {min(v.values()):.0f}-{max(v.values()):.0f} | "
-                 f"{st.median(ratios):.3f} | {min(ratios):.3f}-{max(ratios):.3f} |")
-open(md, 'w').write("\n".join(lines) + "\n")
-print("\n".join(lines))
-PY
+summarize "$kraw" "$OUT/$NAME-kernels.md" "GEMV alone, 5632 x 2048 weights walked over 800 MB, $cpu, $THREADS \
+threads, $REPS runs in turns (bench/bench_kernels.c)." Q8_0_G time
