@@ -2699,7 +2699,7 @@ test_golden(void)
 	note_error("golden stories260K lines differing", n_lines - n_same, 0.0);
 }
 
-/* Error paths: an unsupported shape and a KV pool too large for the device fail with a message. */
+/* Error paths: an unsupported shape, a KV pool too large for the device and a weight type it has no layout for fail with a message. */
 static void
 test_errors(void)
 {
@@ -2724,6 +2724,20 @@ test_errors(void)
 	llm_kv_seq_release(&kv, &s);
 	llm_kv_seq_free(&s);
 	llm_kv_free(&kv);
+
+	/* a weight type with no device layout (the engine's own SPARSE24) is refused, naming the type */
+	{
+		LlmWeight	w;
+		float	   *y = dev_new(64);
+
+		make_weight(&w, LLM_TYPE_SPARSE24, LLM_QUANT_NONE, 64, 256);
+		gpu->ops->matmul(gpu, &w, x, y, 1);
+		st = gpu->ops->sync(gpu, &err);
+		TEST_CHECK(st == LLM_ERR_UNSUPPORTED && strstr(err.msg, "SPARSE24") != NULL,
+				   "a SPARSE24 weight: status %d, \"%s\"", st, err.msg);
+		printf("cuda: expected failure reported as: %s\n", err.msg);
+		gpu->ops->free(gpu, y);
+	}
 	gpu->ops->free(gpu, x);
 }
 

@@ -107,10 +107,29 @@ PY
     if [ "${bad:-1}" = 0 ] && [ "${good:-0}" -gt 0 ]; then ok; echo "cli: tokenize $vocab: $good of $good"; else fail "tokenize $vocab: $good good, $bad bad"; fi
 done
 
+# SPARSE24 (2:4 pruning of the layers' matrices): greedy text the same on 1 and 2 threads, on every CPU
+# level and without vpexpandb (LLM_CPU_VBMI2=0), and as test/data/golden/stories260K-sparse24.txt (this engine's own output when the type was
+# added: a regression check); perplexity is printed, not checked (2:4 pruning costs a 260K model much)
+if "$CLI" quantize "$MODEL" "$TMP/s24.gguf" SPARSE24 2>"$TMP/err"; then
+    same=1
+    for cfg in "--threads 1" "--threads 2" "LLM_CPU_VBMI2=0" "LLM_CPU_ISA=avx2" "LLM_CPU_ISA=scalar"; do
+        case "$cfg" in LLM_*) envv=$cfg; th="" ;; *) envv="LLM_CPU_ISA=avx512"; th=$cfg ;; esac
+        # shellcheck disable=SC2086
+        env "$envv" "$CLI" generate -m "$TMP/s24.gguf" --kv f32 --temp 0 -n 48 -p "Once upon a time" $th \
+            > "$TMP/s24-got" 2>/dev/null
+        cmp -s "$TMP/s24-got" test/data/golden/stories260K-sparse24.txt || { same=0; fail "SPARSE24 generate ($cfg): '$(cat "$TMP/s24-got")'"; }
+    done
+    [ $same = 1 ] && ok
+    ppls=$("$CLI" perplexity -m "$TMP/s24.gguf" -f "$SHARED/data/stories260K-samples.txt" -c 256 --threads 2 2>/dev/null | sed -n 's/^PPL = //p')
+    echo "cli: SPARSE24 greedy text as its golden on every level; perplexity $ppls (dense 2.8958)"
+else
+    fail "quantize SPARSE24: $(cat "$TMP/err")"
+fi
+
 # random model writer + quantize: each type loads and generates
 if bin/llm-random-model -o "$TMP/r.gguf" --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 --ctx 128 2>"$TMP/err"; then
     ok
-    for t in F16 BF16 Q8_0 Q4_0; do
+    for t in F16 BF16 Q8_0 Q4_0 SPARSE24; do
         if "$CLI" quantize "$TMP/r.gguf" "$TMP/r-$t.gguf" "$t" 2>"$TMP/err" &&
            "$CLI" generate -m "$TMP/r-$t.gguf" -p "hello" -n 8 > /dev/null 2>"$TMP/err"; then ok; else fail "quantize/generate $t: $(cat "$TMP/err")"; fi
     done

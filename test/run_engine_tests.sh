@@ -28,6 +28,10 @@ for t in F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K; do
 done
 random_models="$random_models build/test-models/random-F32.gguf@int8 build/test-models/random-F32.gguf@int4"
 random_models="$random_models build/test-models/random-F32.gguf@int4_g32"
+# the engine's own 2:4 type, pruned from the F32 one by llm-cli quantize
+m=build/test-models/random-SPARSE24.gguf
+[ -f "$m" ] || bin/llm-cli quantize build/test-models/random-F32.gguf "$m" SPARSE24 2>/dev/null
+random_models="$random_models $m"
 # and one small random model of each other architecture llm-random-model writes (plain build only)
 arch_models=""
 for a in llama31 mistral qwen2 qwen3 gemma2 phi3; do
@@ -54,6 +58,10 @@ done
 # the AVX2 level's integer kernels without AVX-VNNI too (on a processor with it, the tests above took it)
 for t in build/test/test_kernels build/test/test_invariance_kernels; do
     [ -x "$t" ] && run "$t (LLM_CPU_AVXVNNI=0)" env LLM_CPU_AVXVNNI=0 "$t"
+done
+# the SPARSE24 kernel without vpexpandb (AVX-512 without VBMI2, as on Cascade Lake)
+for t in build/test/test_kernels build/test/test_invariance_kernels; do
+    [ -x "$t" ] && run "$t (LLM_CPU_VBMI2=0)" env LLM_CPU_VBMI2=0 "$t"
 done
 if [ -d build-asan/test ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0

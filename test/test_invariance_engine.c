@@ -24,7 +24,8 @@
  * Models: stories260K, then every file named in LLM_TEST_MODELS (spaces
  * between; "PATH@int8", "PATH@int4", "PATH@int4_g32" load it quantized by the
  * engine's own schemes).  test/run_engine_tests.sh passes random models of
- * every type llm-random-model writes, and the real Gemma 3 270M (Q4_K,
+ * every type llm-random-model writes, the engine's own SPARSE24 (the F32
+ * one pruned by llm-cli quantize), and the real Gemma 3 270M (Q4_K,
  * Q6_K, Q8_0, Q5_0 repacked) and SmolLM2-135M (Q4_1).
  */
 #include "backend.h"

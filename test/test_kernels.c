@@ -301,7 +301,7 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 	static const LlmType types[] = {
 		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_K, LLM_TYPE_Q6_K,
 		LLM_TYPE_Q4_1, LLM_TYPE_Q5_0, LLM_TYPE_Q5_1, LLM_TYPE_Q5_K, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K,
-		LLM_TYPE_Q8_0_G, LLM_TYPE_Q4_0_G, LLM_TYPE_Q4_1_G, LLM_TYPE_Q5_0_G, LLM_TYPE_Q5_1_G
+		LLM_TYPE_Q8_0_G, LLM_TYPE_Q4_0_G, LLM_TYPE_Q4_1_G, LLM_TYPE_Q5_0_G, LLM_TYPE_Q5_1_G, LLM_TYPE_SPARSE24
 	};
 	static const int64_t rows_list[] = {1, 3, 17, 33};
 	static const int n_list[] = {1, 2, 3, 5, 17};
@@ -309,6 +309,8 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 	/* 1 .. 41 blocks: groups of 16 and 8, tails of 1, 2, 3, 4 and 7 (four, two, one) */
 	static const int64_t cols_q[] = {32, 64, 96, 224, 544, 640, 800, 1312};
 	static const int64_t cols_k[] = {256, 512, 768};
+	/* SPARSE24: 1 .. 21 blocks of 64 */
+	static const int64_t cols_s24[] = {64, 192, 640, 1344};
 	const LlmMatmulKernels *kern = llm_matmul_kernels(isa);
 	const LlmBackendOps *ops = llm_cpu_ops_for_isa(isa);
 
@@ -333,6 +335,8 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 			cols = cols_float, n_cols = 6;
 		else if (llm_type_traits(type)->block_size == LLM_QK)
 			cols = cols_q, n_cols = (int) (sizeof(cols_q) / sizeof(cols_q[0]));
+		else if (type == LLM_TYPE_SPARSE24)
+			cols = cols_s24, n_cols = 4;
 		else
 			cols = cols_k, n_cols = 3;
 		for (int ri = 0; ri < 4; ri++)
@@ -340,7 +344,8 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 				for (int ci = 0; ci < n_cols; ci++)
 					check_matmul(be, ops, kern, type, rows_list[ri], n_list[ni], cols[ci], &st);
 		/* k longer than the kernels' chunks of k (1024 floats, 64 blocks), odd tails */
-		check_matmul(be, ops, kern, type, 6, 9, cols == cols_float ? 2100 : cols == cols_q ? 4128 : 4352, &st);
+		check_matmul(be, ops, kern, type, 6, 9, cols == cols_float ? 2100 : cols == cols_q ? 4128 : cols == cols_s24 ? 8320 : 4352,
+					 &st);
 		/* many tasks, token groups, quantization on the pool, a heap buffer */
 		check_matmul(be, ops, kern, type, 200, 40, cols == cols_k ? 1024 : 1088, &st);
 		check_matmul(be, ops, kern, type, 70, 64, 768, &st);
@@ -418,7 +423,7 @@ static void
 check_fallback(LlmBackend *be, const LlmBackendOps *ops, const LlmMatmulKernels *kern)
 {
 	static const LlmType types[] = {LLM_TYPE_Q4_1, LLM_TYPE_Q5_0, LLM_TYPE_Q5_1, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K,
-	LLM_TYPE_Q5_K};
+	LLM_TYPE_Q5_K, LLM_TYPE_SPARSE24};
 
 	for (int ti = 0; ti < (int) (sizeof(types) / sizeof(types[0])); ti++)
 	{

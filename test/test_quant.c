@@ -12,6 +12,9 @@
  *    value independently, by index (ref_value), within a normalised error.
  * 5. Quantizers: error bounds, zero blocks, and the exact bytes ggml's
  *    algorithm gives for hand-chosen blocks.
+ * 6. SPARSE24: its GGUF id, the pruning (two largest of each four, a 2:4
+ *    row's own pattern kept, Q8_0's integers and scales kept), and the
+ *    decoding of a mask with too many bits.
  *
  * Run from the repository root (the golden files are found through
  * test_shared_dir()).
@@ -1164,6 +1167,72 @@ test_k_scale_unpacking(void)
 	TEST_CHECK(bad_q3 == 0, "llm_q3k_scales6 differs from llm_q3k_scale %d times", bad_q3);
 }
 
+/* SPARSE24's GGUF id, pruning and decoding (6 in the header). */
+static void
+test_sparse24(void)
+{
+	float		x[LLM_QK_S24],
+				y[LLM_QK_S24],
+				q8f[LLM_QK_S24];
+	LlmBlockS24 b;
+	LlmBlockQ8_0 q8[2];
+	uint64_t	m;
+
+	TEST_CHECK(llm_type_file_id(LLM_TYPE_SPARSE24) == LLM_FILE_TYPE_SPARSE24 &&
+			   llm_type_from_file_id(LLM_FILE_TYPE_SPARSE24) == LLM_TYPE_SPARSE24 &&
+			   llm_type_from_file_id(LLM_TYPE_SPARSE24) == -1 && llm_type_from_file_id(LLM_TYPE_Q8_0_G) == -1 &&
+			   llm_type_from_file_id(LLM_TYPE_Q4_K) == LLM_TYPE_Q4_K && llm_type_file_id(LLM_TYPE_Q4_K) == LLM_TYPE_Q4_K,
+			   "SPARSE24 is stored under its own id, and only there");
+	TEST_CHECK(llm_type_row_size(LLM_TYPE_SPARSE24, 2048) == 32 * 44, "SPARSE24 rows: 44 bytes per 64 values");
+
+	/* dense input: the two largest magnitudes of each four kept, in order, the rest zero */
+	for (int j = 0; j < LLM_QK_S24; j++)
+		x[j] = (float) ((j * 37) % 11 - 5) * 0.01f * (j % 3 == 0 ? -1.0f : 1.0f);
+	llm_quantize_row(LLM_TYPE_SPARSE24, x, &b, LLM_QK_S24);
+	llm_dequant_row(LLM_TYPE_SPARSE24, &b, y, LLM_QK_S24);
+	memcpy(&m, b.mask, sizeof(m));
+	for (int g = 0; g < LLM_QK_S24 / 4; g++)
+	{
+		int			kept = 0;
+
+		for (int j = 4 * g; j < 4 * g + 4; j++)
+		{
+			int			bigger = 0;
+
+			for (int i = 4 * g; i < 4 * g + 4; i++)
+				bigger += fabsf(x[i]) > fabsf(x[j]) || (fabsf(x[i]) == fabsf(x[j]) && i < j);
+			kept += (int) ((m >> j) & 1);
+			TEST_CHECK(((m >> j) & 1) == (bigger < 2), "value %d kept exactly when among its four's two largest", j);
+			if (!((m >> j) & 1))
+				TEST_CHECK(y[j] == 0.0f, "pruned value %d decodes as zero", j);
+		}
+		TEST_CHECK(kept == 2, "two of four %d kept", g);
+	}
+
+	/* a 2:4 row quantized as Q8_0 and back: pruned, it keeps that pattern and Q8_0's values exactly */
+	for (int j = 0; j < LLM_QK_S24; j++)
+		x[j] = (j % 4 == 1 || j % 4 == ((j / 4) % 2 ? 3 : 0)) ? test_rng_uniform(-1.0f, 1.0f) : 0.0f;
+	llm_quantize_row(LLM_TYPE_Q8_0, x, q8, LLM_QK_S24);
+	llm_dequant_row(LLM_TYPE_Q8_0, q8, q8f, LLM_QK_S24);
+	llm_quantize_row(LLM_TYPE_SPARSE24, q8f, &b, LLM_QK_S24);
+	llm_dequant_row(LLM_TYPE_SPARSE24, &b, y, LLM_QK_S24);
+	memcpy(&m, b.mask, sizeof(m));
+	for (int j = 0; j < LLM_QK_S24; j++)
+	{
+		TEST_CHECK(q8f[j] == 0.0f || ((m >> j) & 1), "the 2:4 row's nonzero %d kept", j);
+		TEST_CHECK(y[j] == q8f[j], "value %d: %g, Q8_0 gave %g", j, y[j], q8f[j]);
+	}
+
+	/* a mask of more than 32 bits: the values past the 32nd kept decode as zeros */
+	memset(b.mask, 0xff, sizeof(b.mask));
+	b.d[0] = b.d[1] = llm_fp32_to_fp16(1.0f);
+	for (int r = 0; r < LLM_QK_S24 / 2; r++)
+		b.qs[r] = (int8_t) (r + 1);
+	llm_dequant_row(LLM_TYPE_SPARSE24, &b, y, LLM_QK_S24);
+	for (int j = 0; j < LLM_QK_S24; j++)
+		TEST_CHECK(y[j] == (j < 32 ? (float) (j + 1) : 0.0f), "an over-full mask decodes value %d as %g", j, y[j]);
+}
+
 int
 main(void)
 {
@@ -1182,5 +1251,6 @@ main(void)
 	test_quantize_error();
 	test_quantize_zeros();
 	test_quantize_bytes();
+	test_sparse24();
 	return test_summary("quant");
 }

@@ -6,7 +6,10 @@
  *		channel, INT4 per group of 32 or 128 inputs; stored as Q8_0 / Q4_0
  *		blocks, so any GGUF reader can load the result).  Metadata is copied
  *		verbatim; one-dimensional tensors (norms) and matrices whose rows do
- *		not divide into groups keep their type.
+ *		not divide into groups keep their type.  SPARSE24 (2:4 pruning, the
+ *		engine's own type: only llm reads it) prunes the layers' matrices
+ *		only: the embedding and the output matrix keep their type (quantize
+ *		to INT8 first for an all-int8 file).
  *
  * With --calib (a scheme only) the model is loaded with AWQ scales from
  * that text (llm_model_load_awq) and written as the engine then serves it:
@@ -37,6 +40,13 @@ type_by_name(const char *name)
 			return t;
 	}
 	return -1;
+}
+
+/* Whether 2:4 pruning may take tensor name: a layer's matrix, not the embedding or the output. */
+static bool
+prunable(const char *name)
+{
+	return strncmp(name, "blk.", 4) == 0;
 }
 
 /* Convert one tensor to type (or, with a scheme, to the scheme's type) into a new buffer (*out); false when out of memory. */
@@ -230,7 +240,7 @@ cli_quantize(int argc, char **argv)
 		type = llm_quant_scheme_type(scheme);
 	else if (type < 0 || !llm_type_can_quantize(type))
 	{
-		fprintf(stderr, "llm-cli quantize: unsupported target type \"%s\" (supported: F32, F16, BF16, Q8_0, Q4_0, INT8, INT4_G32, INT4_G128)\n", argv[3]);
+		fprintf(stderr, "llm-cli quantize: unsupported target type \"%s\" (supported: F32, F16, BF16, Q8_0, Q4_0, SPARSE24, INT8, INT4_G32, INT4_G128)\n", argv[3]);
 		return 2;
 	}
 	if (calib != NULL && scheme == LLM_QUANT_NONE)
@@ -254,7 +264,8 @@ cli_quantize(int argc, char **argv)
 		const LlmGgufTensor *t = &g->tensors[i];
 		bool		convert = t->n_dims >= 2 &&
 			(scheme != LLM_QUANT_NONE ? llm_quant_scheme_fits(scheme, t->ne[0]) :
-			 (int) t->type != type && t->ne[0] % llm_type_traits(type)->block_size == 0);
+			 (int) t->type != type && t->ne[0] % llm_type_traits(type)->block_size == 0) &&
+			!(type == LLM_TYPE_SPARSE24 && !prunable(t->name));
 
 		if (convert)
 		{

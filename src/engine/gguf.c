@@ -695,11 +695,11 @@ gguf_parse_tensors(GgufParser *p, GgufFile *f)
 		if (!gguf_take(p, 4, &ptr))
 			return gguf_eof(p, "the type of %s", where);
 		type = gguf_le32(ptr);
-		traits = type < (uint32_t) LLM_TYPE_COUNT && llm_type_is_file_type((int) type) ? llm_type_traits((int) type) : NULL;
+		traits = llm_type_from_file_id(type) >= 0 ? llm_type_traits(llm_type_from_file_id(type)) : NULL;
 		if (traits == NULL)
 			return gguf_fail(p, LLM_ERR_UNSUPPORTED, "%s has type %u, which is not supported",
 							 where, type);
-		t->type = (LlmType) type;
+		t->type = (LlmType) llm_type_from_file_id(type);
 		if (t->ne[0] % traits->block_size != 0)
 			return gguf_fail(p, LLM_ERR_FORMAT,
 							 "%s has ne[0] = %lld, not a multiple of the %s block size %d",

@@ -762,7 +762,7 @@ llm_gguf_writer_save(LlmGgufWriter *w, const char *path, LlmError *err)
 		gguf_out_le(&o, (uint64_t) t->n_dims, 4);
 		for (int d = 0; d < t->n_dims; d++)
 			gguf_out_le(&o, (uint64_t) t->ne[d], 8);
-		gguf_out_le(&o, (uint64_t) t->type, 4);
+		gguf_out_le(&o, llm_type_file_id(t->type), 4);
 		gguf_out_le(&o, t->offset, 8);
 	}
 

@@ -28,6 +28,7 @@ static const LlmTypeTraits type_traits[LLM_TYPE_COUNT] = {
 	[LLM_TYPE_Q4_1_G] = {"Q4_1_G", LLM_QK, 4 + LLM_QK / 2},
 	[LLM_TYPE_Q5_0_G] = {"Q5_0_G", LLM_QK, 2 + 4 + LLM_QK / 2},
 	[LLM_TYPE_Q5_1_G] = {"Q5_1_G", LLM_QK, 4 + 4 + LLM_QK / 2},
+	[LLM_TYPE_SPARSE24] = {"SPARSE24", LLM_QK_S24, 4 + 8 + LLM_QK_S24 / 2},
 };
 
 /* Traits of a supported type, or NULL for an unknown or unsupported one. */
@@ -44,6 +45,23 @@ bool
 llm_type_is_file_type(int type)
 {
 	return llm_type_traits(type) != NULL && llm_type_base((LlmType) type) == (LlmType) type;
+}
+
+/* The id GGUF stores for type (ggml's number; ours for our own types). */
+uint32_t
+llm_type_file_id(LlmType type)
+{
+	return type == LLM_TYPE_SPARSE24 ? LLM_FILE_TYPE_SPARSE24 : (uint32_t) type;
+}
+
+/* The type a tensor's GGUF type id stands for, or -1 for an id that is no file type of ours. */
+int
+llm_type_from_file_id(uint32_t id)
+{
+	int			type = id == LLM_FILE_TYPE_SPARSE24 ? LLM_TYPE_SPARSE24 :
+		id < (uint32_t) LLM_TYPE_COUNT && id != (uint32_t) LLM_TYPE_SPARSE24 ? (int) id : -1;
+
+	return type >= 0 && llm_type_is_file_type(type) ? type : -1;
 }
 
 /* Bytes of a row of n values (n must be a multiple of the block size). */

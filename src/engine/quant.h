@@ -9,6 +9,8 @@
  *   Q4_0  (32 values, 18 bytes): fp16 d; uint8 qs[16];             x = d*(nibble-8),
  *          low nibbles are values 0..15, high nibbles values 16..31
  *   Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K as in ggml-common.h.
+ * and the engine's own SPARSE24 (2:4 sparse int8, 64 values in 44 bytes,
+ * quant_blocks.h), which GGUF stores under an id of ours (llm_type_file_id).
  */
 #ifndef LLM_QUANT_H
 #define LLM_QUANT_H
@@ -41,11 +43,23 @@ typedef enum LlmType
 	LLM_TYPE_Q4_1_G = 42,
 	LLM_TYPE_Q5_0_G = 43,
 	LLM_TYPE_Q5_1_G = 44,
-	LLM_TYPE_COUNT = 45
+	/* the engine's own file types: in GGUF under LLM_FILE_TYPE_OWN + n (llm_type_file_id), not these numbers */
+	LLM_TYPE_SPARSE24 = 45,
+	LLM_TYPE_COUNT = 46
 } LlmType;
+
+/*
+ * The GGUF type id of the engine's first own type.  ggml numbers its types
+ * densely from 0 (39 in 2025) and GGUF stores them as uint32; ours start at
+ * 0x4C4D0000 ("LM"), far from any id ggml will reach, so a file of ours is
+ * never misread as a ggml type and a reader without our types refuses it.
+ */
+#define LLM_FILE_TYPE_OWN 0x4C4D0000u
+#define LLM_FILE_TYPE_SPARSE24 (LLM_FILE_TYPE_OWN + 1u)
 
 #define LLM_QK 32				/* values per block of the Q4_0 .. Q8_0 types */
 #define LLM_QK_K 256			/* values per super-block of the K types */
+#define LLM_QK_S24 64			/* values per SPARSE24 block */
 
 typedef struct LlmTypeTraits
 {
@@ -59,6 +73,12 @@ const LlmTypeTraits *llm_type_traits(int type);
 
 /* Whether type is one a GGUF file may hold (a supported one, not an internal grouped type). */
 bool		llm_type_is_file_type(int type);
+
+/* The id GGUF stores for type (ggml's number; ours for our own types). */
+uint32_t	llm_type_file_id(LlmType type);
+
+/* The type a tensor's GGUF type id stands for, or -1 for an id that is no file type of ours. */
+int			llm_type_from_file_id(uint32_t id);
 
 /* Bytes of a row of n values (n must be a multiple of the block size). */
 size_t		llm_type_row_size(LlmType type, int64_t n);
@@ -75,10 +95,14 @@ void		llm_dequant_row(LlmType type, const void *src, float *dst, int64_t n);
 /* Scalar reference dot product of a row of type with n floats, accumulated in float. */
 float		llm_dot_row_ref(LlmType type, const void *row, const float *x, int64_t n);
 
-/* Whether llm_quantize_row can produce type (F32, F16, BF16, Q8_0, Q4_0). */
+/* Whether llm_quantize_row can produce type (F32, F16, BF16, Q8_0, Q4_0, SPARSE24). */
 bool		llm_type_can_quantize(LlmType type);
 
-/* Encode n floats (a multiple of the block size) as type into dst, as ggml's reference quantizers do. */
+/*
+ * Encode n floats (a multiple of the block size) as type into dst, as
+ * ggml's reference quantizers do; SPARSE24 by magnitude pruning to 2:4
+ * (quant_ref.c).
+ */
 void		llm_quantize_row(LlmType type, const float *src, void *dst, int64_t n);
 
 /* Encode n floats as int8 with one float scale (amax / 127), which it returns: x ~ q * scale. */

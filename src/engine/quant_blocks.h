@@ -132,6 +132,24 @@ typedef struct LlmBlockQ6_K
 	uint16_t	d;				/* fp16 super-block scale */
 } LlmBlockQ6_K;
 
+/*
+ * SPARSE24 (the engine's own, not ggml's): 2:4 sparse int8.  Of each four
+ * consecutive values two are kept (the pruned ones are zero); bit j of
+ * mask (a little-endian uint64) says value j is kept, so every nibble of
+ * it has two bits set -- the same four bits per four values as two 2-bit
+ * indices, in the form vpexpandb takes.  qs holds the kept values in order:
+ * value j is d[j / 32] * qs[r], r the number of kept values before it.  A
+ * mask with more than 32 bits set (no quantizer writes one) decodes its
+ * values past the 32nd as zeros.  22 bytes per 32 values (5.5 bits per
+ * weight) against Q8_0's 34.
+ */
+typedef struct LlmBlockS24
+{
+	uint16_t	d[2];			/* fp16 scales of values 0..31 and 32..63 */
+	uint8_t		mask[8];		/* bit j: value j kept */
+	int8_t		qs[LLM_QK_S24 / 2]; /* the kept values, signed */
+} LlmBlockS24;
+
 _Static_assert(sizeof(LlmBlockQ4_0) == 2 + LLM_QK / 2, "Q4_0 block size");
 _Static_assert(sizeof(LlmBlockQ4_1) == 4 + LLM_QK / 2, "Q4_1 block size");
 _Static_assert(sizeof(LlmBlockQ5_0) == 2 + 4 + LLM_QK / 2, "Q5_0 block size");
@@ -142,6 +160,7 @@ _Static_assert(sizeof(LlmBlockQ3_K) == LLM_QK_K / 8 + LLM_QK_K / 4 + 12 + 2, "Q3
 _Static_assert(sizeof(LlmBlockQ4_K) == 4 + 12 + LLM_QK_K / 2, "Q4_K block size");
 _Static_assert(sizeof(LlmBlockQ5_K) == 4 + 12 + LLM_QK_K / 8 + LLM_QK_K / 2, "Q5_K block size");
 _Static_assert(sizeof(LlmBlockQ6_K) == LLM_QK_K / 2 + LLM_QK_K / 4 + LLM_QK_K / 16 + 2, "Q6_K block size");
+_Static_assert(sizeof(LlmBlockS24) == 4 + 8 + LLM_QK_S24 / 2, "SPARSE24 block size");
 
 /*
  * Bytes of one block of a quantized ggml type (the K-quants' super-blocks

@@ -389,6 +389,38 @@ dequant_q6_k(const void *src, float *dst, int64_t nb)
 	}
 }
 
+/* The 64 kept-bits of a SPARSE24 block. */
+static uint64_t
+s24_mask(const LlmBlockS24 *b)
+{
+	uint64_t	m;
+
+	memcpy(&m, b->mask, sizeof(m));
+	return m;
+}
+
+/* Decode nb SPARSE24 blocks: x_j = d[j / 32] * (the next kept value, if j is kept and one is left) or 0. */
+static void
+dequant_s24(const void *src, float *dst, int64_t nb)
+{
+	const LlmBlockS24 *b = src;
+
+	for (int64_t i = 0; i < nb; i++, b++, dst += LLM_QK_S24)
+	{
+		const uint64_t m = s24_mask(b);
+		int			r = 0;
+
+		for (int j = 0; j < LLM_QK_S24; j++)
+		{
+			int			q = 0;
+
+			if ((m >> j) & 1)
+				q = r < LLM_QK_S24 / 2 ? b->qs[r++] : 0;
+			dst[j] = q * llm_fp16_to_fp32(b->d[j / LLM_QK]);
+		}
+	}
+}
+
 /* Decode n values (a multiple of the block size) of a row of type into dst. */
 void
 llm_dequant_row(LlmType type, const void *src, float *dst, int64_t n)
@@ -452,6 +484,9 @@ llm_dequant_row(LlmType type, const void *src, float *dst, int64_t n)
 		case LLM_TYPE_Q5_1_G:
 			llm_dequant_grouped(type, src, dst, n);
 			break;
+		case LLM_TYPE_SPARSE24:
+			dequant_s24(src, dst, nb);
+			break;
 		default:
 			memset(dst, 0, (size_t) n * sizeof(float));
 			break;
@@ -490,7 +525,7 @@ llm_dot_row_ref(LlmType type, const void *row, const float *x, int64_t n)
 	return sum;
 }
 
-/* Whether llm_quantize_row can produce type (F32, F16, BF16, Q8_0, Q4_0). */
+/* Whether llm_quantize_row can produce type (F32, F16, BF16, Q8_0, Q4_0, SPARSE24). */
 bool
 llm_type_can_quantize(LlmType type)
 {
@@ -501,6 +536,7 @@ llm_type_can_quantize(LlmType type)
 		case LLM_TYPE_BF16:
 		case LLM_TYPE_Q8_0:
 		case LLM_TYPE_Q4_0:
+		case LLM_TYPE_SPARSE24:
 			return true;
 		default:
 			return false;
@@ -607,6 +643,50 @@ quantize_q4_0(const float *src, LlmBlockQ4_0 *dst, int64_t nb)
 {
 	for (int64_t i = 0; i < nb; i++, src += LLM_QK, dst++)
 		encode_q4_0_block(src, q4_0_scale(src, LLM_QK), dst);
+}
+
+/*
+ * Encode nb blocks of 64 floats as SPARSE24: magnitude pruning, then Q8_0's
+ * int8.  Of each four values the two of largest magnitude are kept (the
+ * first on ties), so a row already 2:4 -- at most two nonzeros in each
+ * four -- keeps exactly its nonzeros.  Each half of 32 takes Q8_0's scale,
+ * amax / 127, which the pruning never changes (a four's largest value is
+ * kept), so a Q8_0 row pruned this way keeps its kept integers and scales.
+ */
+static void
+quantize_s24(const float *src, LlmBlockS24 *dst, int64_t nb)
+{
+	for (int64_t i = 0; i < nb; i++, src += LLM_QK_S24, dst++)
+	{
+		float		kept[LLM_QK_S24 / 2];	/* the kept values, in order */
+		uint64_t	m = 0;
+
+		for (int g = 0; g < LLM_QK_S24 / 4; g++)
+		{
+			const float *v = src + 4 * g;
+			int			a = 0,
+						b = -1;
+
+			/* a: the largest |v|, b: the next (both the first of equals) */
+			for (int j = 1; j < 4; j++)
+				if (fabsf(v[j]) > fabsf(v[a]))
+					a = j;
+			for (int j = 0; j < 4; j++)
+				if (j != a && (b < 0 || fabsf(v[j]) > fabsf(v[b])))
+					b = j;
+			m |= ((uint64_t) 1 << (4 * g + a)) | ((uint64_t) 1 << (4 * g + b));
+			kept[2 * g] = v[a < b ? a : b];
+			kept[2 * g + 1] = v[a < b ? b : a];
+		}
+		memcpy(dst->mask, &m, sizeof(m));
+		for (int h = 0; h < 2; h++)
+		{
+			float		d = abs_max(src + h * LLM_QK, LLM_QK) / 127.0f;
+
+			dst->d[h] = llm_fp32_to_fp16(d);
+			encode_i8(kept + h * LLM_QK / 2, d, dst->qs + h * LLM_QK / 2, LLM_QK / 2);
+		}
+	}
 }
 
 /*
@@ -770,6 +850,9 @@ llm_quantize_row(LlmType type, const float *src, void *dst, int64_t n)
 			break;
 		case LLM_TYPE_Q4_0:
 			quantize_q4_0(src, dst, n / LLM_QK);
+			break;
+		case LLM_TYPE_SPARSE24:
+			quantize_s24(src, dst, n / LLM_QK_S24);
 			break;
 		default:
 			break;

@@ -81,6 +81,30 @@ llm_cpu_isa_supported(LlmCpuIsa isa)
 	return (int) isa >= 0 && isa <= llm_cpu_isa_detect();
 }
 
+static bool has_vbmi2;
+static pthread_once_t vbmi2_once = PTHREAD_ONCE_INIT;
+
+/* Read VBMI2 off CPUID into has_vbmi2 (only with the AVX-512 level, whose registers it needs); LLM_CPU_VBMI2=0 hides it. */
+static void
+detect_vbmi2(void)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+	const char *env = getenv("LLM_CPU_VBMI2");
+
+	__builtin_cpu_init();
+	has_vbmi2 = llm_cpu_isa_detect() == LLM_CPU_ISA_AVX512 && __builtin_cpu_supports("avx512vbmi2") &&
+		!(env != NULL && strcmp(env, "0") == 0);
+#endif
+}
+
+/* Whether this processor has AVX-512 VBMI2 (vpexpandb), read once. */
+bool
+llm_cpu_has_vbmi2(void)
+{
+	pthread_once(&vbmi2_once, detect_vbmi2);
+	return has_vbmi2;
+}
+
 /* Decide the level: the detected one, lowered by LLM_CPU_ISA when set. */
 static void
 choose_isa(void)

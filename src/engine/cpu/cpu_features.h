@@ -33,6 +33,13 @@ bool		llm_cpu_isa_supported(LlmCpuIsa isa);
 /* The level chosen for this process: detected, lowered by LLM_CPU_ISA; computed once. */
 LlmCpuIsa	llm_cpu_isa(void);
 
+/*
+ * Whether this processor has AVX-512 VBMI2 (vpexpandb: Ice Lake, Sapphire
+ * Rapids, Zen 4; not Cascade Lake), which the SPARSE24 kernel uses where it
+ * can (the same bits without); LLM_CPU_VBMI2=0 hides it, for the tests.
+ */
+bool		llm_cpu_has_vbmi2(void);
+
 /* "scalar", "avx2" or "avx512". */
 const char *llm_cpu_isa_name(LlmCpuIsa isa);
 

@@ -2062,6 +2062,216 @@ gemm_q6_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 	gemm_k(a, r0, r1, t0, t1, LLM_TYPE_Q6_K);
 }
 
+/* ---- SPARSE24: 2:4 sparse int8 (quant_blocks.h) ---- */
+
+/*
+ * A SPARSE24 block (64 values, two halves of 32 with their own scales)
+ * becomes, in one zmm, what a pair of Q8_0 blocks is to the Q8_0 kernels:
+ * its 32 kept int8 plus 128 go back to their 64 places by one vpexpandb on
+ * its mask, merged into a vector of 128s, so a pruned weight reads as
+ * 0 + 128 (where the processor lacks VBMI2 a loop in C writes the same
+ * bytes).  Then as Q8_0's GEMV: vpdpbusd of those unsigned weights with the
+ * signed activation quants, the integers of 8 blocks (16 halves) kept until
+ * each half's sum is complete (reduce_blocks), the offset 128 * (the
+ * activations' block sum) taken back exactly, and one convert and one FMA
+ * by d_w * d_a for 16 halves, in BLOCK_ORDER.  A row's tail of fewer than
+ * 8 blocks is one more such group with the missing blocks zero.  A row's
+ * output is its accumulator's 16 lanes summed by _mm512_reduce_add_ps.
+ *
+ * One token or many, straight from the blocks or from a row unpacked once
+ * for many tokens (the expanded weights and the group's scales as floats),
+ * every output is that sequence of operations on the same numbers: the
+ * same bits whatever the batch.  Decode reads 44 bytes per 64 weights
+ * where Q8_0 reads 68.
+ *
+ * vpexpandb is written in assembly because this file is compiled for
+ * AVX-512 without VBMI2 (Cascade Lake has VNNI but not VBMI2), so the
+ * compiler puts VBMI2 instructions nowhere else; the gemm picks the path
+ * after asking CPUID.
+ */
+
+#define S24_G 8					/* blocks per group: 16 halves, one reduce_blocks */
+#define S24_NT 4				/* tokens per tile */
+#define S24_DIRECT_TOKENS 4		/* calls of up to this many tokens read the blocks directly, the others unpack each row */
+#define S24_STACK_K 16384		/* rows up to this long unpack on the stack (18 kB) */
+
+/* The 64 weights of block b plus 128, a pruned one 128: its kept values spread by its mask. */
+KERN __m512i
+s24_expand(const LlmBlockS24 *b, const bool vbmi2)
+{
+	const __m512i k80 = _mm512_set1_epi8((char) 0x80);
+	uint64_t	m;
+
+	memcpy(&m, b->mask, sizeof(m));
+	if (vbmi2)
+	{
+		/* the source's bytes 32-63 are 128 too: a mask of more than 32 bits decodes as the reference does */
+		__m512i		src = _mm512_xor_si512(_mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) b->qs)), k80);
+		__m512i		out = k80;
+		__mmask64	k = (__mmask64) m;
+
+		__asm__("vpexpandb %1, %0%{%2%}" : "+v"(out) : "v"(src), "Yk"(k));
+		return out;
+	}
+	else
+	{
+		uint8_t		w[LLM_QK_S24];
+		int			r = 0;
+
+		for (int j = 0; j < LLM_QK_S24; j++)
+		{
+			w[j] = 128;
+			if ((m >> j) & 1)
+				w[j] = (uint8_t) (128 + (r < LLM_QK_S24 / 2 ? b->qs[r++] : 0));
+		}
+		return _mm512_loadu_si512(w);
+	}
+}
+
+/* The fp16 scales of blocks [0, nblk) at w as floats, half h of block s in lane 2s + h (others zero). */
+KERN __m512
+s24_scales(const LlmBlockS24 *w, const int nblk)
+{
+	const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+										   _mm256_set1_epi32((int) sizeof(LlmBlockS24)));
+
+	return _mm512_cvtph_ps(_mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), (__mmask8) ((1u << nblk) - 1), idx,
+														 w, 1));
+}
+
+/*
+ * The dot products of a group of nblk (<= 8) blocks from block b by one
+ * token, added into acc: wu the blocks as s24_expand gives them, dw their
+ * scales as s24_scales gives them, xq, xd and xs the token's quants,
+ * scales and block sums (matmul.h's Q8).
+ */
+KERN __m512
+s24_group(const __m512i *wu, __m512 dw, const int8_t *xq, const float *xd, const int32_t *xs, int64_t b,
+		  const int nblk, __m512 acc)
+{
+	const __mmask16 m = (__mmask16) ((1u << (2 * nblk)) - 1);
+	__m512i		p[S24_G];
+	__m512i		off;
+	__m512		scale;
+
+#pragma GCC unroll 8
+	for (int s = 0; s < S24_G; s++)
+		p[s] = s < nblk ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), wu[s], _mm512_loadu_si512(xq + (b + s) * LLM_QK_S24))
+			: _mm512_setzero_si512();
+	off = _mm512_slli_epi32(_mm512_permutexvar_epi32(BLOCK_ORDER, _mm512_maskz_loadu_epi32(m, xs + 2 * b)), 7);
+	scale = _mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(m, xd + 2 * b)));
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(reduce_blocks(p, S24_G, 0), off)), scale, acc);
+}
+
+/* Token q of a tile from token t: its quants, scales and block sums. */
+#define S24_TOKEN(q) \
+	const uint8_t *xr = a->x + (size_t) (t + (q)) * a->x_stride; \
+	const int8_t *xq = (const int8_t *) xr; \
+	const float *xd = (const float *) (xr + llm_act_d_offset(a->k)); \
+	const int32_t *xs = (const int32_t *) (xr + llm_act_sums_offset(a->k))
+
+/* Unpack row r into pw (nb blocks as s24_expand gives them) and pd (a group's s24_scales per 8 blocks). */
+KERN void
+s24_unpack_row(const LlmGemmArgs *a, int64_t r, __m512i *pw, __m512 *pd, const bool vbmi2)
+{
+	const LlmBlockS24 *w = (const LlmBlockS24 *) (a->w + (size_t) r * a->row_bytes);
+	const int64_t nb = a->k / LLM_QK_S24;
+
+	for (int64_t b = 0; b < nb; b++)
+		pw[b] = s24_expand(w + b, vbmi2);
+	for (int64_t b = 0; b < nb; b += S24_G)
+		pd[b / S24_G] = s24_scales(w + b, nb - b < S24_G ? (int) (nb - b) : S24_G);
+}
+
+/*
+ * The group of nblk blocks from block b of row r for NT tokens from t, added
+ * into acc: with packed, from the row unpacked into pw and pd; else
+ * straight from its blocks (decode: one stream of weights).
+ */
+KERN void
+s24_row_group(const LlmGemmArgs *a, int64_t r, const __m512i *pw, const __m512 *pd, int64_t b, int t, __m512 *acc,
+			  const int NT, const int nblk, const bool packed, const bool vbmi2)
+{
+	const LlmBlockS24 *w = (const LlmBlockS24 *) (a->w + (size_t) r * a->row_bytes);
+	__m512i		wu[S24_G];
+	__m512		dw = packed ? pd[b / S24_G] : s24_scales(w + b, nblk);
+
+#pragma GCC unroll 8
+	for (int s = 0; s < S24_G; s++)
+		wu[s] = s >= nblk ? _mm512_setzero_si512() : packed ? pw[b + s] : s24_expand(w + b + s, vbmi2);
+#pragma GCC unroll 4
+	for (int q = 0; q < NT; q++)
+	{
+		S24_TOKEN(q);
+		acc[q] = s24_group(wu, dw, xq, xd, xs, b, nblk, acc[q]);
+	}
+}
+
+/* Row r for NT tokens from t: from pw and pd with packed (s24_unpack_row), else from its blocks. */
+KERN void
+s24_row(const LlmGemmArgs *a, int64_t r, const __m512i *pw, const __m512 *pd, int t, const int NT,
+		const bool packed, const bool vbmi2)
+{
+	const int64_t nb = a->k / LLM_QK_S24;
+	__m512		acc[S24_NT];
+	int64_t		b = 0;
+
+	for (int q = 0; q < NT; q++)
+		acc[q] = _mm512_setzero_ps();
+	for (; b + S24_G <= nb; b += S24_G)
+		s24_row_group(a, r, pw, pd, b, t, acc, NT, S24_G, packed, vbmi2);
+	if (b < nb)
+		s24_row_group(a, r, pw, pd, b, t, acc, NT, (int) (nb - b), packed, vbmi2);
+	for (int q = 0; q < NT; q++)
+		a->y[(size_t) (t + q) * a->ldy + r] = _mm512_reduce_add_ps(acc[q]);
+}
+
+/* The tile calls of gemm_s24_level, for TOKEN_TILES (they use its locals). */
+#define CALL_S24_DIRECT(T, NT) s24_row(a, r, NULL, NULL, T, NT, false, vbmi2)
+#define CALL_S24_PACKED(T, NT) s24_row(a, r, pw, pd, T, NT, true, vbmi2)
+
+/*
+ * The gemm of SPARSE24 weights, a row at a time: up to S24_DIRECT_TOKENS
+ * tokens straight from the blocks, more from each row unpacked once (on
+ * the stack, or the heap for long rows; without memory, straight too).
+ */
+KERN void
+gemm_s24_level(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const bool vbmi2)
+{
+	const int64_t nb = a->k / LLM_QK_S24;
+	const int64_t ng = (nb + S24_G - 1) / S24_G;
+	_Alignas(64) __m512i stack[S24_STACK_K / LLM_QK_S24 + S24_STACK_K / LLM_QK_S24 / S24_G + 1];
+	__m512i    *buf = NULL;
+
+	if (t1 - t0 > S24_DIRECT_TOKENS)
+		buf = a->k <= S24_STACK_K ? stack : aligned_alloc(64, (size_t) (nb + ng) * sizeof(__m512i));
+	for (int64_t r = r0; r < r1; r++)
+	{
+		if (buf == NULL)
+			TOKEN_TILES(CALL_S24_DIRECT, S24_NT);
+		else
+		{
+			__m512i    *pw = buf;
+			__m512	   *pd = (__m512 *) (buf + nb);
+
+			s24_unpack_row(a, r, pw, pd, vbmi2);
+			TOKEN_TILES(CALL_S24_PACKED, S24_NT);
+		}
+	}
+	if (buf != stack)
+		free(buf);
+}
+
+/* The gemm of SPARSE24 weights: vpexpandb where the processor has it. */
+static void
+gemm_s24(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	if (llm_cpu_has_vbmi2())
+		gemm_s24_level(a, r0, r1, t0, t1, true);
+	else
+		gemm_s24_level(a, r0, r1, t0, t1, false);
+}
+
 /* ---- activation quantizers (bit-exact with quantize_act.c) ---- */
 
 /* Quantize the n * 16 values at x with one scale into q; returns the scale (NaN if any is not finite). */
@@ -2286,6 +2496,7 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q4_1_G] = gemm_q4_1_g,
 		[LLM_TYPE_Q5_0_G] = gemm_q5_0_g,
 		[LLM_TYPE_Q5_1_G] = gemm_q5_1_g,
+		[LLM_TYPE_SPARSE24] = gemm_s24,
 	},
 	.act = {
 		[LLM_TYPE_Q8_0] = LLM_ACT_Q8,
@@ -2303,6 +2514,7 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q4_1_G] = LLM_ACT_Q8G,
 		[LLM_TYPE_Q5_0_G] = LLM_ACT_Q8G,
 		[LLM_TYPE_Q5_1_G] = LLM_ACT_Q8G,
+		[LLM_TYPE_SPARSE24] = LLM_ACT_Q8,
 	},
 	.quant = {
 		[LLM_ACT_Q8] = quant_q8,
