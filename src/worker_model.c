@@ -445,6 +445,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	const LlmModelInfo *info;
 	char	   *calib = NULL;
 	size_t		calib_len = 0;
+	uint64		identity;
 	int			n_threads;
 	LlmModel   *draft = NULL;
 
@@ -493,8 +494,8 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	}
 
 	/* the answers of this model and these settings (worker_cache.c); the CPU's always batch-invariant */
-	LlmAnswerCacheModelLoaded(LlmWorkerModelIdentity(path, s, &config, engine, calib, calib_len),
-							  strncmp(llm_engine_device(engine), "cpu", 3) == 0 || config.deterministic);
+	identity = LlmWorkerModelIdentity(path, s, &config, engine, calib, calib_len);
+	LlmAnswerCacheModelLoaded(identity, strncmp(llm_engine_device(engine), "cpu", 3) == 0 || config.deterministic);
 
 	/* the new model works: only now let the old one go */
 	LlmWorkerFreeEngine();
@@ -510,6 +511,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	LlmState->worker.chat_template = llm_model_has_chat_template(model);
 	LlmState->worker.model = *info;
 	LlmState->worker.n_ctx = llm_engine_n_ctx(engine);
+	LlmState->worker.identity = identity;
 	LlmState->worker.n_threads = config.n_threads;
 	strlcpy(LlmState->worker.device, llm_engine_device(engine), sizeof(LlmState->worker.device));
 	strlcpy(LlmState->worker.device_note, llm_engine_device_note(engine), sizeof(LlmState->worker.device_note));

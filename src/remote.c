@@ -1,0 +1,1343 @@
+/*
+ * remote.c
+ *		Remote inference nodes: the LLM Batch node's dispatch of requests to
+ *		other servers running llm (llm.remote_servers), and those servers'
+ *		entry point, llm_remote_batch().
+ *
+ * A node is a foreign server (CREATE SERVER ... FOREIGN DATA WRAPPER
+ * postgres_fdw) with a user mapping for the current user; its options and
+ * the mapping's are libpq connection options, as postgres_fdw reads them
+ * (options libpq does not know, such as postgres_fdw's fetch_size, are
+ * passed over).  Nothing of postgres_fdw runs: this file reads the catalogs
+ * and connects with libpq itself.
+ *
+ * Coordinator.  An LLM Batch node with llm.remote_servers set
+ * (LlmRemoteStart) connects to each node at its first window, checks that
+ * the node serves the same model (the identity the answer cache uses:
+ * the model file's content and the settings that change answers) and reads
+ * its free capacity from its llm_stats: llm.max_sequences less its queued
+ * and running requests.  A node that cannot be reached, whose llm is too
+ * old, or whose model differs gets a WARNING and serves no request of the
+ * statement; the next statement tries it again.  Each request of the
+ * window goes to the node with the least of its requests in flight per
+ * unit of free capacity, the local worker being one more node unless
+ * llm.local_inference is off (LlmRemotePick).  A node's requests are sent
+ * as one llm_remote_batch() call per connection (up to LLM_REMOTE_CONNS
+ * connections per node, so a node gets new requests while its earlier ones
+ * run), in one serialized bytea, over async libpq in single-row (or chunked)
+ * mode; the answers come back as rows as each finishes.  A node that fails
+ * (its connection breaks, its query fails) or sends nothing for
+ * llm.remote_timeout has its unanswered requests handed back to the caller
+ * (the lost callback) to send elsewhere: answers depend only on the model,
+ * the prompt, the parameters and the seed, so a request answered on
+ * another node of the same device kind gets the same answer, and each
+ * request is answered once, by whichever answer arrives for its current
+ * dispatch (a stale one is ignored).  Cancel, a statement timeout or any
+ * error on the coordinator sends each busy connection a cancel request
+ * (PQcancel) and closes it (LlmRemoteCancel, from the node's memory reset
+ * callback): the remote query ends at its next check for interrupts, and
+ * its requests are cancelled there as a cancelled query's are.
+ *
+ * Node.  llm_remote_batch(requests bytea) reads the requests (checked as
+ * the SQL functions check their arguments: a remote call is a client like
+ * any other), queues them as the session's role, so that the node's fair
+ * shares apply to the mapped role, and returns each answer as a bytea row
+ * as it finishes, flushing the rows to the client as they go.
+ *
+ * The wire format of a batch (all integers in network order):
+ *   int32 magic, int32 n, then per request: int64 tag, int32 max_tokens,
+ *   float8 temperature, float8 top_p, int32 top_k, int64 seed, int8 chat,
+ *   int8 messages, int8 enable_thinking, int8 score, int8 grammar kind,
+ *   int32 n_stop, then six strings (int32 length, -1 for none, and bytes):
+ *   system, prompt, tools, continuation, stops, grammar.
+ * An answer: int64 tag, int8 failed, int32 sqlerrcode, string error,
+ *   string completion (UTF-8), int32 prompt, completion, cached, drafted
+ *   and accepted tokens, float8 logprob, int8 cache hit, int32 n_scored,
+ *   int64 run_us, int8 finish reason.
+ */
+#include "postgres.h"
+
+#include <inttypes.h>
+#include <math.h>
+
+#include "commands/defrem.h"
+#include "commands/explain.h"
+#if PG_VERSION_NUM >= 180000
+#include "commands/explain_format.h"
+#endif
+#include "foreign/foreign.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "libpq/pqformat.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/varlena.h"
+
+#include "libpq-fe.h"
+
+#include "llm.h"
+
+PG_FUNCTION_INFO_V1(llm_remote_batch);
+PG_FUNCTION_INFO_V1(llm_model_identity);
+
+#define LLM_REMOTE_MAGIC	0x4c4c4d31	/* "LLM1" */
+#define LLM_REMOTE_CONNS	4		/* connections per node */
+#define LLM_REMOTE_WAIT_MS	1000	/* longest single wait on the sockets */
+
+/*
+ * The server's output functions (libpq/libpq.h's PQcommMethods, the same in
+ * 15 to 18), declared here: that header pulls in libpq-be.h and the GSSAPI
+ * headers, which building against PostgreSQL need not have.
+ */
+typedef struct LlmPqCommMethods
+{
+	void		(*comm_reset) (void);
+	int			(*flush) (void);
+} LlmPqCommMethods;
+extern PGDLLIMPORT const LlmPqCommMethods *PqCommMethods;
+
+/* One request sent on a connection. */
+typedef struct RemoteItem
+{
+	void	   *row;			/* the caller's tags */
+	int			job;
+	uint64		id;
+	bool		answered;
+} RemoteItem;
+
+/* A connection to a node, with at most one llm_remote_batch() call in flight. */
+typedef struct RemoteConn
+{
+	PGconn	   *conn;
+	RemoteItem *items;			/* (n_items) the call's requests, NULL when idle */
+	int			n_items;
+	int			n_answered;
+	TimestampTz last_heard;
+} RemoteConn;
+
+/* One inference node. */
+struct RemoteNode
+{
+	char	   *name;			/* the foreign server's */
+	Oid			serverid;
+	char	  **keywords;		/* libpq options, NULL-terminated */
+	char	  **values;
+	char	   *schema;			/* llm's schema there, quoted */
+	bool		tried;			/* connected (or failed to) in this statement */
+	bool		alive;
+	int			capacity;		/* free sequences at connect, at least 1 */
+	int			load;			/* requests sent or pending, not yet answered */
+	RemoteConn	conns[LLM_REMOTE_CONNS];
+	RemoteItem *pending;		/* (n_pending) picked, not yet sent */
+	StringInfoData pending_buf; /* their serialized requests */
+	int			n_pending;
+	int			max_pending;
+	/* for EXPLAIN ANALYZE */
+	int64		requests;
+	int64		answers;
+	int64		prompt_tokens;
+	int64		completion_tokens;
+	int			failures;
+};
+
+struct LlmRemote
+{
+	MemoryContext cxt;
+	int			n_nodes;
+	struct RemoteNode *nodes;
+	bool		local;			/* llm.local_inference */
+	int			local_capacity;
+	uint64		identity;		/* the local model's, 0 when none is loaded */
+	uint64		next_id;
+};
+
+typedef struct RemoteNode RemoteNode;
+
+/* ---------- the wire format ---------- */
+
+/* Append a string (NULL: none) to buf. */
+static void
+remote_put_string(StringInfo buf, const char *s, Size len)
+{
+	if (s == NULL)
+	{
+		pq_sendint32(buf, (uint32) -1);
+		return;
+	}
+	pq_sendint32(buf, (uint32) len);
+	pq_sendbytes(buf, s, len);
+}
+
+/* Read a string written by remote_put_string (palloc'd, NUL-terminated; NULL for none). */
+static char *
+remote_get_string(StringInfo buf, Size *len)
+{
+	int32		n = (int32) pq_getmsgint(buf, 4);
+	char	   *s;
+
+	*len = 0;
+	if (n == -1)
+		return NULL;
+	if (n < 0 || n > buf->len - buf->cursor)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("invalid llm remote batch"),
+				 errdetail("A string's length %d is beyond the data left.", n)));
+	s = palloc(n + 1);
+	memcpy(s, pq_getmsgbytes(buf, n), n);
+	s[n] = '\0';
+	*len = n;
+	return s;
+}
+
+/* Append a job's request to buf, tagged. */
+static void
+remote_put_job(StringInfo buf, const LlmJob *job, uint64 tag)
+{
+	const LlmParams *p = &job->params;
+
+	pq_sendint64(buf, tag);
+	pq_sendint32(buf, p->max_tokens);
+	pq_sendfloat8(buf, p->temperature);
+	pq_sendfloat8(buf, p->top_p);
+	pq_sendint32(buf, p->top_k);
+	pq_sendint64(buf, p->seed);
+	pq_sendint8(buf, p->chat);
+	pq_sendint8(buf, p->messages);
+	pq_sendint8(buf, p->enable_thinking);
+	pq_sendint8(buf, p->score);
+	pq_sendint8(buf, (int8) p->grammar);
+	pq_sendint32(buf, job->n_stop);
+	remote_put_string(buf, job->system, job->system_len);
+	remote_put_string(buf, job->prompt, job->prompt_len);
+	remote_put_string(buf, job->tools, job->tools_len);
+	remote_put_string(buf, job->continuation_len > 0 ? job->continuation : NULL, job->continuation_len);
+	remote_put_string(buf, job->n_stop > 0 ? job->stops : NULL, job->stops_len);
+	remote_put_string(buf, p->grammar != LLM_GRAMMAR_NONE ? job->grammar : NULL, p->grammar_len);
+}
+
+/* Raise the error for a bad request of a batch. */
+pg_noreturn static void
+remote_bad_request(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid llm remote batch"),
+			 errdetail("%s", what)));
+}
+
+/*
+ * A string of a request (NULL: none), valid UTF-8; only the stop strings
+ * and the choices (pieces) are NUL-separated, each piece checked.
+ */
+static char *
+remote_get_text(StringInfo buf, Size *len, const char *name, bool pieces)
+{
+	char	   *s = remote_get_string(buf, len);
+	const char *q = s;
+
+	if (s == NULL)
+		return NULL;
+	if (!pieces && strlen(s) != *len)
+		remote_bad_request(psprintf("The %s contains a zero byte.", name));
+	while (q < s + *len)
+	{
+		int			n = strlen(q);
+
+		if (pg_verify_mbstr_len(PG_UTF8, q, n, true) < 0)
+			remote_bad_request(psprintf("The %s is not valid UTF-8.", name));
+		q += n + 1;
+	}
+	return s;
+}
+
+/* Read and check one request of a batch into job (as the SQL functions check their arguments). */
+static void
+remote_get_job(StringInfo buf, LlmJob *job, uint64 *tag)
+{
+	LlmParams  *p = &job->params;
+	int			grammar;
+	Size		len;
+
+	memset(job, 0, sizeof(*job));
+	job->slot = -1;
+	job->remote_node = -1;
+	*tag = pq_getmsgint64(buf);
+	p->max_tokens = (int32) pq_getmsgint(buf, 4);
+	p->temperature = pq_getmsgfloat8(buf);
+	p->top_p = pq_getmsgfloat8(buf);
+	p->top_k = (int32) pq_getmsgint(buf, 4);
+	p->seed = (uint64) pq_getmsgint64(buf);
+	p->chat = pq_getmsgbyte(buf) != 0;
+	p->messages = pq_getmsgbyte(buf) != 0;
+	p->enable_thinking = (int8) pq_getmsgbyte(buf);
+	p->score = pq_getmsgbyte(buf) != 0;
+	grammar = (int8) pq_getmsgbyte(buf);
+	job->n_stop = (int32) pq_getmsgint(buf, 4);
+	if (p->max_tokens < 0 || p->max_tokens > llm_max_tokens)
+		remote_bad_request(psprintf("max_tokens %d is outside 0 to llm.max_tokens (%d).", p->max_tokens, llm_max_tokens));
+	if (isnan(p->temperature) || isinf((float) p->temperature) || p->temperature < 0)
+		remote_bad_request("temperature must be a finite number greater than or equal to 0.");
+	if (isnan(p->top_p) || (float) p->top_p <= 0 || p->top_p > 1)
+		remote_bad_request("top_p must be greater than 0 and at most 1.");
+	if (p->top_k < 0)
+		remote_bad_request("top_k must not be negative.");
+	if (p->enable_thinking < -1 || p->enable_thinking > 1)
+		remote_bad_request("enable_thinking must be -1, 0 or 1.");
+	if (grammar < LLM_GRAMMAR_NONE || grammar > LLM_GRAMMAR_CHOICES)
+		remote_bad_request(psprintf("Grammar kind %d is unknown.", grammar));
+	p->grammar = (LlmGrammarKind) grammar;
+
+	job->system = remote_get_text(buf, &job->system_len, "system prompt", false);
+	job->prompt = remote_get_text(buf, &job->prompt_len, "prompt", false);
+	job->tools = remote_get_text(buf, &job->tools_len, "tools", false);
+	job->continuation = remote_get_text(buf, &job->continuation_len, "continuation", false);
+	job->stops = remote_get_text(buf, &job->stops_len, "stop strings", true);
+	job->grammar = remote_get_text(buf, &len, "grammar", grammar == LLM_GRAMMAR_CHOICES);
+	p->grammar_len = len;
+
+	if (job->prompt == NULL)
+		remote_bad_request("A request has no prompt.");
+	if (job->system != NULL && !p->chat)
+		remote_bad_request("A system prompt needs chat.");
+	if (job->tools != NULL && !p->messages)
+		remote_bad_request("Tools need a conversation.");
+	if ((job->continuation != NULL) != p->score)
+		remote_bad_request("A continuation comes with scoring, and only with it.");
+	/* the stop strings: n_stop non-empty NUL-terminated strings, back to back */
+	if (job->n_stop < 0 || (job->n_stop == 0) != (job->stops == NULL))
+		remote_bad_request("The stop strings do not match their count.");
+	if (job->stops != NULL)
+	{
+		int			n = 0;
+
+		for (Size i = 0; i < job->stops_len; i++)
+			if (job->stops[i] == '\0')
+			{
+				if (i == 0 || job->stops[i - 1] == '\0')
+					remote_bad_request("A stop string is empty.");
+				n++;
+			}
+		if (n != job->n_stop || job->stops[job->stops_len - 1] != '\0')
+			remote_bad_request("The stop strings do not match their count.");
+	}
+	if ((p->grammar != LLM_GRAMMAR_NONE) != (job->grammar != NULL))
+		remote_bad_request("The grammar does not match its kind.");
+	if (p->grammar != LLM_GRAMMAR_NONE)
+	{
+		LlmError	err;
+		LlmStatus	st = p->grammar == LLM_GRAMMAR_JSON_SCHEMA ?
+			llm_json_schema_check(job->grammar, p->grammar_len, &err) :
+			llm_choices_check(job->grammar, p->grammar_len, &err);
+
+		if (job->n_stop > 0)
+			remote_bad_request("Stop strings cannot be used with a grammar.");
+		if (st != LLM_OK)
+			ereport(ERROR,
+					(errcode(LlmStatusErrcode(st)),
+					 errmsg("invalid %s: %s", p->grammar == LLM_GRAMMAR_JSON_SCHEMA ? "json_schema" : "choices",
+							err.msg)));
+	}
+	if (job->stops == NULL)
+		job->stops_len = 0;
+	/* every failure comes back as an answer, for the coordinator to raise */
+	job->error_as_null = true;
+}
+
+/* Append a finished job's answer to buf, tagged. */
+static void
+remote_put_answer(StringInfo buf, const LlmJob *job, uint64 tag)
+{
+	pq_sendint64(buf, tag);
+	pq_sendint8(buf, job->failed);
+	pq_sendint32(buf, job->failed ? job->sqlerrcode : 0);
+	remote_put_string(buf, job->failed ? job->error : NULL, job->failed ? strlen(job->error) : 0);
+	if (job->completion != NULL)
+	{
+		char	   *utf8 = pg_server_to_any(job->completion, strlen(job->completion), PG_UTF8);
+
+		remote_put_string(buf, utf8, strlen(utf8));
+	}
+	else
+		remote_put_string(buf, NULL, 0);
+	pq_sendint32(buf, job->prompt_tokens);
+	pq_sendint32(buf, job->completion_tokens);
+	pq_sendint32(buf, job->cached_tokens);
+	pq_sendint32(buf, job->drafted_tokens);
+	pq_sendint32(buf, job->accepted_tokens);
+	pq_sendfloat8(buf, job->logprob);
+	pq_sendint8(buf, job->cache_hit);
+	pq_sendint32(buf, job->n_scored);
+	pq_sendint64(buf, job->run_us);
+	pq_sendint8(buf, (int8) job->finish_reason);
+}
+
+/* Read an answer into ans (its texts palloc'd, in the server encoding); false when it is malformed. */
+static bool
+remote_get_answer(StringInfo buf, LlmJob *ans, uint64 *tag)
+{
+	volatile bool ok = true;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	memset(ans, 0, sizeof(*ans));
+	PG_TRY();
+	{
+		Size		len;
+		char	   *s;
+
+		*tag = pq_getmsgint64(buf);
+		ans->failed = pq_getmsgbyte(buf) != 0;
+		ans->sqlerrcode = (int) pq_getmsgint(buf, 4);
+		ans->error = remote_get_string(buf, &len);
+		s = remote_get_string(buf, &len);
+		ans->completion = s ? pg_any_to_server(s, len, PG_UTF8) : NULL;
+		ans->prompt_tokens = (int32) pq_getmsgint(buf, 4);
+		ans->completion_tokens = (int32) pq_getmsgint(buf, 4);
+		ans->cached_tokens = (int32) pq_getmsgint(buf, 4);
+		ans->drafted_tokens = (int32) pq_getmsgint(buf, 4);
+		ans->accepted_tokens = (int32) pq_getmsgint(buf, 4);
+		ans->logprob = pq_getmsgfloat8(buf);
+		ans->cache_hit = pq_getmsgbyte(buf) != 0;
+		ans->n_scored = (int32) pq_getmsgint(buf, 4);
+		ans->run_us = pq_getmsgint64(buf);
+		ans->finish_reason = (LlmFinishReason) pq_getmsgbyte(buf);
+		pq_getmsgend(buf);
+		if (ans->failed ? ans->error == NULL : ans->completion == NULL)
+			ok = false;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+/* ---------- the node's side: llm_remote_batch() ---------- */
+
+/* A call of llm_remote_batch(). */
+typedef struct RemoteServe
+{
+	LlmJob	   *jobs;			/* (n) */
+	uint64	   *tags;
+	bool	   *returned;
+	int			n;
+	int			n_submitted;
+	int			n_returned;
+	MemoryContextCallback cancel_cb;
+} RemoteServe;
+
+/* Reset callback of the call's memory: give up what is still queued. */
+static void
+remote_serve_cancel(void *arg)
+{
+	RemoteServe *st = (RemoteServe *) arg;
+
+	LlmQueueCancel(st->jobs, st->n);
+}
+
+/*
+ * llm_remote_batch(requests bytea) RETURNS SETOF bytea
+ *		Queue a coordinator's serialized requests as the session's role and
+ *		return each one's serialized answer as it finishes.
+ */
+Datum
+llm_remote_batch(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *funcctx;
+	RemoteServe *st;
+
+	if (SRF_IS_FIRSTCALL())
+	{
+		MemoryContext old;
+		bytea	   *in = PG_GETARG_BYTEA_PP(0);
+		StringInfoData buf;
+		uint64		group;
+		int			n;
+
+		funcctx = SRF_FIRSTCALL_INIT();
+		old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
+		initStringInfo(&buf);
+		appendBinaryStringInfo(&buf, VARDATA_ANY(in), VARSIZE_ANY_EXHDR(in));
+		if (buf.len < 8 || pq_getmsgint(&buf, 4) != LLM_REMOTE_MAGIC)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("invalid llm remote batch"),
+					 errdetail("The batch does not begin with the format's mark.")));
+		n = (int) pq_getmsgint(&buf, 4);
+		if (n < 0 || n > buf.len)
+			remote_bad_request(psprintf("The batch claims %d requests.", n));
+		st = palloc0(sizeof(RemoteServe));
+		st->jobs = palloc0(sizeof(LlmJob) * Max(n, 1));
+		st->tags = palloc0(sizeof(uint64) * Max(n, 1));
+		st->returned = palloc0(sizeof(bool) * Max(n, 1));
+		group = LlmQueueDraftGroup();
+		for (int i = 0; i < n; i++)
+		{
+			remote_get_job(&buf, &st->jobs[i], &st->tags[i]);
+			st->jobs[i].params.draft_group = group;
+			st->n = i + 1;
+		}
+		pq_getmsgend(&buf);
+		LlmQueueAttach();
+		st->cancel_cb.func = remote_serve_cancel;
+		st->cancel_cb.arg = st;
+		MemoryContextRegisterResetCallback(funcctx->multi_call_memory_ctx, &st->cancel_cb);
+		funcctx->user_fctx = st;
+		MemoryContextSwitchTo(old);
+	}
+	funcctx = SRF_PERCALL_SETUP();
+	st = (RemoteServe *) funcctx->user_fctx;
+	if (st->n_returned == st->n)
+		SRF_RETURN_DONE(funcctx);
+
+	/* the answers returned so far go to the coordinator now, not when the buffer fills */
+	if (whereToSendOutput == DestRemote)
+		(void) PqCommMethods->flush();
+
+	for (;;)
+	{
+		int			first = -1;
+
+		/* queue what the shares allow */
+		while (st->n_submitted < st->n)
+		{
+			MemoryContext old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
+			bool		ok = LlmQueueSubmit(&st->jobs[st->n_submitted], st->n_submitted > st->n_returned);
+
+			MemoryContextSwitchTo(old);
+			if (!ok)
+				break;
+			st->n_submitted++;
+		}
+		/* return any finished answer */
+		for (int i = 0; i < st->n_submitted; i++)
+		{
+			LlmJob	   *job = &st->jobs[i];
+			StringInfoData out;
+
+			if (st->returned[i])
+				continue;
+			if (!LlmQueuePoll(job, 0))
+			{
+				if (first < 0)
+					first = i;
+				continue;
+			}
+			LlmQueueWait(job);
+			st->returned[i] = true;
+			st->n_returned++;
+			pq_begintypsend(&out);
+			remote_put_answer(&out, job, st->tags[i]);
+			if (job->completion)
+				pfree(job->completion);
+			job->completion = NULL;
+			SRF_RETURN_NEXT(funcctx, PointerGetDatum(pq_endtypsend(&out)));
+		}
+		CHECK_FOR_INTERRUPTS();
+		if (first >= 0)
+			(void) LlmQueuePoll(&st->jobs[first], LLM_REMOTE_WAIT_MS / 10);
+	}
+}
+
+/*
+ * llm_model_identity() RETURNS text
+ *		The identity of the loaded model's answers (the answer cache's: the
+ *		file's content and the settings that change answers), in hex; NULL
+ *		while no model is loaded.  Remote nodes serve a coordinator only
+ *		when theirs is the coordinator's.
+ */
+Datum
+llm_model_identity(PG_FUNCTION_ARGS)
+{
+	uint64		id;
+
+	LlmShmemCheck();
+	LWLockAcquire(LlmState->lock, LW_SHARED);
+	id = LlmState->worker.has_model ? LlmState->worker.identity : 0;
+	LWLockRelease(LlmState->lock);
+	if (id == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%016" PRIx64, id)));
+}
+
+/* ---------- the coordinator's side ---------- */
+
+/* The libpq options of a server and the current user's mapping (postgres_fdw's keys), in cxt. */
+static void
+remote_conn_options(RemoteNode *node, ForeignServer *server, UserMapping *um)
+{
+	PQconninfoOption *defs = PQconndefaults();
+	List	   *opts = list_concat(list_copy(server->options), um->options);
+	ListCell   *lc;
+	int			n = 0;
+
+	if (defs == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	node->keywords = palloc0(sizeof(char *) * (list_length(opts) + 4));
+	node->values = palloc0(sizeof(char *) * (list_length(opts) + 4));
+	foreach(lc, opts)
+	{
+		DefElem    *d = (DefElem *) lfirst(lc);
+		bool		known = false;
+
+		for (PQconninfoOption *o = defs; o->keyword != NULL; o++)
+			if (strcmp(o->keyword, d->defname) == 0 && strchr(o->dispchar, 'D') == NULL)
+				known = true;
+		if (!known || strcmp(d->defname, "client_encoding") == 0 || strcmp(d->defname, "replication") == 0)
+			continue;
+		node->keywords[n] = pstrdup(d->defname);
+		node->values[n++] = pstrdup(defGetString(d));
+	}
+	PQconninfoFree(defs);
+	node->keywords[n] = "fallback_application_name";
+	node->values[n++] = "llm remote";
+	node->keywords[n] = "connect_timeout";
+	node->values[n++] = "10";
+	for (int i = 0; i < n - 1; i++)
+		if (strcmp(node->keywords[i], "connect_timeout") == 0)
+			n--;				/* the server's own connect_timeout wins */
+	node->keywords[n] = NULL;
+	node->values[n] = NULL;
+}
+
+/*
+ * The remote nodes of llm.remote_servers for an LLM Batch node, in cxt; NULL
+ * when the setting is empty.  Errors out on a server that does not exist or
+ * has no user mapping for the current user; connects later.
+ */
+LlmRemote *
+LlmRemoteStart(MemoryContext cxt)
+{
+	LlmRemote  *r;
+	char	   *raw;
+	List	   *names;
+	ListCell   *lc;
+	MemoryContext old;
+	int			i = 0;
+
+	if (llm_remote_servers == NULL || llm_remote_servers[0] == '\0')
+		return NULL;
+	old = MemoryContextSwitchTo(cxt);
+	raw = pstrdup(llm_remote_servers);
+	if (!SplitIdentifierString(raw, ',', &names))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid list syntax in llm.remote_servers")));
+	r = palloc0(sizeof(LlmRemote));
+	r->cxt = cxt;
+	r->nodes = palloc0(sizeof(RemoteNode) * Max(list_length(names), 1));
+	r->local = llm_local_inference;
+	r->next_id = 1;
+	foreach(lc, names)
+	{
+		ForeignServer *server = GetForeignServerByName((char *) lfirst(lc), false);
+		UserMapping *um = GetUserMapping(GetUserId(), server->serverid);
+		RemoteNode *node = &r->nodes[i++];
+
+		node->name = pstrdup(server->servername);
+		node->serverid = server->serverid;
+		remote_conn_options(node, server, um);
+		initStringInfo(&node->pending_buf);
+	}
+	r->n_nodes = i;
+	MemoryContextSwitchTo(old);
+	return r;
+}
+
+/* Close a connection, first asking the node to cancel its query if one runs (raises nothing). */
+static void
+remote_conn_close(RemoteConn *c)
+{
+	if (c->conn == NULL)
+		return;
+	if (c->items != NULL && PQtransactionStatus(c->conn) == PQTRANS_ACTIVE)
+	{
+		PGcancel   *cancel = PQgetCancel(c->conn);
+		char		errbuf[256];
+
+		if (cancel != NULL)
+		{
+			(void) PQcancel(cancel, errbuf, sizeof(errbuf));
+			PQfreeCancel(cancel);
+		}
+	}
+	PQfinish(c->conn);
+	c->conn = NULL;
+	if (c->items != NULL)
+		pfree(c->items);
+	c->items = NULL;
+	c->n_items = c->n_answered = 0;
+}
+
+/*
+ * Wait until conn's socket is readable or timeout_ms passed, checking for
+ * interrupts; false on timeout.
+ */
+static bool
+remote_wait_socket(PGconn *conn, long timeout_ms)
+{
+	int			rc;
+
+	CHECK_FOR_INTERRUPTS();
+	rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_SOCKET_READABLE | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						   PQsocket(conn), timeout_ms, LLM_WAIT_EVENT_REQUEST);
+	if (rc & WL_LATCH_SET)
+		ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	return (rc & (WL_SOCKET_READABLE | WL_LATCH_SET)) != 0;
+}
+
+/*
+ * Run a query on a node's fresh connection, waiting with interrupts
+ * checked (up to llm.remote_timeout); its result, or NULL with *why set.
+ */
+static PGresult *
+remote_exec(PGconn *conn, const char *sql, char **why)
+{
+	PGresult   *res = NULL;
+	PGresult   *last = NULL;
+	TimestampTz start = GetCurrentTimestamp();
+
+	if (!PQsendQueryParams(conn, sql, 0, NULL, NULL, NULL, NULL, 0))
+	{
+		*why = pstrdup(PQerrorMessage(conn));
+		return NULL;
+	}
+	for (;;)
+	{
+		while (PQisBusy(conn))
+		{
+			if (llm_remote_timeout > 0 &&
+				TimestampDifferenceExceeds(start, GetCurrentTimestamp(), llm_remote_timeout))
+			{
+				*why = psprintf("No answer within llm.remote_timeout (%d ms).", llm_remote_timeout);
+				PQclear(last);
+				return NULL;
+			}
+			(void) remote_wait_socket(conn, LLM_REMOTE_WAIT_MS);
+			if (!PQconsumeInput(conn))
+			{
+				*why = pstrdup(PQerrorMessage(conn));
+				PQclear(last);
+				return NULL;
+			}
+		}
+		res = PQgetResult(conn);
+		if (res == NULL)
+			break;
+		PQclear(last);
+		last = res;
+	}
+	if (last == NULL || PQresultStatus(last) != PGRES_TUPLES_OK)
+	{
+		*why = pstrdup(last ? PQresultErrorMessage(last) : PQerrorMessage(conn));
+		PQclear(last);
+		return NULL;
+	}
+	return last;
+}
+
+/* Turn a libpq message into a sentence of a detail (no trailing newline). */
+static char *
+remote_sentence(const char *msg)
+{
+	char	   *s = pstrdup(msg);
+	int			n = strlen(s);
+
+	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' '))
+		s[--n] = '\0';
+	return s;
+}
+
+/*
+ * Open a connection to node.  The first one also checks the node: its llm
+ * is recent enough and serves the coordinator's model; it reads llm's
+ * schema there and the node's free capacity.  NULL with *why set when the
+ * node cannot serve.
+ */
+static PGconn *
+remote_connect(LlmRemote *r, RemoteNode *node, bool check, char **why)
+{
+	PGconn	   *conn = PQconnectdbParams((const char *const *) node->keywords,
+										 (const char *const *) node->values, false);
+	PGresult   *res;
+	char	   *sql;
+
+	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
+	{
+		*why = conn ? remote_sentence(PQerrorMessage(conn)) : pstrdup("out of memory");
+		PQfinish(conn);
+		return NULL;
+	}
+	/* as postgres_fdw: a role that is not a superuser must have given a password */
+	if (!superuser() && !PQconnectionUsedPassword(conn))
+	{
+		PQfinish(conn);
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required to use inference node \"%s\"", node->name),
+				 errdetail("Non-superusers must give a password in the user mapping.")));
+	}
+	if (PQsetnonblocking(conn, 1) != 0)
+	{
+		*why = remote_sentence(PQerrorMessage(conn));
+		PQfinish(conn);
+		return NULL;
+	}
+	if (!check)
+		return conn;
+
+	res = remote_exec(conn, "SELECT pg_catalog.quote_ident(n.nspname), e.extversion "
+					  "FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n "
+					  "ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+					  "WHERE e.extname OPERATOR(pg_catalog.=) 'llm'", why);
+	if (res == NULL)
+		goto fail;
+	if (PQntuples(res) != 1)
+	{
+		*why = pstrdup("The extension llm is not installed in its database.");
+		goto fail;
+	}
+	node->schema = MemoryContextStrdup(r->cxt, PQgetvalue(res, 0, 0));
+	{
+		int			major = 0;
+		int			minor = 0;
+
+		if (sscanf(PQgetvalue(res, 0, 1), "%d.%d", &major, &minor) != 2 || major < 1 || (major == 1 && minor < 6))
+		{
+			*why = psprintf("Its llm is version %s; remote inference needs 1.6 or later.", PQgetvalue(res, 0, 1));
+			goto fail;
+		}
+	}
+	PQclear(res);
+	sql = psprintf("SELECT %s.llm_model_identity(), pg_catalog.current_setting('llm.max_sequences')::int, "
+				   "s.queued_requests, s.running_requests FROM %s.llm_stats s", node->schema, node->schema);
+	res = remote_exec(conn, sql, why);
+	pfree(sql);
+	if (res == NULL)
+		goto fail;
+	if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+	{
+		*why = pstrdup("It has no model loaded.");
+		goto fail;
+	}
+	if (r->identity == 0 || strtou64(PQgetvalue(res, 0, 0), NULL, 16) != r->identity)
+	{
+		*why = r->identity == 0 ?
+			pstrdup("This server has no model loaded to compare with.") :
+			psprintf("Its model's identity is %s; this server's is %016" PRIx64 ".",
+					 PQgetvalue(res, 0, 0), r->identity);
+		goto fail;
+	}
+	node->capacity = Max(1, atoi(PQgetvalue(res, 0, 1)) - atoi(PQgetvalue(res, 0, 2)) - atoi(PQgetvalue(res, 0, 3)));
+	PQclear(res);
+	return conn;
+
+fail:
+	PQclear(res);
+	PQfinish(conn);
+	if (*why != NULL)
+		*why = remote_sentence(*why);
+	return NULL;
+}
+
+/* Connect to every node not tried in this statement (its first window), and read the local capacity. */
+static void
+remote_connect_all(LlmRemote *r)
+{
+	LlmCounters c;
+	int			queued = 0;
+
+	LWLockAcquire(LlmState->lock, LW_SHARED);
+	r->identity = LlmState->worker.has_model ? LlmState->worker.identity : 0;
+	c = LlmState->counters;
+	for (int s = 0; s < LlmState->n_slots; s++)
+		queued += LlmState->slots[s].state == LLM_SLOT_QUEUED;
+	LWLockRelease(LlmState->lock);
+	r->local_capacity = Max(1, llm_max_sequences - queued - c.engine_waiting - c.engine_running);
+
+	for (int k = 0; k < r->n_nodes; k++)
+	{
+		RemoteNode *node = &r->nodes[k];
+		char	   *why = NULL;
+
+		if (node->tried)
+			continue;
+		node->tried = true;
+		node->conns[0].conn = remote_connect(r, node, true, &why);
+		node->alive = node->conns[0].conn != NULL;
+		if (!node->alive)
+		{
+			node->failures++;
+			LlmRemoteCountFailure(node->name);
+			ereport(WARNING,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("llm inference node \"%s\" is not used", node->name),
+					 errdetail_internal("%s", why ? why : "unknown"),
+					 errhint("The statement runs on the other nodes; the next one tries this node again.")));
+		}
+	}
+}
+
+/*
+ * Where the next request goes: the node with the fewest requests in flight
+ * per unit of free capacity, the local worker (-1) being one; raises an
+ * error when no node is left.  local_load is the local requests in flight.
+ */
+int
+LlmRemotePick(LlmRemote *r, int local_load)
+{
+	int			best = -2;
+	double		best_score = 0;
+
+	remote_connect_all(r);
+	if (r->local)
+	{
+		best = -1;
+		best_score = (double) (local_load + 1) / r->local_capacity;
+	}
+	for (int k = 0; k < r->n_nodes; k++)
+	{
+		RemoteNode *node = &r->nodes[k];
+		double		score = (double) (node->load + 1) / node->capacity;
+
+		if (node->alive && (best == -2 || score < best_score))
+		{
+			best = k;
+			best_score = score;
+		}
+	}
+	if (best == -2)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("no llm inference node is available"),
+				 errdetail("Every server of llm.remote_servers failed, and llm.local_inference is off."),
+				 errhint("Check the servers' logs and the warnings above, or set llm.local_inference to on.")));
+	return best;
+}
+
+/* Give node k the job (of the caller's row and job number), to be sent at the next LlmRemoteFlush. */
+void
+LlmRemoteAdd(LlmRemote *r, int k, LlmJob *job, void *row, int j)
+{
+	RemoteNode *node = &r->nodes[k];
+	MemoryContext old = MemoryContextSwitchTo(r->cxt);
+
+	if (node->n_pending == node->max_pending)
+	{
+		node->max_pending = Max(16, 2 * node->max_pending);
+		node->pending = node->pending ? repalloc(node->pending, sizeof(RemoteItem) * node->max_pending) :
+			palloc(sizeof(RemoteItem) * node->max_pending);
+	}
+	job->remote_node = k;
+	job->request_id = r->next_id++;
+	node->pending[node->n_pending++] = (RemoteItem) {row, j, job->request_id, false};
+	if (node->pending_buf.len == 0)
+	{
+		pq_sendint32(&node->pending_buf, LLM_REMOTE_MAGIC);
+		pq_sendint32(&node->pending_buf, 0);	/* the count, set when sent */
+	}
+	remote_put_job(&node->pending_buf, job, job->request_id);
+	node->load++;
+	node->requests++;
+	MemoryContextSwitchTo(old);
+}
+
+/* Node k failed: a WARNING, and every request it has not answered back to the caller. */
+static void
+remote_node_failed(LlmRemote *r, int k, const char *why, LlmRemoteLostCb lost, void *arg)
+{
+	RemoteNode *node = &r->nodes[k];
+	int			n_lost = 0;
+	RemoteItem *items = palloc(sizeof(RemoteItem) * Max(node->load, 1));
+
+	node->alive = false;
+	node->failures++;
+	LlmRemoteCountFailure(node->name);
+	for (int c = 0; c < LLM_REMOTE_CONNS; c++)
+	{
+		RemoteConn *conn = &node->conns[c];
+
+		for (int i = 0; i < conn->n_items; i++)
+			if (!conn->items[i].answered && n_lost < node->load)
+				items[n_lost++] = conn->items[i];
+		remote_conn_close(conn);
+	}
+	for (int i = 0; i < node->n_pending && n_lost < node->load; i++)
+		items[n_lost++] = node->pending[i];
+	node->n_pending = 0;
+	resetStringInfo(&node->pending_buf);
+	node->load = 0;
+	ereport(WARNING,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("llm inference node \"%s\" failed", node->name),
+			 errdetail_internal("%s", why),
+			 errhint("Its %d unanswered requests go to the other nodes.", n_lost)));
+	for (int i = 0; i < n_lost; i++)
+		lost(arg, items[i].row, items[i].job, items[i].id);
+	pfree(items);
+}
+
+/* Send each node's pending requests on an idle connection, opening one if need be. */
+void
+LlmRemoteFlush(LlmRemote *r, LlmRemoteLostCb lost, void *arg)
+{
+	for (int k = 0; k < r->n_nodes; k++)
+	{
+		RemoteNode *node = &r->nodes[k];
+		RemoteConn *c = NULL;
+		const char *values[1];
+		int			lengths[1];
+		int			formats[1] = {1};
+		char	   *sql;
+		char	   *why = NULL;
+		uint32		n;
+
+		if (!node->alive || node->n_pending == 0)
+			continue;
+		for (int i = 0; i < LLM_REMOTE_CONNS && c == NULL; i++)
+			if (node->conns[i].conn != NULL && node->conns[i].items == NULL)
+				c = &node->conns[i];
+		for (int i = 0; i < LLM_REMOTE_CONNS && c == NULL; i++)
+			if (node->conns[i].conn == NULL)
+			{
+				node->conns[i].conn = remote_connect(r, node, false, &why);
+				if (node->conns[i].conn == NULL)
+				{
+					remote_node_failed(r, k, why, lost, arg);
+					break;
+				}
+				c = &node->conns[i];
+			}
+		if (c == NULL)
+			continue;			/* every connection busy (or the node failed): later */
+
+		n = pg_hton32((uint32) node->n_pending);
+		memcpy(node->pending_buf.data + 4, &n, 4);
+		values[0] = node->pending_buf.data;
+		lengths[0] = node->pending_buf.len;
+		sql = psprintf("SELECT %s.llm_remote_batch($1)", node->schema);
+		if (!PQsendQueryParams(c->conn, sql, 1, NULL, values, lengths, formats, 1)
+#ifdef LIBPQ_HAS_CHUNK_MODE
+			|| !PQsetChunkedRowsMode(c->conn, 64)
+#else
+			|| !PQsetSingleRowMode(c->conn)
+#endif
+			)
+		{
+			c->items = node->pending;
+			c->n_items = node->n_pending;
+			c->n_answered = 0;
+			node->pending = NULL;
+			node->n_pending = node->max_pending = 0;
+			resetStringInfo(&node->pending_buf);
+			remote_node_failed(r, k, remote_sentence(PQerrorMessage(c->conn)), lost, arg);
+			pfree(sql);
+			continue;
+		}
+		pfree(sql);
+		(void) PQflush(c->conn);
+		c->items = node->pending;
+		c->n_items = node->n_pending;
+		c->n_answered = 0;
+		c->last_heard = GetCurrentTimestamp();
+		node->pending = NULL;
+		node->n_pending = node->max_pending = 0;
+		resetStringInfo(&node->pending_buf);
+	}
+}
+
+/* Whether any request is in flight on a node (sent or pending). */
+bool
+LlmRemoteBusy(LlmRemote *r)
+{
+	if (r == NULL)
+		return false;
+	for (int k = 0; k < r->n_nodes; k++)
+		if (r->nodes[k].alive && r->nodes[k].load > 0)
+			return true;
+	return false;
+}
+
+/* Read what conn c of node k has received: each answer to the caller; false when the node failed. */
+static bool
+remote_read(LlmRemote *r, int k, RemoteConn *c, LlmRemoteAnswerCb answer, LlmRemoteLostCb lost, void *arg)
+{
+	RemoteNode *node = &r->nodes[k];
+
+	if (!PQconsumeInput(c->conn))
+	{
+		remote_node_failed(r, k, remote_sentence(PQerrorMessage(c->conn)), lost, arg);
+		return false;
+	}
+	while (!PQisBusy(c->conn))
+	{
+		PGresult   *res = PQgetResult(c->conn);
+		ExecStatusType st;
+
+		if (res == NULL)
+		{
+			/* the call ended: every request must have had its answer */
+			if (c->n_answered < c->n_items)
+			{
+				remote_node_failed(r, k, "Its batch ended without every answer.", lost, arg);
+				return false;
+			}
+			pfree(c->items);
+			c->items = NULL;
+			c->n_items = c->n_answered = 0;
+			return true;
+		}
+		st = PQresultStatus(res);
+		c->last_heard = GetCurrentTimestamp();
+		if (st == PGRES_SINGLE_TUPLE || st == PGRES_TUPLES_OK
+#ifdef LIBPQ_HAS_CHUNK_MODE
+			|| st == PGRES_TUPLES_CHUNK
+#endif
+			)
+		{
+			for (int t = 0; t < PQntuples(res); t++)
+			{
+				StringInfoData buf;
+				LlmJob		ans;
+				uint64		tag;
+				int			i;
+
+				buf.data = PQgetvalue(res, t, 0);
+				buf.len = PQgetlength(res, t, 0);
+				buf.maxlen = buf.len;
+				buf.cursor = 0;
+				if (PQnfields(res) != 1 || PQgetisnull(res, t, 0) || !remote_get_answer(&buf, &ans, &tag))
+				{
+					PQclear(res);
+					remote_node_failed(r, k, "It sent a malformed answer.", lost, arg);
+					return false;
+				}
+				/* the request it answers: the items of the call are in tag order */
+				for (i = 0; i < c->n_items && c->items[i].id != tag; i++)
+					;
+				if (i == c->n_items || c->items[i].answered)
+				{
+					PQclear(res);
+					remote_node_failed(r, k, "It sent an answer to no request of its batch.", lost, arg);
+					return false;
+				}
+				c->items[i].answered = true;
+				c->n_answered++;
+				node->load--;
+				node->answers++;
+				node->prompt_tokens += ans.prompt_tokens;
+				node->completion_tokens += ans.completion_tokens;
+				LlmRemoteCountAnswer(node->name, ans.prompt_tokens, ans.completion_tokens);
+				answer(arg, c->items[i].row, c->items[i].job, tag, &ans);
+			}
+			PQclear(res);
+			continue;
+		}
+		{
+			char	   *why = remote_sentence(PQresultErrorMessage(res));
+
+			PQclear(res);
+			/* the rest of the call's results, then the connection is gone with the node */
+			remote_node_failed(r, k, why, lost, arg);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Take every answer the nodes have sent, first waiting up to wait_ms for
+ * one (0: just look): each to answer(); the requests of a node that failed
+ * or has been silent for llm.remote_timeout to lost().
+ */
+void
+LlmRemoteCollect(LlmRemote *r, long wait_ms, LlmRemoteAnswerCb answer, LlmRemoteLostCb lost, void *arg)
+{
+	if (wait_ms != 0)
+	{
+		WaitEventSet *set;
+		WaitEvent	ev;
+		int			n = 0;
+
+		for (int k = 0; k < r->n_nodes; k++)
+			for (int i = 0; i < LLM_REMOTE_CONNS; i++)
+				n += r->nodes[k].conns[i].items != NULL;
+		if (n > 0)
+		{
+#if PG_VERSION_NUM >= 170000
+			set = CreateWaitEventSet(CurrentResourceOwner, n + 2);
+#else
+			set = CreateWaitEventSet(CurrentMemoryContext, n + 2);
+#endif
+			AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+			AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+			for (int k = 0; k < r->n_nodes; k++)
+				for (int i = 0; i < LLM_REMOTE_CONNS; i++)
+					if (r->nodes[k].conns[i].items != NULL)
+						AddWaitEventToSet(set, WL_SOCKET_READABLE, PQsocket(r->nodes[k].conns[i].conn), NULL, NULL);
+			if (WaitEventSetWait(set, wait_ms < 0 ? LLM_REMOTE_WAIT_MS : wait_ms, &ev, 1,
+								 LLM_WAIT_EVENT_REQUEST) > 0 && (ev.events & WL_LATCH_SET))
+				ResetLatch(MyLatch);
+			FreeWaitEventSet(set);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	for (int k = 0; k < r->n_nodes; k++)
+	{
+		RemoteNode *node = &r->nodes[k];
+
+		for (int i = 0; i < LLM_REMOTE_CONNS && node->alive; i++)
+		{
+			RemoteConn *c = &node->conns[i];
+
+			if (c->items == NULL)
+				continue;
+			if (!remote_read(r, k, c, answer, lost, arg))
+				break;
+			if (c->items != NULL && llm_remote_timeout > 0 &&
+				TimestampDifferenceExceeds(c->last_heard, GetCurrentTimestamp(), llm_remote_timeout))
+			{
+				remote_node_failed(r, k, psprintf("It sent no answer for llm.remote_timeout (%d ms).",
+												  llm_remote_timeout), lost, arg);
+				break;
+			}
+		}
+	}
+}
+
+/*
+ * Cancel every node's requests in flight and close the connections;
+ * the next window connects again (raises nothing: runs in error cleanup).
+ */
+void
+LlmRemoteCancel(LlmRemote *r)
+{
+	if (r == NULL)
+		return;
+	for (int k = 0; k < r->n_nodes; k++)
+	{
+		RemoteNode *node = &r->nodes[k];
+
+		for (int i = 0; i < LLM_REMOTE_CONNS; i++)
+			remote_conn_close(&node->conns[i]);
+		node->n_pending = 0;
+		resetStringInfo(&node->pending_buf);
+		node->load = 0;
+		node->tried = false;
+		node->alive = false;
+	}
+}
+
+/* EXPLAIN ANALYZE: the requests and tokens of each node, the local worker first. */
+void
+LlmRemoteExplain(LlmRemote *r, ExplainState *es)
+{
+	if (r == NULL)
+		return;
+	for (int k = 0; k < r->n_nodes; k++)
+	{
+		RemoteNode *node = &r->nodes[k];
+		char	   *label = psprintf("Node %s", node->name);
+
+		ExplainPropertyText(label, psprintf("requests=" INT64_FORMAT " answers=" INT64_FORMAT
+											" prompt_tokens=" INT64_FORMAT " completion_tokens=" INT64_FORMAT
+											" failures=%d",
+											node->requests, node->answers, node->prompt_tokens,
+											node->completion_tokens, node->failures), es);
+	}
+}
+
+/* ---------- llm_remote_stats ---------- */
+
+/* The counters entry of server, made if missing (NULL when the table is full); the lock held exclusively. */
+static LlmRemoteCounters *
+remote_counters(const char *server)
+{
+	for (int i = 0; i < LLM_REMOTE_STATS; i++)
+	{
+		LlmRemoteCounters *e = &LlmState->remote[i];
+
+		if (strcmp(e->server, server) == 0)
+			return e;
+		if (e->server[0] == '\0')
+		{
+			strlcpy(e->server, server, sizeof(e->server));
+			return e;
+		}
+	}
+	return NULL;
+}
+
+/* Count an answer of node server, with its tokens. */
+void
+LlmRemoteCountAnswer(const char *server, int64 prompt_tokens, int64 completion_tokens)
+{
+	LlmRemoteCounters *e;
+
+	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
+	if ((e = remote_counters(server)) != NULL)
+	{
+		e->answers++;
+		e->prompt_tokens += prompt_tokens;
+		e->completion_tokens += completion_tokens;
+	}
+	LWLockRelease(LlmState->lock);
+}
+
+/* Count a failure (or refusal) of node server. */
+void
+LlmRemoteCountFailure(const char *server)
+{
+	LlmRemoteCounters *e;
+
+	LWLockAcquire(LlmState->lock, LW_EXCLUSIVE);
+	if ((e = remote_counters(server)) != NULL)
+		e->failures++;
+	LWLockRelease(LlmState->lock);
+}
+
+PG_FUNCTION_INFO_V1(llm_remote_stats);
+
+/*
+ * llm_remote_stats() RETURNS TABLE (server name, answered_requests bigint,
+ *		prompt_tokens bigint, completion_tokens bigint, failures bigint)
+ *		What each remote node (by foreign server name) answered to this
+ *		server's LLM Batch nodes since the server started.
+ */
+Datum
+llm_remote_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	LlmRemoteCounters *rows = palloc(sizeof(LlmRemoteCounters) * LLM_REMOTE_STATS);
+
+	LlmShmemCheck();
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(LlmState->lock, LW_SHARED);
+	memcpy(rows, LlmState->remote, sizeof(LlmRemoteCounters) * LLM_REMOTE_STATS);
+	LWLockRelease(LlmState->lock);
+	for (int r = 0; r < LLM_REMOTE_STATS && rows[r].server[0] != '\0'; r++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {0};
+		NameData   *n = palloc(sizeof(NameData));
+
+		namestrcpy(n, rows[r].server);
+		values[0] = NameGetDatum(n);
+		values[1] = Int64GetDatum(rows[r].answers);
+		values[2] = Int64GetDatum(rows[r].prompt_tokens);
+		values[3] = Int64GetDatum(rows[r].completion_tokens);
+		values[4] = Int64GetDatum(rows[r].failures);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
