@@ -57,7 +57,7 @@ is($spread, $alone, 'two remote nodes give the same answers in the same order');
 my $done1 = llm_stat($n1, 'completed_requests');
 my $done2 = llm_stat($n2, 'completed_requests');
 ok($done1 > 0 && $done2 > 0 && $done1 + $done2 == 64, "requests reach both nodes ($done1 + $done2)");
-is($coord->safe_psql('postgres', 'SELECT string_agg(server || ' ' || answered_requests, ', ' ORDER BY server) FROM llm_remote_stats'),
+is($coord->safe_psql('postgres', q{SELECT string_agg(server || ' ' || answered_requests, ', ' ORDER BY server) FROM llm_remote_stats}),
 	"node1 $done1, node2 $done2", 'llm_remote_stats counts each node\'s answers');
 like($coord->safe_psql('postgres', $remote . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $query"),
 	qr/Local Requests: 0.*Node node1: requests=\d+ answers=\d+.*Node node2: requests=\d+/s,
