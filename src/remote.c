@@ -64,6 +64,7 @@
 #include "commands/explain.h"
 #if PG_VERSION_NUM >= 180000
 #include "commands/explain_format.h"
+#include "commands/explain_state.h"
 #endif
 #include "foreign/foreign.h"
 #include "funcapi.h"
@@ -73,6 +74,7 @@
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/varlena.h"
@@ -147,6 +149,7 @@ struct RemoteNode
 struct LlmRemote
 {
 	MemoryContext cxt;
+	MemoryContext answer_cxt;	/* an answer while it is read, reset after each */
 	int			n_nodes;
 	struct RemoteNode *nodes;
 	bool		local;			/* llm.local_inference */
@@ -634,14 +637,21 @@ LlmRemoteStart(MemoryContext cxt)
 				 errmsg("invalid list syntax in llm.remote_servers")));
 	r = palloc0(sizeof(LlmRemote));
 	r->cxt = cxt;
+	r->answer_cxt = AllocSetContextCreate(cxt, "LLM remote answer", ALLOCSET_SMALL_SIZES);
 	r->nodes = palloc0(sizeof(RemoteNode) * Max(list_length(names), 1));
 	r->local = llm_local_inference;
 	r->next_id = 1;
 	foreach(lc, names)
 	{
 		ForeignServer *server = GetForeignServerByName((char *) lfirst(lc), false);
-		UserMapping *um = GetUserMapping(GetUserId(), server->serverid);
+		UserMapping *um;
 		RemoteNode *node = &r->nodes[i++];
+		AclResult	aclresult = LlmForeignServerAclCheck(server->serverid, GetUserId(), ACL_USAGE);
+
+		/* as dblink with a server's name: the user needs USAGE on it, and a mapping */
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_FOREIGN_SERVER, server->servername);
+		um = GetUserMapping(GetUserId(), server->serverid);
 
 		node->name = pstrdup(server->servername);
 		node->serverid = server->serverid;
@@ -1111,13 +1121,17 @@ remote_read(LlmRemote *r, int k, RemoteConn *c, LlmRemoteAnswerCb answer, LlmRem
 				LlmJob		ans;
 				uint64		tag;
 				int			i;
+				MemoryContext old;
 
 				buf.data = PQgetvalue(res, t, 0);
 				buf.len = PQgetlength(res, t, 0);
 				buf.maxlen = buf.len;
 				buf.cursor = 0;
+				MemoryContextReset(r->answer_cxt);
+				old = MemoryContextSwitchTo(r->answer_cxt);
 				if (PQnfields(res) != 1 || PQgetisnull(res, t, 0) || !remote_get_answer(&buf, &ans, &tag))
 				{
+					MemoryContextSwitchTo(old);
 					PQclear(res);
 					remote_node_failed(r, k, "It sent a malformed answer.", lost, arg);
 					return false;
@@ -1125,6 +1139,7 @@ remote_read(LlmRemote *r, int k, RemoteConn *c, LlmRemoteAnswerCb answer, LlmRem
 				/* the request it answers: the items of the call are in tag order */
 				for (i = 0; i < c->n_items && c->items[i].id != tag; i++)
 					;
+				MemoryContextSwitchTo(old);
 				if (i == c->n_items || c->items[i].answered)
 				{
 					PQclear(res);
