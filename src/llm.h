@@ -20,6 +20,7 @@
 #include "pg_compat.h"
 
 #include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "nodes/plannodes.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
@@ -465,6 +466,12 @@ extern void LlmRemoteCancel(LlmRemote *r);
 extern void LlmRemoteExplain(LlmRemote *r, struct ExplainState *es);
 extern void LlmRemoteCountAnswer(const char *server, int64 prompt_tokens, int64 completion_tokens);
 extern void LlmRemoteCountFailure(const char *server);
+
+/* remote_serve.c: a remote node's side, llm_remote_batch(), and the wire format */
+#define LLM_REMOTE_MAGIC	0x4c4c4d31	/* "LLM1": a batch's first four bytes */
+#define LLM_REMOTE_WAIT_MS	1000	/* longest single wait of either side */
+extern void LlmRemotePutJob(StringInfo buf, const LlmJob *job, uint64 tag);
+extern bool LlmRemoteGetAnswer(StringInfo buf, LlmJob *ans, uint64 *tag);
 
 /* worker_tokenize.c: the worker's tokenizer thread */
 typedef enum LlmTokenizeStage
