@@ -120,6 +120,7 @@ struct LlmRemote
 	int			n_nodes;
 	struct RemoteNode *nodes;
 	bool		local;			/* llm.local_inference */
+	bool		started;		/* the nodes were tried and the local capacity read (remote_connect_all) */
 	int			local_capacity;
 	uint64		identity;		/* the local model's, 0 when none is loaded */
 	uint64		next_id;
@@ -424,6 +425,9 @@ remote_connect_all(LlmRemote *r)
 	LlmCounters c;
 	int			queued = 0;
 
+	if (r->started)
+		return;
+	r->started = true;
 	LWLockAcquire(LlmState->lock, LW_SHARED);
 	r->identity = LlmState->worker.has_model ? LlmState->worker.identity : 0;
 	c = LlmState->counters;
@@ -808,6 +812,7 @@ LlmRemoteCancel(LlmRemote *r)
 		node->tried = false;
 		node->alive = false;
 	}
+	r->started = false;
 }
 
 /* EXPLAIN ANALYZE: the requests and tokens of each node, the local worker first. */
