@@ -85,19 +85,19 @@ END $$;
 SQL
 done
 
-psql_on coord <<SQL
+psql_on coord >/dev/null <<SQL
 CREATE EXTENSION IF NOT EXISTS postgres_fdw;
 CREATE SERVER node1 FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$dir', port '${port[node1]}', dbname 'postgres');
 CREATE SERVER node2 FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$dir', port '${port[node2]}', dbname 'postgres');
-CREATE USER MAPPING FOR CURRENT_USER SERVER node1;
-CREATE USER MAPPING FOR CURRENT_USER SERVER node2;
+CREATE USER MAPPING FOR CURRENT_USER SERVER node1 OPTIONS (user 'postgres');
+CREATE USER MAPPING FOR CURRENT_USER SERVER node2 OPTIONS (user 'postgres');
 CREATE TABLE docs AS
 SELECT i AS id, 'Summarize in one sentence: ' ||
        (ARRAY['Tom', 'Lily', 'Ben', 'Sue', 'Max'])[i % 5 + 1] || ' found ' || i || ' ' ||
        (ARRAY['shells', 'coins', 'books', 'apples'])[i % 4 + 1] || ' on the beach and gave half to ' ||
        (ARRAY['a friend', 'his sister', 'the teacher'])[i % 3 + 1] || '.' AS body
 FROM generate_series(1, $ROWS) i;
-SELECT llm_generate('Warm-up', 4);
+SELECT llm_generate('Warm-up', 4) IS NOT NULL AS warm;
 SQL
 for n in node1 node2; do psql_on "$n" -c "SELECT llm_generate('Warm-up', 4)" >/dev/null; done
 
@@ -106,9 +106,10 @@ query="SELECT id, llm_generate(body, max_tokens => $NEW, seed => id) FROM docs"
 run() {
     local t0 t1 sum
     t0=$(date +%s.%N)
-    sum=$(psql_on coord -c "$1" -c "$query" 2>>"$dir/warnings" | md5sum | cut -c1-12)
+    sum=$(psql_on coord -c "$1" -c "$query" 2>>"$dir/warnings" | md5sum | cut -c1-12) ||
+        { cat "$dir/warnings" >&2; exit 1; }
     t1=$(date +%s.%N)
-    echo "$(echo "$t1 - $t0" | bc) $sum"
+    printf '%.2f %s\n' "$(echo "$t1 - $t0" | bc)" "$sum"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}'; }
 
@@ -124,7 +125,7 @@ same_two=yes
 for r in "${one[@]}" "${two[@]}"; do [ "${r#* }" = "$sum_one" ] || same_two=no; done
 
 # a node stopped in immediate mode at about half the one-node time... of two nodes
-half=$(echo "$t_two / 2" | bc -l)
+half=$(printf '%.1f' "$(echo "$t_two / 2" | bc -l)")
 ( sleep "$half"; "${run_as[@]}" "$bindir/pg_ctl" -D "$dir/node1" -m immediate -w stop >/dev/null ) &
 killed=$(run "SET llm.remote_servers = 'node1, node2'; SET llm.local_inference = off")
 wait
@@ -133,15 +134,16 @@ same_killed=$([ "${killed#* }" = "$sum_one" ] && echo yes || echo no)
 resent=$(grep -c 'llm inference node "node1" failed' "$dir/warnings" || true)
 
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)
+load=$(cut -d' ' -f1-3 /proc/loadavg)
 rate() { echo "scale=1; $ROWS / $1" | bc; }
 {
     echo "| setup | seconds | rows/s | vs one node | answers identical |"
     echo "|---|---|---|---|---|"
     echo "| one server (its own worker) | $t_one | $(rate "$t_one") | 1.00x | (reference) |"
-    echo "| coordinator + 2 remote nodes, llm.local_inference = off | $t_two | $(rate "$t_two") | $(echo "scale=2; $t_one / $t_two" | bc)x | $same_two |"
-    echo "| the same, node1 stopped (-m immediate) at ${half%.*}s | $t_killed | $(rate "$t_killed") | $(echo "scale=2; $t_one / $t_killed" | bc)x | $same_killed (node failed: $resent) |"
+    echo "| coordinator + 2 remote nodes, llm.local_inference = off | $t_two | $(rate "$t_two") | $(printf "%.2f" "$(echo "$t_one / $t_two" | bc -l)")x | $same_two |"
+    echo "| the same, node1 stopped (-m immediate) at ${half}s | $t_killed | $(rate "$t_killed") | $(printf "%.2f" "$(echo "$t_one / $t_killed" | bc -l)")x | $same_killed (node failed: $resent) |"
     echo
-    echo "$ROWS rows, $NEW new tokens each, seed => id, $(basename "$model"), llm.threads = $THREADS per server, median of $REPEAT (the stopped run once); $cpu, $(nproc) cores; $("$pg_config" --version)."
+    echo "$ROWS rows, $NEW new tokens each, seed => id, $(basename "$model"), llm.threads = $THREADS per server, median of $REPEAT (the stopped run once); $cpu, $(nproc) cores (load average $load at the end: other work shares them); $("$pg_config" --version)."
 } | tee "$OUT/scale_bench.md"
 {
     echo "setup,seconds,rows_per_s,identical"

@@ -36,6 +36,16 @@
  * (a content-free calibration job, calibrate.c) whose answer the statement
  * has kept: so a whole table asks each distinct one once.
  *
+ * Remote nodes.  With llm.remote_servers set, each job goes to the node
+ * LlmRemotePick() chooses (remote.c): the local queue, as above, or a
+ * remote server, which gets the jobs given to it at the end of each fill
+ * as one batch, and whose answers arrive while the node waits (a job
+ * holds remote_node and its dispatch's request_id meanwhile).  A node
+ * that fails hands its unanswered jobs back (batch_remote_lost), and the
+ * next fill sends them elsewhere before any new row; an answer for a job
+ * that no longer awaits it (its row gone after a LIMIT, or sent again) is
+ * ignored, so each job is answered once.
+ *
  * Giving up.  At the end of the scan (a LIMIT above stops reading early),
  * at a rescan, and when the query's memory goes away on an error, a cancel
  * or a statement timeout (a reset callback on the node's memory context),
