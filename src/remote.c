@@ -918,3 +918,156 @@ llm_remote_stats(PG_FUNCTION_ARGS)
 	}
 	return (Datum) 0;
 }
+
+/* ---------- a batch of jobs run to the end (background fills) ---------- */
+
+/* LlmRemoteRunJobs()'s state, for its callbacks. */
+typedef struct RemoteRun
+{
+	LlmJob	   *jobs;
+	int			n_jobs;
+	bool	   *answered;
+	int			n_answered;
+	int		   *todo;			/* (n_todo) jobs to send (again) */
+	int			n_todo;
+	MemoryContext result_cxt;	/* the caller's: the answers' texts */
+} RemoteRun;
+
+/* The job an answer or a failure is about, or NULL when it no longer awaits one. */
+static LlmJob *
+remote_run_job(RemoteRun *run, int j, uint64 id)
+{
+	if (j < 0 || j >= run->n_jobs || run->answered[j] || run->jobs[j].remote_node < 0 ||
+		run->jobs[j].request_id != id)
+		return NULL;
+	return &run->jobs[j];
+}
+
+/* A node's answer to a job of the run (LlmRemoteAnswerCb). */
+static void
+remote_run_answer(void *arg, void *row, int j, uint64 id, LlmJob *ans)
+{
+	RemoteRun  *run = (RemoteRun *) arg;
+	LlmJob	   *job = remote_run_job(run, j, id);
+
+	if (job == NULL)
+		return;
+	job->remote_node = -1;
+	if (ans->failed && !job->error_as_null)
+		ereport(ERROR,
+				(errcode(ans->sqlerrcode ? ans->sqlerrcode : ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("%s", ans->error)));
+	job->failed = ans->failed;
+	job->sqlerrcode = ans->sqlerrcode;
+	job->error = ans->error ? MemoryContextStrdup(run->result_cxt, ans->error) : NULL;
+	job->completion = ans->completion ? MemoryContextStrdup(run->result_cxt, ans->completion) : NULL;
+	job->prompt_tokens = ans->prompt_tokens;
+	job->completion_tokens = ans->completion_tokens;
+	job->cached_tokens = ans->cached_tokens;
+	job->drafted_tokens = ans->drafted_tokens;
+	job->accepted_tokens = ans->accepted_tokens;
+	job->logprob = ans->logprob;
+	job->cache_hit = ans->cache_hit;
+	job->n_scored = ans->n_scored;
+	job->run_us = ans->run_us;
+	job->finish_reason = ans->finish_reason;
+	run->answered[j] = true;
+	run->n_answered++;
+}
+
+/* A failed node left a job of the run unanswered: send it again (LlmRemoteLostCb). */
+static void
+remote_run_lost(void *arg, void *row, int j, uint64 id)
+{
+	RemoteRun  *run = (RemoteRun *) arg;
+	LlmJob	   *job = remote_run_job(run, j, id);
+
+	if (job == NULL)
+		return;
+	job->remote_node = -1;
+	run->todo[run->n_todo++] = j;
+}
+
+/*
+ * Run jobs over llm.remote_servers' nodes and the local worker (unless
+ * llm.local_inference is off), as LlmQueueRun() runs them locally: every
+ * job answered (or failed, with error_as_null) on return, a failed node's
+ * jobs sent to the others; on error every node's requests are cancelled.
+ * What a background fill (job_worker.c, through LlmQueueRunKept) uses
+ * when llm.remote_servers is set.
+ */
+void
+LlmRemoteRunJobs(LlmJob *jobs, int n_jobs)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "LLM remote run", ALLOCSET_DEFAULT_SIZES);
+	LlmRemote  *volatile r = NULL;
+	RemoteRun	run;
+
+	LlmQueueAttach();
+	run.jobs = jobs;
+	run.n_jobs = n_jobs;
+	run.answered = MemoryContextAllocZero(cxt, sizeof(bool) * Max(n_jobs, 1));
+	run.n_answered = 0;
+	run.todo = MemoryContextAlloc(cxt, sizeof(int) * Max(n_jobs, 1));
+	run.n_todo = 0;
+	run.result_cxt = CurrentMemoryContext;
+	for (int j = n_jobs - 1; j >= 0; j--)
+	{
+		jobs[j].slot = -1;
+		jobs[j].remote_node = -1;
+		run.todo[run.n_todo++] = j;
+	}
+	PG_TRY();
+	{
+		int			n_local = 0;	/* jobs in a local slot */
+
+		r = LlmRemoteStart(cxt);
+		while (run.n_answered < n_jobs)
+		{
+			/* send what is left, the earliest first */
+			while (run.n_todo > 0)
+			{
+				int			j = run.todo[run.n_todo - 1];
+				int			k = r != NULL ? LlmRemotePick(r, n_local) : -1;
+
+				if (k >= 0)
+					LlmRemoteAdd(r, k, &jobs[j], NULL, j);
+				else if (LlmQueueSubmit(&jobs[j], n_local > 0 || LlmRemoteBusy(r)))
+					n_local++;
+				else
+					break;
+				run.n_todo--;
+			}
+			if (r != NULL)
+			{
+				LlmRemoteFlush(r, remote_run_lost, &run);
+				if (LlmRemoteBusy(r))
+					LlmRemoteCollect(r, n_local > 0 ? 0 : -1, remote_run_answer, remote_run_lost, &run);
+			}
+			/* the local answers: wait briefly on the first while remote ones may come */
+			for (int j = 0, waited = 0; j < n_jobs && n_local > 0; j++)
+			{
+				if (jobs[j].slot < 0)
+					continue;
+				if (LlmQueuePoll(&jobs[j], waited++ == 0 ? (LlmRemoteBusy(r) ? 10 : LLM_REMOTE_WAIT_MS) : 0))
+				{
+					LlmQueueWait(&jobs[j]);
+					run.answered[j] = true;
+					run.n_answered++;
+					n_local--;
+				}
+			}
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		LlmRemoteCancel(r);
+		LlmQueueCancel(jobs, n_jobs);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	LlmRemoteCancel(r);
+	MemoryContextDelete(cxt);
+	LlmShmemDsaTrim();
+}

@@ -5,7 +5,7 @@
 # leaves every answer right; a cancel on the coordinator frees the remote
 # sequences; a node with another model file is refused (a WARNING, and the
 # statement runs on the others); llm.local_inference = off with no node
-# left is an error.
+# left is an error; a background fill spreads over the nodes too.
 use strict;
 use warnings;
 use FindBin;
@@ -115,6 +115,20 @@ like($err, qr/ERROR:  no llm inference node is available/, 'no node left is an e
 like($err, qr/ERROR:  invalid llm remote batch/, 'a malformed batch is refused');
 ($rc, $out, $err) = $n2->psql('postgres', q{SELECT llm_remote_batch('\x4c4c4d3100000001'::bytea)});
 like($err, qr/ERROR:  .*insufficient data|invalid llm remote batch/, 'a truncated batch is refused');
+
+# a background fill (llm_fill) spreads over the same nodes: its worker takes the database's settings
+$coord->safe_psql('postgres', q{
+ALTER TABLE docs ADD COLUMN summary text;
+ALTER DATABASE postgres SET llm.remote_servers = 'node1, node2';
+ALTER DATABASE postgres SET llm.local_inference = off;
+});
+my ($f1, $f2) = (llm_stat($n1, 'completed_requests'), llm_stat($n2, 'completed_requests'));
+my $job = $coord->safe_psql('postgres', "SELECT llm_fill('docs', 'summary', 'body', max_tokens => 12, batch_rows => 32)");
+is($coord->safe_psql('postgres', "SELECT llm_job_wait($job, '5 min')"), 'done', 'a fill over the remote nodes completes');
+is($coord->safe_psql('postgres', q{SELECT string_agg(id || '|' || summary, E'\n' ORDER BY id) FROM docs}), $alone,
+	'with the answers of one server alone');
+ok(llm_stat($n1, 'completed_requests') > $f1 && llm_stat($n2, 'completed_requests') > $f2,
+	'from both nodes');
 
 $_->stop for ($coord, $n1, $n2, $other);
 done_testing();
