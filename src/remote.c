@@ -38,6 +38,9 @@
  * (PQcancel) and closes it (LlmRemoteCancel, from the node's memory reset
  * callback): the remote query ends at its next check for interrupts, and
  * its requests are cancelled there as a cancelled query's are.
+ *
+ * A background fill's batch (job_worker.c, through LlmQueueRunKept) runs
+ * the same way, to its end, in LlmRemoteRunJobs().
  */
 #include "postgres.h"
 
