@@ -827,33 +827,13 @@ batch_remote_answer(void *arg, void *rowp, int j, uint64 id, LlmJob *ans)
 	BatchState *bs = (BatchState *) arg;
 	BatchRow   *row = (BatchRow *) rowp;
 	LlmJob	   *job = batch_remote_job(row, j, id);
+	BatchRowError rowerr;
 
 	if (job == NULL)
 		return;
-	job->remote_node = -1;
-	if (ans->failed && !job->error_as_null)
-	{
-		BatchRowError rowerr;
-
-		batch_row_error_push(&rowerr, bs, row);
-		ereport(ERROR,
-				(errcode(ans->sqlerrcode ? ans->sqlerrcode : ERRCODE_INTERNAL_ERROR),
-				 errmsg_internal("%s", ans->error)));
-	}
-	job->failed = ans->failed;
-	job->sqlerrcode = ans->sqlerrcode;
-	job->error = ans->error ? MemoryContextStrdup(row->cxt, ans->error) : NULL;
-	job->completion = ans->completion ? MemoryContextStrdup(row->cxt, ans->completion) : NULL;
-	job->prompt_tokens = ans->prompt_tokens;
-	job->completion_tokens = ans->completion_tokens;
-	job->cached_tokens = ans->cached_tokens;
-	job->drafted_tokens = ans->drafted_tokens;
-	job->accepted_tokens = ans->accepted_tokens;
-	job->logprob = ans->logprob;
-	job->cache_hit = ans->cache_hit;
-	job->n_scored = ans->n_scored;
-	job->run_us = ans->run_us;
-	job->finish_reason = ans->finish_reason;
+	batch_row_error_push(&rowerr, bs, row);
+	LlmRemoteTakeAnswer(job, ans, row->cxt);	/* raises the node's error for a failed request */
+	batch_row_error_pop(&rowerr);
 	batch_job_done(bs, row, j);
 }
 

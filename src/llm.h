@@ -465,6 +465,7 @@ extern void LlmRemoteCollect(LlmRemote *r, long wait_ms, LlmRemoteAnswerCb answe
 extern void LlmRemoteCancel(LlmRemote *r);
 extern void LlmRemoteExplain(LlmRemote *r, struct ExplainState *es);
 extern void LlmRemoteRunJobs(LlmJob *jobs, int n_jobs);
+extern void LlmRemoteTakeAnswer(LlmJob *job, const LlmJob *ans, MemoryContext cxt);
 extern void LlmRemoteCountAnswer(const char *server, int64 prompt_tokens, int64 completion_tokens);
 extern void LlmRemoteCountFailure(const char *server);
 

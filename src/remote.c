@@ -922,6 +922,34 @@ llm_remote_stats(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/*
+ * Give job a node's answer, its texts copied into cxt; raise the node's
+ * error for a failed request unless the job takes errors as NULL.
+ */
+void
+LlmRemoteTakeAnswer(LlmJob *job, const LlmJob *ans, MemoryContext cxt)
+{
+	job->remote_node = -1;
+	if (ans->failed && !job->error_as_null)
+		ereport(ERROR,
+				(errcode(ans->sqlerrcode ? ans->sqlerrcode : ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("%s", ans->error)));
+	job->failed = ans->failed;
+	job->sqlerrcode = ans->sqlerrcode;
+	job->error = ans->error ? MemoryContextStrdup(cxt, ans->error) : NULL;
+	job->completion = ans->completion ? MemoryContextStrdup(cxt, ans->completion) : NULL;
+	job->prompt_tokens = ans->prompt_tokens;
+	job->completion_tokens = ans->completion_tokens;
+	job->cached_tokens = ans->cached_tokens;
+	job->drafted_tokens = ans->drafted_tokens;
+	job->accepted_tokens = ans->accepted_tokens;
+	job->logprob = ans->logprob;
+	job->cache_hit = ans->cache_hit;
+	job->n_scored = ans->n_scored;
+	job->run_us = ans->run_us;
+	job->finish_reason = ans->finish_reason;
+}
+
 /* ---------- a batch of jobs run to the end (background fills) ---------- */
 
 /* LlmRemoteRunJobs()'s state, for its callbacks. */
@@ -955,25 +983,7 @@ remote_run_answer(void *arg, void *row, int j, uint64 id, LlmJob *ans)
 
 	if (job == NULL)
 		return;
-	job->remote_node = -1;
-	if (ans->failed && !job->error_as_null)
-		ereport(ERROR,
-				(errcode(ans->sqlerrcode ? ans->sqlerrcode : ERRCODE_INTERNAL_ERROR),
-				 errmsg_internal("%s", ans->error)));
-	job->failed = ans->failed;
-	job->sqlerrcode = ans->sqlerrcode;
-	job->error = ans->error ? MemoryContextStrdup(run->result_cxt, ans->error) : NULL;
-	job->completion = ans->completion ? MemoryContextStrdup(run->result_cxt, ans->completion) : NULL;
-	job->prompt_tokens = ans->prompt_tokens;
-	job->completion_tokens = ans->completion_tokens;
-	job->cached_tokens = ans->cached_tokens;
-	job->drafted_tokens = ans->drafted_tokens;
-	job->accepted_tokens = ans->accepted_tokens;
-	job->logprob = ans->logprob;
-	job->cache_hit = ans->cache_hit;
-	job->n_scored = ans->n_scored;
-	job->run_us = ans->run_us;
-	job->finish_reason = ans->finish_reason;
+	LlmRemoteTakeAnswer(job, ans, run->result_cxt);
 	run->answered[j] = true;
 	run->n_answered++;
 }
