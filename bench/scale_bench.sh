@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Remote inference nodes (llm.remote_servers): rows/s of short summaries
 # through the LLM Batch node on
-#   1. one server alone (its own worker),
+#   1. one server alone (its own worker), and a coordinator that only
+#      dispatches to one remote node (what the dispatch costs),
 #   2. a coordinator that only dispatches (llm.local_inference = off) to two
 #      remote nodes,
 #   3. the same with one node stopped (immediate mode) about midway;
@@ -113,16 +114,18 @@ run() {
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}'; }
 
-one=() two=()
+one=() rem=() two=()
 for _ in $(seq "$REPEAT"); do
     one+=("$(run "SET llm.remote_servers = ''")")
+    rem+=("$(run "SET llm.remote_servers = 'node1'; SET llm.local_inference = off")")
     two+=("$(run "SET llm.remote_servers = 'node1, node2'; SET llm.local_inference = off")")
 done
 sum_one=${one[0]#* }
 t_one=$(printf '%s\n' "${one[@]}" | cut -d' ' -f1 | median)
 t_two=$(printf '%s\n' "${two[@]}" | cut -d' ' -f1 | median)
+t_rem=$(printf '%s\n' "${rem[@]}" | cut -d' ' -f1 | median)
 same_two=yes
-for r in "${one[@]}" "${two[@]}"; do [ "${r#* }" = "$sum_one" ] || same_two=no; done
+for r in "${one[@]}" "${rem[@]}" "${two[@]}"; do [ "${r#* }" = "$sum_one" ] || same_two=no; done
 
 # a node stopped in immediate mode at about half the one-node time... of two nodes
 half=$(printf '%.1f' "$(echo "$t_two / 2" | bc -l)")
@@ -140,6 +143,7 @@ rate() { echo "scale=1; $ROWS / $1" | bc; }
     echo "| setup | seconds | rows/s | vs one node | answers identical |"
     echo "|---|---|---|---|---|"
     echo "| one server (its own worker) | $t_one | $(rate "$t_one") | 1.00x | (reference) |"
+    echo "| coordinator + 1 remote node, llm.local_inference = off (the dispatch's cost) | $t_rem | $(rate "$t_rem") | $(printf "%.2f" "$(echo "$t_one / $t_rem" | bc -l)")x | $same_two |"
     echo "| coordinator + 2 remote nodes, llm.local_inference = off | $t_two | $(rate "$t_two") | $(printf "%.2f" "$(echo "$t_one / $t_two" | bc -l)")x | $same_two |"
     echo "| the same, node1 stopped (-m immediate) at ${half}s | $t_killed | $(rate "$t_killed") | $(printf "%.2f" "$(echo "$t_one / $t_killed" | bc -l)")x | $same_killed (node failed: $resent) |"
     echo
@@ -148,6 +152,7 @@ rate() { echo "scale=1; $ROWS / $1" | bc; }
 {
     echo "setup,seconds,rows_per_s,identical"
     echo "one,$t_one,$(rate "$t_one"),reference"
+    echo "one_remote,$t_rem,$(rate "$t_rem"),$same_two"
     echo "two_remote,$t_two,$(rate "$t_two"),$same_two"
     echo "two_remote_one_stopped,$t_killed,$(rate "$t_killed"),$same_killed"
 } > "$OUT/scale_bench.csv"
