@@ -201,8 +201,8 @@ remote_get_job(StringInfo buf, LlmJob *job, uint64 *tag)
 		remote_bad_request("A system prompt needs chat.");
 	if (job->tools != NULL && !p->messages)
 		remote_bad_request("Tools need a conversation.");
-	if ((job->continuation != NULL) != p->score)
-		remote_bad_request("A continuation comes with scoring, and only with it.");
+	if (job->continuation != NULL && !p->score)
+		remote_bad_request("A continuation comes only with scoring.");	/* scoring may have an empty one */
 	/* the stop strings: n_stop non-empty NUL-terminated strings, back to back */
 	if (job->n_stop < 0 || (job->n_stop == 0) != (job->stops == NULL))
 		remote_bad_request("The stop strings do not match their count.");
