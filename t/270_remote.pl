@@ -5,7 +5,8 @@
 # leaves every answer right; a cancel on the coordinator frees the remote
 # sequences; a node with another model file is refused (a WARNING, and the
 # statement runs on the others); llm.local_inference = off with no node
-# left is an error; a background fill spreads over the nodes too.
+# left is an error; llm_classify's scoring jobs and a background fill spread
+# over the nodes too.
 use strict;
 use warnings;
 use FindBin;
@@ -62,6 +63,11 @@ is($coord->safe_psql('postgres', q{SELECT string_agg(server || ' ' || answered_r
 like($coord->safe_psql('postgres', $remote . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $query"),
 	qr/Local Requests: 0.*Node node1: requests=\d+ answers=\d+.*Node node2: requests=\d+/s,
 	'EXPLAIN ANALYZE shows each node\'s requests');
+
+# the scoring functions' jobs (labels scored as continuations, calibrated by content-free inputs) too
+my $classify = q{SELECT id, llm_classify(body, ARRAY['happy', 'sad', 'busy']) FROM docs WHERE id <= 16};
+my $classified = $coord->safe_psql('postgres', $classify);
+is($coord->safe_psql('postgres', $remote . $classify), $classified, 'llm_classify over two nodes gives the same labels');
 
 # the local worker is one more node
 my $with_local = $coord->safe_psql('postgres', "SET llm.remote_servers = 'node1, node2'; " . $query);
