@@ -322,6 +322,9 @@ PG_CPPFLAGS = -Isrc/engine -DLLM_VERSION='"$(LLM_VERSION)"'
 # src/x.bc) would replace the object's, which then missed header changes
 PG_CFLAGS = -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers -Werror -MMD -MP
 SHLIB_LINK = $(LINK_ENGINE)
+# libpq, for the remote inference nodes (src/remote.c), as postgres_fdw and dblink link it
+SHLIB_LINK_INTERNAL = $(libpq)
+PG_CPPFLAGS += -I$(libpq_srcdir)
 
 # Tests: `make installcheck` after `make install` runs pg_regress on a
 # temporary instance with the library preloaded, then the TAP tests (t/).

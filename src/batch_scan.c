@@ -36,6 +36,16 @@
  * (a content-free calibration job, calibrate.c) whose answer the statement
  * has kept: so a whole table asks each distinct one once.
  *
+ * Remote nodes.  With llm.remote_servers set, each job goes to the node
+ * LlmRemotePick() chooses (remote.c): the local queue, as above, or a
+ * remote server, which gets the jobs given to it at the end of each fill
+ * as one batch, and whose answers arrive while the node waits (a job
+ * holds remote_node and its dispatch's request_id meanwhile).  A node
+ * that fails hands its unanswered jobs back (batch_remote_lost), and the
+ * next fill sends them elsewhere before any new row; an answer for a job
+ * that no longer awaits it (its row gone after a LIMIT, or sent again) is
+ * ignored, so each job is answered once.
+ *
  * Giving up.  At the end of the scan (a LIMIT above stops reading early),
  * at a rescan, and when the query's memory goes away on an error, a cancel
  * or a statement timeout (a reset callback on the node's memory context),
@@ -126,10 +136,16 @@ typedef struct BatchState
 	MemoryContext node_cxt;		/* the node's own memory: the rows' jobs */
 	MemoryContext cxt;			/* parent of the rows' contexts */
 	MemoryContextCallback cancel_cb;
+	LlmRemote  *remote;			/* llm.remote_servers' nodes (remote.c), or NULL */
+	BatchRef   *resend;			/* (n_resend) jobs a failed node left unanswered, to send again */
+	int			n_resend;
+	int			max_resend;
 	/* for EXPLAIN ANALYZE */
 	int64		n_requests;
+	int64		n_local;		/* of those, sent to the local worker (with llm.remote_servers) */
 	int64		n_deduplicated;
 	int64		n_failed;
+	int64		n_retried;		/* requests sent again after a remote node failed */
 	int64		prompt_tokens;
 	int64		completion_tokens;
 	int64		cached_tokens;
@@ -211,6 +227,7 @@ batch_create_state(CustomScan *cscan)
 static void
 batch_cancel_all(BatchState *bs)
 {
+	LlmRemoteCancel(bs->remote);
 	if (bs->rows == NULL)
 		return;
 	for (int r = 0; r < bs->max_rows; r++)
@@ -347,6 +364,7 @@ batch_begin(CustomScanState *node, EState *estate, int eflags)
 	bs->rows_estimate = (int64) cscan->scan.plan.plan_rows;
 	LlmProgressStart(bs->rows_estimate, true);
 	bs->in_progress = true;
+	bs->remote = LlmRemoteStart(bs->node_cxt);
 	bs->cancel_cb.func = batch_cancel_callback;
 	bs->cancel_cb.arg = bs;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &bs->cancel_cb);
@@ -527,6 +545,7 @@ batch_read_row(BatchState *bs)
 
 			*job = jobs[j];
 			job->slot = -1;
+			job->remote_node = -1;
 			job->params.draft_group = bs->draft_group;
 			if (job->system != NULL)	/* it may be llm.system_prompt, which a SET could free */
 				job->system = pnstrdup(job->system, job->system_len);
@@ -638,12 +657,72 @@ batch_dedup(BatchState *bs, int i, int j)
 }
 
 /*
+ * Send job j of row to a node: with llm.remote_servers, the one
+ * LlmRemotePick() chooses (a remote one sends it at the next
+ * LlmRemoteFlush), else the local queue; false when the local queue takes
+ * no more now (in_flight as for LlmQueueSubmit).
+ */
+static bool
+batch_dispatch(BatchState *bs, BatchRow *row, int j, bool in_flight)
+{
+	LlmJob	   *job = &row->jobs[j];
+
+	if (bs->remote != NULL)
+	{
+		int			node = LlmRemotePick(bs->remote, bs->n_in_slots);
+
+		if (node >= 0)
+		{
+			LlmRemoteAdd(bs->remote, node, job, row, j);
+			return true;
+		}
+	}
+	/* at most a quarter of the slots: wait for the answers in flight */
+	if (bs->n_in_slots > 0 && bs->n_in_slots >= Max(1, llm_max_queued_requests / 4))
+		return false;
+	if (!LlmQueueSubmit(job, in_flight))
+		return false;
+	bs->n_in_slots++;
+	bs->n_local++;
+	return true;
+}
+
+/* The remote job of row (tagged id) that an answer or a failure is about, or NULL when it is not awaited. */
+static LlmJob *
+batch_remote_job(BatchRow *row, int j, uint64 id)
+{
+	if (j >= row->n_jobs || row->answered[j] || row->jobs[j].remote_node < 0 || row->jobs[j].request_id != id)
+		return NULL;
+	return &row->jobs[j];
+}
+
+/* A failed remote node left job j of row unanswered: send it again (LlmRemoteLostCb). */
+static void
+batch_remote_lost(void *arg, void *rowp, int j, uint64 id)
+{
+	BatchState *bs = (BatchState *) arg;
+	LlmJob	   *job = batch_remote_job((BatchRow *) rowp, j, id);
+
+	if (job == NULL)
+		return;
+	job->remote_node = -1;
+	if (bs->n_resend == bs->max_resend)
+	{
+		bs->max_resend = Max(16, 2 * bs->max_resend);
+		bs->resend = bs->resend ? repalloc(bs->resend, sizeof(BatchRef) * bs->max_resend) :
+			MemoryContextAlloc(bs->node_cxt, sizeof(BatchRef) * bs->max_resend);
+	}
+	bs->resend[bs->n_resend++] = (BatchRef) {(BatchRow *) rowp, j};
+	bs->n_retried++;
+}
+
+/*
  * Submit what the window allows: the remaining jobs of rows already read,
  * then new rows from the child.  Stops early when every request slot is
  * taken (if none of ours is in flight, that is an error).
  */
 static void
-batch_fill(BatchState *bs)
+batch_fill_window(BatchState *bs)
 {
 	int			i = 0;
 
@@ -693,17 +772,37 @@ batch_fill(BatchState *bs)
 				row->n_submitted++;
 				continue;
 			}
-			/* at most a quarter of the slots: wait for the answers in flight */
-			if (bs->n_in_slots > 0 && bs->n_in_slots >= Max(1, llm_max_queued_requests / 4))
-				return;
-			if (!LlmQueueSubmit(job, bs->n_busy > 1 || row->n_submitted > row->n_answered))
+			if (!batch_dispatch(bs, row, j, bs->n_busy > 1 || row->n_submitted > row->n_answered))
 				return;			/* wait for the answers in flight */
-			bs->n_in_slots++;
 			bs->n_requests++;
 			row->n_submitted++;
 		}
 	}
 }
+
+/*
+ * Keep the window full: first the jobs a failed remote node left
+ * unanswered, then the rows' jobs not yet submitted; then send the remote
+ * nodes what was given to them.
+ */
+static void
+batch_fill(BatchState *bs)
+{
+	while (bs->n_resend > 0)
+	{
+		BatchRef	ref = bs->resend[bs->n_resend - 1];
+
+		if (!batch_dispatch(bs, ref.row, ref.job, bs->n_in_slots > 0 || LlmRemoteBusy(bs->remote)))
+			break;
+		bs->n_resend--;
+	}
+	if (bs->n_resend == 0)
+		batch_fill_window(bs);
+	if (bs->remote != NULL)
+		LlmRemoteFlush(bs->remote, batch_remote_lost, bs);
+}
+
+static void batch_job_done(BatchState *bs, BatchRow *row, int j);
 
 /* Read the answer of job j of row (finished) into row's memory, and into the jobs waiting for it. */
 static void
@@ -718,6 +817,32 @@ batch_take_answer(BatchState *bs, BatchRow *row, int j)
 	LlmQueueWait(job);
 	batch_row_error_pop(&rowerr);
 	MemoryContextSwitchTo(old);
+	batch_job_done(bs, row, j);
+}
+
+/* A remote node's answer to job j of row (tagged id): the job's, unless it is no longer awaited (LlmRemoteAnswerCb). */
+static void
+batch_remote_answer(void *arg, void *rowp, int j, uint64 id, LlmJob *ans)
+{
+	BatchState *bs = (BatchState *) arg;
+	BatchRow   *row = (BatchRow *) rowp;
+	LlmJob	   *job = batch_remote_job(row, j, id);
+	BatchRowError rowerr;
+
+	if (job == NULL)
+		return;
+	batch_row_error_push(&rowerr, bs, row);
+	LlmRemoteTakeAnswer(job, ans, row->cxt);	/* raises the node's error for a failed request */
+	batch_row_error_pop(&rowerr);
+	batch_job_done(bs, row, j);
+}
+
+/* Job j of row has its answer: count it, keep it, and give it to the jobs waiting for it. */
+static void
+batch_job_done(BatchState *bs, BatchRow *row, int j)
+{
+	LlmJob	   *job = &row->jobs[j];
+
 	bs->prompt_tokens += job->prompt_tokens;
 	bs->completion_tokens += job->completion_tokens;
 	bs->cached_tokens += job->cached_tokens;
@@ -737,6 +862,12 @@ batch_take_answer(BatchState *bs, BatchRow *row, int j)
 static void
 batch_collect(BatchState *bs, long wait_ms)
 {
+	/* the remote nodes' answers; sleep on the local head row only briefly while they may come */
+	if (LlmRemoteBusy(bs->remote))
+	{
+		LlmRemoteCollect(bs->remote, bs->n_in_slots > 0 ? 0 : wait_ms, batch_remote_answer, batch_remote_lost, bs);
+		wait_ms = bs->n_in_slots == 0 ? 0 : (wait_ms < 0 ? LLM_BATCH_POLL_MS : Min(wait_ms, LLM_BATCH_POLL_MS));
+	}
 	for (int i = 0; i < bs->n_rows; i++)
 	{
 		BatchRow   *row = batch_row(bs, i);
@@ -822,6 +953,8 @@ batch_exec(CustomScanState *node)
 static void
 batch_clear(BatchState *bs)
 {
+	LlmRemoteCancel(bs->remote);
+	bs->n_resend = 0;
 	if (bs->rows == NULL)
 		return;
 	for (int r = 0; r < bs->max_rows; r++)
@@ -884,6 +1017,12 @@ batch_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 	if (es->timing)
 		ExplainPropertyFloat("Summed Request Time", "ms", bs->run_us / 1000.0, 3, es);
+	if (bs->remote != NULL)
+	{
+		ExplainPropertyInteger("Local Requests", NULL, bs->n_local, es);
+		ExplainPropertyInteger("Resent Requests", NULL, bs->n_retried, es);
+		LlmRemoteExplain(bs->remote, es);
+	}
 }
 
 /* Register the node's methods, so that parallel workers can read its plans (from _PG_init). */

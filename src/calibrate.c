@@ -148,7 +148,11 @@ LlmQueueRunKept(LlmJob *jobs, int n_jobs)
 			from[n_run] = j;
 			run[n_run++] = jobs[j];
 		}
-	LlmQueueRun(run, n_run);
+	/* a background fill (job_worker.c) spreads over the remote inference nodes too */
+	if (llm_remote_servers != NULL && llm_remote_servers[0] != '\0')
+		LlmRemoteRunJobs(run, n_run);
+	else
+		LlmQueueRun(run, n_run);
 	for (int r = 0; r < n_run; r++)
 	{
 		jobs[from[r]] = run[r];

@@ -51,6 +51,9 @@ int			llm_kv_evict = LLM_EVICT_H2O;
 int			llm_max_queued_requests = 1024;
 int			llm_debug_step_delay = 0;
 int			llm_batch_rows = -1;
+char	   *llm_remote_servers = NULL;
+bool		llm_local_inference = true;
+int			llm_remote_timeout = 300000;
 int			llm_max_tokens = 4096;
 int			llm_max_prompt_bytes = 1048576;
 int			llm_max_requests_per_role = -1;
@@ -557,6 +560,38 @@ LlmDefineSettings(void)
 							PGC_USERSET,
 							0,
 							llm_batch_rows_check, NULL, NULL);
+
+	DefineCustomStringVariable("llm.remote_servers",
+							   "Foreign servers whose llm serves this server's LLM Batch nodes too.",
+							   "A comma-separated list of foreign servers (CREATE SERVER ... FOREIGN DATA WRAPPER "
+							   "postgres_fdw, with a user mapping for each role), each running llm with the same "
+							   "model.  An LLM Batch node spreads its requests over them and the local worker by "
+							   "their free capacity.  Empty: none.",
+							   &llm_remote_servers,
+							   "",
+							   PGC_USERSET,
+							   GUC_LIST_INPUT,
+							   NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("llm.local_inference",
+							 "Whether LLM Batch nodes also send requests to this server's own worker.",
+							 "Off, with llm.remote_servers set, this server only dispatches to the remote nodes.",
+							 &llm_local_inference,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("llm.remote_timeout",
+							"How long a remote node may send no answer before its requests go elsewhere.",
+							"A node with requests in flight that sends nothing for this long is given up for "
+							"the statement and its unanswered requests are sent to the other nodes.  0: no "
+							"limit.",
+							&llm_remote_timeout,
+							300000, 0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("llm.max_tokens",
 							"Largest max_tokens a generation may ask for.",

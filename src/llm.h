@@ -20,6 +20,7 @@
 #include "pg_compat.h"
 
 #include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "nodes/plannodes.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
@@ -65,6 +66,9 @@ extern int	llm_max_tokens;
 extern int	llm_max_prompt_bytes;
 extern int	llm_max_requests_per_role;
 extern int	llm_role_weight;
+extern char *llm_remote_servers;
+extern bool llm_local_inference;
+extern int	llm_remote_timeout;
 
 /* Wait events (PostgreSQL 15 shows every extension wait as "Extension"). */
 #define LLM_WAIT_EVENT_REQUEST	PG_WAIT_EXTENSION	/* a backend waits for its result */
@@ -182,6 +186,7 @@ typedef struct LlmWorkerInfo
 	bool		chat_template;	/* the model has a chat template */
 	LlmModelInfo model;
 	int			n_ctx;			/* the engine's per-sequence limit */
+	uint64		identity;		/* the answers' identity (the answer cache's: file and settings), 0: unknown */
 	int			n_threads;
 	char		device[128];	/* what the engine computes on (llm_engine_device) */
 	char		device_note[256];	/* llm.device = auto on the CPU: why not a GPU */
@@ -237,6 +242,17 @@ typedef struct LlmCounters
 	TimestampTz reset_at;
 } LlmCounters;
 
+/* One remote inference node's counters, for llm_remote_stats (remote.c). */
+#define LLM_REMOTE_STATS 32		/* nodes tracked, by foreign server name */
+typedef struct LlmRemoteCounters
+{
+	char		server[NAMEDATALEN];	/* "": a free entry */
+	int64		answers;		/* requests it answered to this server's LLM Batch nodes */
+	int64		prompt_tokens;
+	int64		completion_tokens;
+	int64		failures;		/* times it failed or was refused */
+} LlmRemoteCounters;
+
 /* The extension's shared state; the slots follow, then the DSA area's first segment. */
 typedef struct LlmShared
 {
@@ -249,6 +265,7 @@ typedef struct LlmShared
 	int			n_workers;		/* model workers (llm.devices), each its entry of workers */
 	LlmWorkerInfo workers[LLM_MAX_WORKERS];
 	LlmCounters counters;
+	LlmRemoteCounters remote[LLM_REMOTE_STATS];
 	LlmSlot		slots[FLEXIBLE_ARRAY_MEMBER];
 } LlmShared;
 
@@ -365,7 +382,8 @@ typedef struct LlmJob
 
 	/* queue bookkeeping */
 	int			slot;			/* -1 when not in a slot */
-	uint64		request_id;
+	int			remote_node;	/* the LLM Batch node's remote node (remote.c) it is sent to, or -1 */
+	uint64		request_id;		/* its slot's request, or its remote dispatch's */
 
 	/* output */
 	char	   *completion;		/* palloc'd, in the server encoding; NULL when failed */
@@ -465,6 +483,31 @@ extern void LlmBatchPlanInit(void);
 extern void LlmBatchScanInit(void);
 extern Plan *LlmBatchScanCreate(Plan *child, List *scan_tlist, List *tlist, List *qual,
 								List *call_args, int64 bound, int plan_node_id);
+
+/* remote.c: remote inference nodes (llm.remote_servers) for the "LLM Batch" node */
+typedef struct LlmRemote LlmRemote;
+typedef void (*LlmRemoteAnswerCb) (void *arg, void *row, int job, uint64 id, LlmJob *answer);
+typedef void (*LlmRemoteLostCb) (void *arg, void *row, int job, uint64 id);
+struct ExplainState;
+extern LlmRemote *LlmRemoteStart(MemoryContext cxt);
+extern int	LlmRemotePick(LlmRemote *r, int local_load);
+extern void LlmRemoteAdd(LlmRemote *r, int node, LlmJob *job, void *row, int j);
+extern void LlmRemoteFlush(LlmRemote *r, LlmRemoteLostCb lost, void *arg);
+extern bool LlmRemoteBusy(LlmRemote *r);
+extern void LlmRemoteCollect(LlmRemote *r, long wait_ms, LlmRemoteAnswerCb answer, LlmRemoteLostCb lost,
+							 void *arg);
+extern void LlmRemoteCancel(LlmRemote *r);
+extern void LlmRemoteExplain(LlmRemote *r, struct ExplainState *es);
+extern void LlmRemoteRunJobs(LlmJob *jobs, int n_jobs);
+extern void LlmRemoteTakeAnswer(LlmJob *job, const LlmJob *ans, MemoryContext cxt);
+extern void LlmRemoteCountAnswer(const char *server, int64 prompt_tokens, int64 completion_tokens);
+extern void LlmRemoteCountFailure(const char *server);
+
+/* remote_serve.c: a remote node's side, llm_remote_batch(), and the wire format */
+#define LLM_REMOTE_MAGIC	0x4c4c4d31	/* "LLM1": a batch's first four bytes */
+#define LLM_REMOTE_WAIT_MS	1000	/* longest single wait of either side */
+extern void LlmRemotePutJob(StringInfo buf, const LlmJob *job, uint64 tag);
+extern bool LlmRemoteGetAnswer(StringInfo buf, LlmJob *ans, uint64 *tag);
 
 /* worker_tokenize.c: the worker's tokenizer thread */
 typedef enum LlmTokenizeStage

@@ -47,14 +47,18 @@
 #endif
 
 /*
- * 16 replaced the per-object ACL checks (pg_proc_aclcheck ...) with
- * object_aclcheck(class, ...).
+ * 16 replaced the per-object ACL checks (pg_proc_aclcheck,
+ * pg_foreign_server_aclcheck ...) with object_aclcheck(class, ...).
  */
 #if PG_VERSION_NUM >= 160000
+#include "catalog/pg_foreign_server.h"
 #include "catalog/pg_proc.h"
 #define LlmProcAclCheck(funcid, roleid, mode) object_aclcheck(ProcedureRelationId, (funcid), (roleid), (mode))
+#define LlmForeignServerAclCheck(srvid, roleid, mode) \
+	object_aclcheck(ForeignServerRelationId, (srvid), (roleid), (mode))
 #else
 #define LlmProcAclCheck(funcid, roleid, mode) pg_proc_aclcheck((funcid), (roleid), (mode))
+#define LlmForeignServerAclCheck(srvid, roleid, mode) pg_foreign_server_aclcheck((srvid), (roleid), (mode))
 #endif
 
 /*

@@ -458,6 +458,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	const LlmModelInfo *info;
 	char	   *calib = NULL;
 	size_t		calib_len = 0;
+	uint64		identity;
 	int			n_threads;
 	LlmModel   *draft = NULL;
 	LlmWorkerInfo *w;
@@ -507,8 +508,8 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	}
 
 	/* the answers of this model and these settings (worker_cache.c); the CPU's always batch-invariant */
-	LlmAnswerCacheModelLoaded(LlmWorkerModelIdentity(path, s, &config, engine, calib, calib_len),
-							  strncmp(llm_engine_device(engine), "cpu", 3) == 0 || config.deterministic);
+	identity = LlmWorkerModelIdentity(path, s, &config, engine, calib, calib_len);
+	LlmAnswerCacheModelLoaded(identity, strncmp(llm_engine_device(engine), "cpu", 3) == 0 || config.deterministic);
 
 	/* the new model works: only now let the old one go */
 	LlmWorkerFreeEngine();
@@ -525,6 +526,7 @@ LlmWorkerOpenModel(const LlmModelSettings *s)
 	w->chat_template = llm_model_has_chat_template(model);
 	w->model = *info;
 	w->n_ctx = llm_engine_n_ctx(engine);
+	w->identity = identity;
 	w->n_threads = config.n_threads;
 	strlcpy(w->device, llm_engine_device(engine), sizeof(w->device));
 	strlcpy(w->device_note, llm_engine_device_note(engine), sizeof(w->device_note));

@@ -1,9 +1,10 @@
-# The extension as a package: an installed 1.0, 1.1, 1.2, 1.3 or 1.4 upgrades to
+# The extension as a package: an installed 1.0, 1.1, 1.2, 1.3, 1.4 or 1.5 upgrades to
 # the same objects as a fresh install, and the new library serves their
 # definitions (1.3 adds llm_chat and llm_schema_outline, 1.4 llm_stats's
 # speculative decoding columns, 1.5 the background fill jobs: llm_fill,
 # llm_jobs and their catalog, and llm_stats's and llm_role_stats's answer
-# cache columns);
+# cache columns, 1.6 the remote inference nodes: llm_remote_batch,
+# llm_model_identity and llm_remote_stats);
 # no role can take over its SQL functions through its search_path (not even
 # inside another role's SECURITY DEFINER function);
 # it works in a schema of its own that is not in the search_path, and it
@@ -74,15 +75,17 @@ $node->safe_psql('postgres', 'CREATE DATABASE from_1_1');
 $node->safe_psql('postgres', 'CREATE DATABASE from_1_2');
 $node->safe_psql('postgres', 'CREATE DATABASE from_1_3');
 $node->safe_psql('postgres', 'CREATE DATABASE from_1_4');
+$node->safe_psql('postgres', 'CREATE DATABASE from_1_5');
 $node->safe_psql('upgraded', "CREATE EXTENSION llm VERSION '1.0'");
 $node->safe_psql('from_1_1', "CREATE EXTENSION llm VERSION '1.1'");
 $node->safe_psql('from_1_2', "CREATE EXTENSION llm VERSION '1.2'");
 $node->safe_psql('from_1_3', "CREATE EXTENSION llm VERSION '1.3'");
 $node->safe_psql('from_1_4', "CREATE EXTENSION llm VERSION '1.4'");
+$node->safe_psql('from_1_5', "CREATE EXTENSION llm VERSION '1.5'");
 $node->safe_psql('fresh', 'CREATE EXTENSION llm');
 
 is($node->safe_psql('fresh', 'SELECT extversion FROM pg_extension WHERE extname = $$llm$$'),
-	'1.5', 'a fresh install is version 1.5');
+	'1.6', 'a fresh install is version 1.6');
 my @old_status = split /\|/, $node->safe_psql('upgraded', 'SELECT * FROM llm_worker_status()'), -1;
 is(scalar @old_status, 13, "1.0's llm_worker_status() still gives its 13 columns from the new library");
 my @old_stats = split /\|/, $node->safe_psql('from_1_3', 'SELECT * FROM llm_stats'), -1;
@@ -184,24 +187,29 @@ is($node->safe_psql('upgraded', 'SELECT string_agg(DISTINCT what, \',\' ORDER BY
 $node->safe_psql('upgraded', 'ALTER EXTENSION llm UPDATE');
 $node->safe_psql('upgraded', 'TRUNCATE evil.loot');
 is($node->safe_psql('upgraded', 'SELECT extversion FROM pg_extension WHERE extname = $$llm$$'),
-	'1.5', 'ALTER EXTENSION llm UPDATE goes to 1.5');
+	'1.6', 'ALTER EXTENSION llm UPDATE goes to 1.6');
 my $fresh_objects = $node->safe_psql('fresh', $objects_sql);
 cmp_ok(scalar(() = $fresh_objects =~ /^function /mg), '>=', 15, 'the catalog listing sees the functions');
 like($fresh_objects, qr/^function (\S+\.)?llm_chat\(jsonb,integer,double precision,double precision,integer,bigint,text\[\],text,jsonb,text\[\],jsonb,boolean\)$/m,
 	'the listing has llm_chat');
 is($node->safe_psql('upgraded', $objects_sql), $fresh_objects,
-	'1.0 updated to 1.5 has the same objects, definitions, comments and privileges as a fresh 1.5');
+	'1.0 updated to 1.6 has the same objects, definitions, comments and privileges as a fresh 1.6');
 $node->safe_psql('from_1_1', 'ALTER EXTENSION llm UPDATE');
-is($node->safe_psql('from_1_1', $objects_sql), $fresh_objects, '1.1 updated to 1.5 has them too');
+is($node->safe_psql('from_1_1', $objects_sql), $fresh_objects, '1.1 updated to 1.6 has them too');
 $node->safe_psql('from_1_2', 'ALTER EXTENSION llm UPDATE');
-is($node->safe_psql('from_1_2', $objects_sql), $fresh_objects, '1.2 updated to 1.5 has them too');
+is($node->safe_psql('from_1_2', $objects_sql), $fresh_objects, '1.2 updated to 1.6 has them too');
 $node->safe_psql('from_1_3', 'ALTER EXTENSION llm UPDATE');
-is($node->safe_psql('from_1_3', $objects_sql), $fresh_objects, '1.3 updated to 1.5 has them too');
+is($node->safe_psql('from_1_3', $objects_sql), $fresh_objects, '1.3 updated to 1.6 has them too');
 my $has_fill = q{SELECT count(*) FROM pg_proc WHERE proname = 'llm_fill'};
 is($node->safe_psql('from_1_4', $has_fill), '0', '1.4 has no llm_fill');
 $node->safe_psql('from_1_4', 'ALTER EXTENSION llm UPDATE');
-is($node->safe_psql('from_1_4', $objects_sql), $fresh_objects, '1.4 updated to 1.5 has them too');
+is($node->safe_psql('from_1_4', $objects_sql), $fresh_objects, '1.4 updated to 1.6 has them too');
 is($node->safe_psql('from_1_4', $has_fill), '1', 'and llm_fill exists after the update');
+my $has_remote = q{SELECT count(*) FROM pg_proc WHERE proname IN ('llm_remote_batch', 'llm_model_identity', 'llm_remote_stats')};
+is($node->safe_psql('from_1_5', $has_remote), '0', '1.5 has no remote inference functions');
+$node->safe_psql('from_1_5', 'ALTER EXTENSION llm UPDATE');
+is($node->safe_psql('from_1_5', $objects_sql), $fresh_objects, '1.5 updated to 1.6 has them too');
+is($node->safe_psql('from_1_5', $has_remote), '3', 'and the remote inference functions exist after the update');
 like($fresh_objects, qr/^table (\S+\.)?llm_job\n/m, 'the listing has the job catalog');
 is($node->safe_psql('from_1_2', $has_chat), '1', 'and llm_chat exists after the update');
 my ($chat_rc, $chat_out, $chat_err) = $node->psql('from_1_2',
