@@ -8,9 +8,10 @@
  * one worker on llm.device.  It is read once, in the postmaster, which
  * registers one background worker per entry (worker.c); every worker loads
  * the same model and serves the one request queue, so two workers give
- * the answers one gives (an answer depends only on the model, the prompt,
- * the parameters and the seed, never on the device's load or thread count
- * within one device kind).  The CPU workers split llm.threads between
+ * the answers one gives: an answer depends only on the model, the prompt,
+ * the parameters and the seed, never on a device's load or thread count
+ * within one kind of device.  So the list is all CPUs or all GPUs; one
+ * mixing them is refused.  The CPU workers split llm.threads between
  * them, the first ones taking the remainder.
  */
 #include "postgres.h"
@@ -118,6 +119,12 @@ llm_devices_check(char **newval, void **extra, GucSource source)
 			}
 		}
 	}
+	for (int k = 1; k < list.n; k++)
+		if (list.specs[k].device != list.specs[0].device)
+		{
+			GUC_check_errdetail("The devices must all be CPUs or all GPUs: answers are the same bits only on one kind of device.");
+			return false;
+		}
 	/* 16 frees a setting's extra with guc_free(), 15 with free() */
 #if PG_VERSION_NUM >= 160000
 	copy = guc_malloc(LOG, sizeof(LlmDeviceList));

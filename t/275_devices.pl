@@ -62,4 +62,11 @@ llm_wait_state($two);
 is($two->safe_psql('postgres', 'SELECT count(*) FROM llm_workers()'), '1', 'and one worker serves instead');
 $two->stop;
 
+# CPUs and GPUs do not mix: their answers are not the same bits
+$two->append_conf('postgresql.conf', "llm.devices = 'cpu, cuda:0'\n");
+$two->start;
+like(slurp_file($two->logfile), qr/invalid value for parameter "llm.devices".*\n.*all CPUs or all GPUs/,
+	'a list mixing CPUs and GPUs is refused');
+$two->stop;
+
 done_testing();
