@@ -9,7 +9,8 @@
  *    error ‖(W − Q) X‖ is below rounding to nearest's for INT8, INT4 g32
  *    and g128, in the original order and with act-order, and its values
  *    stored with llm_quantize_row_scheme_scaled decode back exactly.
- * 3. Damping: a Hessian of rank 1 (one input repeated) still factors.
+ * 3. The factor: UᵀU times H + λI (inputs scaled, act-order) is the identity.
+ * 4. Damping: a Hessian of rank 1 (one input repeated) still factors.
  */
 #include "gptq.h"
 #include "linalg.h"
@@ -50,6 +51,67 @@ test_cholesky(void)
 			TEST_CHECK(fabs(s - (i == j)) < 1e-9, "(A A⁻¹)[%d][%d] = %g", i, j, s);
 		}
 	TEST_CHECK(!llm_cholesky(bad, 2), "cholesky accepted an indefinite matrix");
+}
+
+/* GPTQ's factor U of a small random Hessian with column scales and act-order: UᵀU (H + λI) = I. */
+static void
+test_factor(void)
+{
+	enum
+	{
+		N = 6
+	};
+	double		xtx[N * N] = {0},
+				h[N * N];
+	float		s[N];
+	double		mean = 0.0;
+	LlmGptqOptions o;
+	LlmGptqFactor fac = {0};
+	LlmError	err;
+
+	for (int t = 0; t < 20; t++)
+	{
+		double		x[N];
+
+		for (int j = 0; j < N; j++)
+			x[j] = test_rng_uniform(-1, 1) * (j + 1);
+		for (int i = 0; i < N; i++)
+			for (int j = i; j < N; j++)
+				xtx[i * N + j] += x[i] * x[j];
+	}
+	for (int j = 0; j < N; j++)
+		s[j] = test_rng_uniform(0.5f, 2.0f);
+	for (int i = 0; i < N; i++)
+		for (int j = 0; j < N; j++)
+			h[i * N + j] = (i <= j ? xtx[i * N + j] : xtx[j * N + i]) / ((double) s[i] * s[j]);
+	for (int j = 0; j < N; j++)
+		mean += h[j * N + j] / N;
+	for (int j = 0; j < N; j++)
+		h[j * N + j] += 0.01 * mean;
+	llm_gptq_options_default(&o);
+	o.act_order = true;
+	TEST_CHECK(llm_gptq_factor(&fac, xtx, s, N, &o, &err) == LLM_OK, "factor: %s", err.msg);
+	for (int i = 1; i < N; i++)
+		TEST_CHECK(h[fac.perm[i - 1] * (N + 1)] >= h[fac.perm[i] * (N + 1)], "act-order not descending at %d", i);
+	for (int i = 0; i < N; i++)
+		for (int j = 0; j < N; j++)
+		{
+			double		p = 0.0;
+
+			for (int k = 0; k < N; k++)
+			{
+				double		a = 0.0;	/* (UᵀU)[i][k] */
+
+				for (int m = 0; m < N; m++)
+					a += fac.u[m * N + i] * fac.u[m * N + k];
+				p += a * h[fac.perm[k] * N + fac.perm[j]];
+			}
+			TEST_CHECK(fabs(p - (i == j)) < 1e-9, "(UᵀU H)[%d][%d] = %g", i, j, p);
+		}
+	for (int i = 0; i < N; i++)
+		for (int j = 0; j < i; j++)
+			TEST_CHECK(fac.u[i * N + j] == 0.0, "U[%d][%d] = %g below the diagonal", i, j, fac.u[i * N + j]);
+	llm_gptq_factor_free(&fac);
 }
 
 /* Random inputs x (TOKENS, COLS) with correlated channels: a shared factor plus noise, a few large channels. */
@@ -111,6 +173,7 @@ test_gptq_beats_rtn(LlmQuantScheme s, bool act_order, const float *w, const floa
 	float	   *scales = malloc(sizeof(float) * ROWS * COLS);
 	uint8_t    *blk = malloc(rb);
 	LlmGptqOptions o;
+	LlmGptqFactor fac = {0};
 	LlmError	err;
 	double		e_rtn,
 				e_gptq;
@@ -124,7 +187,9 @@ test_gptq_beats_rtn(LlmQuantScheme s, bool act_order, const float *w, const floa
 	llm_gptq_options_default(&o);
 	o.act_order = act_order;
 	memcpy(q, w, sizeof(float) * ROWS * COLS);
-	TEST_CHECK(llm_gptq_matrix(q, ROWS, COLS, xtx, NULL, s, &o, scales, &err) == LLM_OK, "gptq: %s", err.msg);
+	TEST_CHECK(llm_gptq_factor(&fac, xtx, NULL, COLS, &o, &err) == LLM_OK, "factor: %s", err.msg);
+	TEST_CHECK(llm_gptq_matrix(q, ROWS, COLS, &fac, s, &o, scales, &err) == LLM_OK, "gptq: %s", err.msg);
+	llm_gptq_factor_free(&fac);
 	e_rtn = output_error(w, rtn, x);
 	e_gptq = output_error(w, q, x);
 	printf("  %s%s: output error RTN %.4g, GPTQ %.4g (%.2fx)\n", llm_quant_scheme_name(s),
@@ -155,14 +220,17 @@ test_damping(const float *w)
 	float	   *q = malloc(sizeof(float) * ROWS * COLS);
 	float	   *scales = malloc(sizeof(float) * ROWS * COLS);
 	LlmGptqOptions o;
+	LlmGptqFactor fac = {0};
 	LlmError	err;
 
 	for (int i = 0; i < COLS * COLS; i++)
 		xtx[i] = 3.0;
 	llm_gptq_options_default(&o);
 	memcpy(q, w, sizeof(float) * ROWS * COLS);
-	TEST_CHECK(llm_gptq_matrix(q, ROWS, COLS, xtx, NULL, LLM_QUANT_INT4_G32, &o, scales, &err) == LLM_OK,
+	TEST_CHECK(llm_gptq_factor(&fac, xtx, NULL, COLS, &o, &err) == LLM_OK, "rank-1 Hessian: %s", err.msg);
+	TEST_CHECK(llm_gptq_matrix(q, ROWS, COLS, &fac, LLM_QUANT_INT4_G32, &o, scales, &err) == LLM_OK,
 			   "rank-1 Hessian: %s", err.msg);
+	llm_gptq_factor_free(&fac);
 	free(xtx);
 	free(q);
 	free(scales);
@@ -177,6 +245,7 @@ main(void)
 	const LlmQuantScheme schemes[] = {LLM_QUANT_INT8, LLM_QUANT_INT4_G32, LLM_QUANT_INT4_G128};
 
 	test_cholesky();
+	test_factor();
 	for (int i = 0; i < ROWS * COLS; i++)
 		w[i] = test_rng_uniform(-1, 1) * test_rng_uniform(0.2f, 1.0f);
 	make_inputs(x);

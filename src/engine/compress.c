@@ -56,7 +56,7 @@ static LlmStatus
 compress_model(LlmModel *m, const LlmCompressOptions *o, const char *text, size_t len, LlmError *err)
 {
 	LlmCalib	calib;
-	CompressCtx cc = {o, {&calib, o->gptq_opts}};
+	CompressCtx cc = {o, {.calib = &calib, .opts = o->gptq_opts}};
 	bool		any_float = false;
 	LlmStatus	st;
 
@@ -70,6 +70,7 @@ compress_model(LlmModel *m, const LlmCompressOptions *o, const char *text, size_
 		return st;
 	if (!(st = llm_calib_text(m, text, len, o->max_tokens, o->n_threads, llm_compress_method_name(o), &calib, err)))
 		st = llm_model_quantize(m, o->scheme, compress_layer, &cc, err);
+	llm_gptq_factor_free(&cc.gptq.factor);
 	llm_calib_free(&calib);
 	return st;
 }

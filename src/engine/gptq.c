@@ -39,29 +39,6 @@ llm_gptq_options_default(LlmGptqOptions *o)
 	o->act_order = false;
 }
 
-/* Working state of one matrix. */
-typedef struct GptqWork
-{
-	int64_t		rows;
-	int64_t		cols;
-	double	   *h;				/* (cols, cols) H in the working order, then U */
-	double	   *tmp;			/* (cols, cols) scratch */
-	double	   *w;				/* (rows, cols) weights in the working order, updated */
-	double	   *err;			/* (rows, LLM_GPTQ_BLOCK) scaled errors of the current block */
-	int64_t    *perm;			/* (cols) original column of working column i */
-} GptqWork;
-
-/* Free a GptqWork's buffers. */
-static void
-gptq_work_free(GptqWork *g)
-{
-	free(g->h);
-	free(g->tmp);
-	free(g->w);
-	free(g->err);
-	free(g->perm);
-}
-
 /* A column and its diag H, for act-order's sort. */
 typedef struct GptqCol
 {
@@ -98,48 +75,117 @@ act_order_perm(const double *diag, int64_t n, int64_t *perm)
 	return true;
 }
 
+/* diag (cols) of H for inputs x / s: xtx's diagonal over s². */
+static void
+hessian_diag(const double *xtx, const float *s, int64_t cols, double *diag)
+{
+	for (int64_t j = 0; j < cols; j++)
+		diag[j] = xtx[j * cols + j] / (s != NULL ? (double) s[j] * s[j] : 1.0);
+}
+
 /*
- * Fill g's H (working order) from xtx and column scales s, zero the
- * weights of dead inputs (diag 0) and give them diag 1, and turn H into
- * U, the upper Cholesky factor of (H + λI)⁻¹; false when even the largest
- * λ leaves it not positive definite.
+ * U from H + λI (working order): with J the order reversed, J H J = L Lᵀ
+ * gives H⁻¹ = (J L⁻¹ J)ᵀ (J L⁻¹ J), and J L⁻¹ J is upper triangular; so one
+ * Cholesky and one triangular inverse make U, with no explicit inverse.
+ * Dead inputs (diag 0) get diag 1.  False when not positive definite.
  */
 static bool
-gptq_inverse_factor(GptqWork *g, const double *xtx, const float *s, double damp, const double *diag)
+factor_damped(LlmGptqFactor *f, const double *diag, double lambda, double *scratch)
 {
-	int64_t		n = g->cols;
-	double		mean = 0.0;
+	int64_t		n = f->cols;
+	double	   *h = f->u;
 
 	for (int64_t i = 0; i < n; i++)
-		mean += diag[i];
-	mean = mean > 0.0 ? mean / n : 1.0;
-	for (int try = 0; try < GPTQ_DAMP_TRIES; try++, damp *= 10.0)
-	{
-		for (int64_t i = 0; i < n; i++)
-			for (int64_t j = 0; j < n; j++)
-			{
-				int64_t		a = g->perm[i],
-							b = g->perm[j];
-				double		v = a <= b ? xtx[a * n + b] : xtx[b * n + a];
+		for (int64_t j = 0; j <= i; j++)
+		{
+			int64_t		a = f->perm[n - 1 - i],
+						b = f->perm[n - 1 - j];
+			double		v = a <= b ? f->xtx[a * n + b] : f->xtx[b * n + a];
 
-				if (s != NULL)
-					v /= (double) s[a] * s[b];
-				g->h[i * n + j] = v;
+			if (f->s != NULL)
+				v /= (double) f->s[a] * f->s[b];
+			if (i == j)
+				v = (diag[a] > 0.0 ? v : 1.0) + lambda;
+			h[i * n + j] = v;
+		}
+	if (!llm_cholesky(h, n))
+		return false;
+	llm_lower_inverse(h, n, scratch);
+	/* U = J L⁻¹ J in place: swap (i, j) with (n-1-i, n-1-j), a point reflection, then clear the lower half */
+	for (int64_t i = 0; i < n; i++)
+		for (int64_t j = 0; j < n; j++)
+		{
+			int64_t		p = i * n + j,
+						q = (n - 1 - i) * n + (n - 1 - j);
+
+			if (p < q)
+			{
+				double		t = h[p];
+
+				h[p] = h[q];
+				h[q] = t;
 			}
-		for (int64_t i = 0; i < n; i++)
-			g->h[i * n + i] = (diag[g->perm[i]] > 0.0 ? diag[g->perm[i]] : 1.0) + damp * mean;
-		if (!llm_cholesky(g->h, n))
-			continue;
-		llm_cholesky_inverse(g->h, n, g->tmp);
-		if (!llm_cholesky(g->tmp, n))
-			continue;
-		/* U = Mᵀ for (H + λI)⁻¹ = M Mᵀ, M lower: row i of U is column i of M */
-		for (int64_t i = 0; i < n; i++)
-			for (int64_t j = 0; j < n; j++)
-				g->h[i * n + j] = j >= i ? g->tmp[j * n + i] : 0.0;
-		return true;
+		}
+	for (int64_t i = 0; i < n; i++)
+		memset(h + i * n, 0, (size_t) i * sizeof(double));
+	return true;
+}
+
+/* Factor xtx with scales s into f (see gptq.h). */
+LlmStatus
+llm_gptq_factor(LlmGptqFactor *f, const double *xtx, const float *s, int64_t cols, const LlmGptqOptions *o,
+				LlmError *err)
+{
+	double	   *diag = malloc((size_t) cols * sizeof(double));
+	double	   *scratch = malloc((size_t) cols * sizeof(double));
+	double		mean = 0.0,
+				damp = o->damp;
+	bool		ok = false;
+
+	llm_gptq_factor_free(f);
+	f->cols = cols;
+	f->xtx = xtx;
+	f->s = s;
+	f->u = malloc((size_t) (cols * cols) * sizeof(double));
+	f->perm = malloc((size_t) cols * sizeof(int64_t));
+	if (!diag || !scratch || !f->u || !f->perm)
+		goto oom;
+	hessian_diag(xtx, s, cols, diag);
+	for (int64_t j = 0; j < cols; j++)
+	{
+		mean += diag[j];
+		f->perm[j] = j;
 	}
-	return false;
+	mean = mean > 0.0 ? mean / cols : 1.0;
+	if (o->act_order && !act_order_perm(diag, cols, f->perm))
+		goto oom;
+	for (int try = 0; !ok && try < GPTQ_DAMP_TRIES; try++, damp *= 10.0)
+		ok = factor_damped(f, diag, damp * mean, scratch);
+	free(diag);
+	free(scratch);
+	if (!ok)
+	{
+		llm_gptq_factor_free(f);
+		return llm_error_set(err, LLM_ERR_INVALID,
+							 "GPTQ: the Hessian of a %lld-column input is not positive definite even with damping %g",
+							 (long long) cols, damp / 10.0);
+	}
+	return LLM_OK;
+
+oom:
+	free(diag);
+	free(scratch);
+	llm_gptq_factor_free(f);
+	return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for GPTQ of a %lld-column input", (long long) cols);
+}
+
+/* Free a factor; safe on a zeroed one. */
+void
+llm_gptq_factor_free(LlmGptqFactor *f)
+{
+	free(f->u);
+	free(f->perm);
+	memset(f, 0, sizeof(*f));
 }
 
 /* The scales of row r's groups (ng of g values) from its values v (cols, original order, float). */
@@ -150,15 +196,20 @@ group_scales(LlmQuantScheme q, const float *v, int64_t cols, int64_t gsize, floa
 		scales[c0 / gsize] = llm_quant_scheme_scale(q, v + c0, gsize);
 }
 
-/* Quantize g's weights column by column with error feedback into f (original order) and scales. */
+/*
+ * Quantize w (rows, cols; double, working order, updated in place) column
+ * by column with error feedback through fac, writing the values into f
+ * (original order) and, unless static_scales, each group's scale into
+ * scales when its first column comes; err holds (rows, LLM_GPTQ_BLOCK).
+ */
 static void
-gptq_columns(GptqWork *g, LlmQuantScheme q, bool static_scales, float *f, float *scales, float *buf)
+gptq_columns(double *w, int64_t rows, const LlmGptqFactor *fac, LlmQuantScheme q, bool static_scales,
+			 float *f, float *scales, double *err, float *buf)
 {
-	int64_t		rows = g->rows,
-				cols = g->cols;
+	int64_t		cols = fac->cols;
 	int64_t		gsize = llm_quant_scheme_group(q, cols);
 	int64_t		ng = cols / gsize;
-	const double *u = g->h;
+	const double *u = fac->u;
 
 	for (int64_t i1 = 0; i1 < cols; i1 += LLM_GPTQ_BLOCK)
 	{
@@ -166,26 +217,25 @@ gptq_columns(GptqWork *g, LlmQuantScheme q, bool static_scales, float *f, float 
 
 		for (int64_t i = i1; i < i2; i++)
 		{
-			int64_t		c = g->perm[i];
-			double		d = u[i * cols + i];
+			int64_t		c = fac->perm[i];
+			const double *ui = u + i * cols;
 
-			/* original order: a group's scale from its updated values when its first column comes */
+			/* original order (working column = original): a group's scale from its updated values */
 			if (!static_scales && c % gsize == 0)
 				for (int64_t r = 0; r < rows; r++)
 				{
 					for (int64_t j = 0; j < gsize; j++)
-						buf[j] = (float) g->w[r * cols + i + j];
+						buf[j] = (float) w[r * cols + i + j];
 					scales[r * ng + c / gsize] = llm_quant_scheme_scale(q, buf, gsize);
 				}
 			for (int64_t r = 0; r < rows; r++)
 			{
-				double	   *wr = g->w + r * cols;
+				double	   *wr = w + r * cols;
 				float		qv = llm_quant_scheme_round(q, (float) wr[i], scales[r * ng + c / gsize]);
-				double		e = (wr[i] - qv) / d;
-				const double *ui = u + i * cols;
+				double		e = (wr[i] - qv) / ui[i];
 
 				f[r * cols + c] = qv;
-				g->err[r * LLM_GPTQ_BLOCK + (i - i1)] = e;
+				err[r * LLM_GPTQ_BLOCK + (i - i1)] = e;
 				for (int64_t j = i + 1; j < i2; j++)
 					wr[j] -= e * ui[j];
 			}
@@ -193,11 +243,11 @@ gptq_columns(GptqWork *g, LlmQuantScheme q, bool static_scales, float *f, float 
 		/* the lazy update of the columns after the block */
 		for (int64_t r = 0; r < rows; r++)
 		{
-			double	   *wr = g->w + r * cols;
+			double	   *wr = w + r * cols;
 
 			for (int64_t k = 0; k < i2 - i1; k++)
 			{
-				double		e = g->err[r * LLM_GPTQ_BLOCK + k];
+				double		e = err[r * LLM_GPTQ_BLOCK + k];
 				const double *uk = u + (i1 + k) * cols;
 
 				for (int64_t j = i2; j < cols; j++)
@@ -207,69 +257,44 @@ gptq_columns(GptqWork *g, LlmQuantScheme q, bool static_scales, float *f, float 
 	}
 }
 
-/* GPTQ one matrix (see gptq.h). */
+/* GPTQ one matrix with its input's factor (see gptq.h). */
 LlmStatus
-llm_gptq_matrix(float *f, int64_t rows, int64_t cols, const double *xtx, const float *s,
-				LlmQuantScheme q, const LlmGptqOptions *o, float *scales, LlmError *err)
+llm_gptq_matrix(float *f, int64_t rows, int64_t cols, const LlmGptqFactor *fac, LlmQuantScheme q,
+				const LlmGptqOptions *o, float *scales, LlmError *err)
 {
-	GptqWork	g = {.rows = rows, .cols = cols};
 	int64_t		gsize = llm_quant_scheme_group(q, cols);
 	double	   *diag = malloc((size_t) cols * sizeof(double));
+	double	   *w = malloc((size_t) (rows * cols) * sizeof(double));
+	double	   *e = malloc((size_t) (rows * LLM_GPTQ_BLOCK) * sizeof(double));
 	float	   *buf = malloc((size_t) cols * sizeof(float));
 	bool		static_scales = o->act_order || q == LLM_QUANT_INT8;
 	LlmStatus	st = LLM_OK;
 
-	g.h = malloc((size_t) (cols * cols) * sizeof(double));
-	g.tmp = malloc((size_t) (cols * cols) * sizeof(double));
-	g.w = malloc((size_t) (rows * cols) * sizeof(double));
-	g.err = malloc((size_t) (rows * LLM_GPTQ_BLOCK) * sizeof(double));
-	g.perm = malloc((size_t) cols * sizeof(int64_t));
-	if (!g.h || !g.tmp || !g.w || !g.err || !g.perm || !diag || !buf)
-	{
+	if (!diag || !w || !e || !buf)
 		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for GPTQ of a (%lld, %lld) matrix",
 						   (long long) rows, (long long) cols);
-		goto done;
-	}
-	if (!llm_quant_scheme_fits(q, cols))
-	{
-		st = llm_error_set(err, LLM_ERR_INVALID, "GPTQ: rows of %lld values do not fit %s",
+	else if (!llm_quant_scheme_fits(q, cols) || fac->cols != cols)
+		st = llm_error_set(err, LLM_ERR_INVALID, "GPTQ: rows of %lld values do not fit %s or the factor",
 						   (long long) cols, llm_quant_scheme_name(q));
-		goto done;
-	}
-	for (int64_t j = 0; j < cols; j++)
+	else
 	{
-		diag[j] = xtx[j * cols + j] / (s != NULL ? (double) s[j] * s[j] : 1.0);
-		g.perm[j] = j;
-	}
-	if (o->act_order && !act_order_perm(diag, cols, g.perm))
-	{
-		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for GPTQ's column order");
-		goto done;
-	}
-	/* dead inputs (never nonzero in calibration) carry no error: their weights go to zero */
-	for (int64_t r = 0; r < rows; r++)
-		for (int64_t j = 0; j < cols; j++)
-		{
-			if (diag[j] <= 0.0)
-				f[r * cols + j] = 0.0f;
-		}
-	if (static_scales)
+		/* dead inputs (never nonzero in calibration) carry no error: their weights go to zero */
+		hessian_diag(fac->xtx, fac->s, cols, diag);
 		for (int64_t r = 0; r < rows; r++)
-			group_scales(q, f + r * cols, cols, gsize, scales + r * (cols / gsize));
-	for (int64_t r = 0; r < rows; r++)
-		for (int64_t i = 0; i < cols; i++)
-			g.w[r * cols + i] = f[r * cols + g.perm[i]];
-	if (!gptq_inverse_factor(&g, xtx, s, o->damp, diag))
-	{
-		st = llm_error_set(err, LLM_ERR_INVALID,
-						   "GPTQ: the Hessian of a (%lld, %lld) matrix is not positive definite even with damping %g",
-						   (long long) rows, (long long) cols, o->damp * pow(10.0, GPTQ_DAMP_TRIES - 1));
-		goto done;
+			for (int64_t j = 0; j < cols; j++)
+				if (diag[j] <= 0.0)
+					f[r * cols + j] = 0.0f;
+		if (static_scales)
+			for (int64_t r = 0; r < rows; r++)
+				group_scales(q, f + r * cols, cols, gsize, scales + r * (cols / gsize));
+		for (int64_t r = 0; r < rows; r++)
+			for (int64_t i = 0; i < cols; i++)
+				w[r * cols + i] = f[r * cols + fac->perm[i]];
+		gptq_columns(w, rows, fac, q, static_scales, f, scales, e, buf);
 	}
-	gptq_columns(&g, q, static_scales, f, scales, buf);
-done:
-	gptq_work_free(&g);
 	free(diag);
+	free(w);
+	free(e);
 	free(buf);
 	return st;
 }
@@ -279,20 +304,24 @@ LlmStatus
 llm_gptq_quantizer(void *ctx, LlmWeight *w, float *f, int l, int k, const float *s, LlmQuantScheme q,
 				   LlmError *err)
 {
-	const LlmGptq *gq = ctx;
+	LlmGptq    *gq = ctx;
 	const double *xtx = llm_calib_xtx(gq->calib, l, llm_calib_input_of(k));
 	int64_t		ng = w->cols / llm_quant_scheme_group(q, w->cols);
 	LlmType		type = llm_quant_scheme_type(q);
 	size_t		row_bytes = llm_type_row_size(type, w->cols);
 	float	   *scales = malloc((size_t) (w->rows * ng) * sizeof(float));
 	uint8_t    *dst = malloc(row_bytes * (size_t) w->rows);
-	LlmStatus	st;
+	LlmStatus	st = LLM_OK;
 
 	if (xtx == NULL)
 		st = llm_error_set(err, LLM_ERR_INVALID, "GPTQ needs calibration statistics with x xᵀ sums");
 	else if (scales == NULL || dst == NULL)
 		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for GPTQ of \"%s\"", w->name);
-	else if ((st = llm_gptq_matrix(f, w->rows, w->cols, xtx, s, q, &gq->opts, scales, err)) == LLM_OK)
+	else if (gq->factor.xtx != xtx || gq->factor.s != s)	/* q, k, v (gate, up) share one */
+		st = llm_gptq_factor(&gq->factor, xtx, s, w->cols, &gq->opts, err);
+	if (st == LLM_OK)
+		st = llm_gptq_matrix(f, w->rows, w->cols, &gq->factor, q, &gq->opts, scales, err);
+	if (st == LLM_OK)
 	{
 		for (int64_t r = 0; r < w->rows; r++)
 			llm_quantize_row_scheme_scaled(q, f + r * w->cols, scales + r * ng, dst + r * row_bytes, w->cols);
@@ -306,7 +335,7 @@ llm_gptq_quantizer(void *ctx, LlmWeight *w, float *f, int l, int k, const float 
 
 /* GPTQ every float matrix of layer l whose rows fit scheme. */
 LlmStatus
-llm_gptq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmGptq *g, LlmError *err)
+llm_gptq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, LlmGptq *g, LlmError *err)
 {
 	LlmLayerWeights *lw = &m->weights.layers[l];
 	LlmStatus	st = LLM_OK;
@@ -320,7 +349,7 @@ llm_gptq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmGptq *g, 
 			continue;
 		if ((f = llm_weight_to_float(w)) == NULL)
 			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for GPTQ of layer %d", l);
-		st = llm_gptq_quantizer((void *) g, w, f, l, k, NULL, q, err);
+		st = llm_gptq_quantizer(g, w, f, l, k, NULL, q, err);
 		free(f);
 	}
 	return st;

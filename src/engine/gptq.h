@@ -33,22 +33,43 @@ typedef struct LlmGptqOptions
 void		llm_gptq_options_default(LlmGptqOptions *o);
 
 /*
- * GPTQ one matrix f (rows, cols), floats replaced in place by their
- * quantized values (on scheme's grids; scales (rows, cols /
- * llm_quant_scheme_group) receives the grids' scales), given xtx (cols,
- * cols), the sums of x xᵀ of its inputs (upper triangle read), and s
- * (cols), the scales f's columns were multiplied by (AWQ's; NULL for
- * none), so the inputs are x / s.  When H + λI is not positive definite λ
- * grows tenfold, up to four times, then LLM_ERR_INVALID.
+ * The inverse-Hessian factor shared by the matrices of one input: U, upper
+ * triangular with (H + λI)⁻¹ = UᵀU in the working column order, H = the
+ * sums of x xᵀ of the inputs x / s.
  */
-LlmStatus	llm_gptq_matrix(float *f, int64_t rows, int64_t cols, const double *xtx, const float *s,
-							LlmQuantScheme scheme, const LlmGptqOptions *o, float *scales, LlmError *err);
+typedef struct LlmGptqFactor
+{
+	int64_t		cols;
+	double	   *u;				/* (cols, cols) upper triangle, working order */
+	int64_t    *perm;			/* (cols) original column of working column i */
+	const double *xtx;			/* what it was made from, so a caller can reuse it */
+	const float *s;
+} LlmGptqFactor;
 
-/* What llm_gptq_quantizer needs: the calibration statistics with x xᵀ, and the options. */
+/*
+ * Factor xtx (cols, cols; the upper triangle read) with column scales s
+ * (cols; AWQ's, the inputs being x / s; NULL for none) into f, ordered by
+ * o->act_order.  When H + λI is not positive definite λ grows tenfold, up
+ * to four times, then LLM_ERR_INVALID.
+ */
+LlmStatus	llm_gptq_factor(LlmGptqFactor *f, const double *xtx, const float *s, int64_t cols,
+							const LlmGptqOptions *o, LlmError *err);
+void		llm_gptq_factor_free(LlmGptqFactor *f);
+
+/*
+ * GPTQ one matrix f (rows, cols) whose input has the factor fac: floats
+ * replaced in place by their quantized values, on scheme's grids, whose
+ * scales (rows, cols / llm_quant_scheme_group) go to scales.
+ */
+LlmStatus	llm_gptq_matrix(float *f, int64_t rows, int64_t cols, const LlmGptqFactor *fac, LlmQuantScheme scheme,
+							const LlmGptqOptions *o, float *scales, LlmError *err);
+
+/* What llm_gptq_quantizer needs: the calibration statistics with x xᵀ, the options, the last factor made. */
 typedef struct LlmGptq
 {
 	const LlmCalib *calib;
 	LlmGptqOptions opts;
+	LlmGptqFactor factor;		/* reused by the next matrix of the same input and scales */
 } LlmGptq;
 
 /*
@@ -60,6 +81,6 @@ LlmStatus	llm_gptq_quantizer(void *ctx, LlmWeight *w, float *f, int l, int k, co
 							   LlmQuantScheme scheme, LlmError *err);
 
 /* GPTQ every float matrix of layer l whose rows fit scheme; the others stay as they are. */
-LlmStatus	llm_gptq_quantize_layer(LlmModel *m, int l, LlmQuantScheme scheme, const LlmGptq *g, LlmError *err);
+LlmStatus	llm_gptq_quantize_layer(LlmModel *m, int l, LlmQuantScheme scheme, LlmGptq *g, LlmError *err);
 
 #endif							/* LLM_GPTQ_H */

@@ -17,6 +17,9 @@
  */
 bool		llm_cholesky(double *a, int64_t n);
 
+/* Invert the lower triangular l (n, n) in place; scratch holds n doubles. */
+void		llm_lower_inverse(double *l, int64_t n, double *scratch);
+
 /*
  * Given the Cholesky factor l (n, n) of A (llm_cholesky's output), write
  * A⁻¹ = L⁻ᵀ L⁻¹ (n, n, symmetric) into inv; l is overwritten with L⁻¹.
