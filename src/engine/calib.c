@@ -36,6 +36,7 @@ llm_calib_init(LlmCalib *c, const LlmConfig *cfg, bool hessians, LlmError *err)
 		size_t		w = (size_t) c->width[i];
 
 		ok &= (c->abs_sum[i] = calloc(L * w, sizeof(double))) != NULL;
+		ok &= (c->abs_max[i] = calloc(L * w, sizeof(float))) != NULL;
 		ok &= (c->samples[i] = calloc(L * LLM_CALIB_SAMPLES * w, sizeof(float))) != NULL;
 		if (hessians)
 			ok &= (c->xtx[i] = calloc(L * w * w, sizeof(double))) != NULL;
@@ -55,6 +56,7 @@ llm_calib_free(LlmCalib *c)
 	for (int i = 0; i < 4; i++)
 	{
 		free(c->abs_sum[i]);
+		free(c->abs_max[i]);
 		free(c->samples[i]);
 		free(c->xtx[i]);
 	}
@@ -94,7 +96,7 @@ xtx_add(double *h, const double *xd, int n, int w)
 
 /*
  * Observer input (ctx an LlmCalib): add |x| of n rows of width w into the
- * sums of input which of layer, keep the rows among the first
+ * sums and maxima of input which of layer, keep the rows among the first
  * LLM_CALIB_SAMPLES calibration tokens, and add x xᵀ when asked for.
  */
 static void
@@ -102,12 +104,18 @@ calib_input(void *ctx, int layer, LlmMatmulInput which, const float *x, int n, i
 {
 	LlmCalib   *c = ctx;
 	double	   *sums = c->abs_sum[which] + (size_t) layer * w;
+	float	   *maxs = c->abs_max[which] + (size_t) layer * w;
 	float	   *samples = c->samples[which] + (size_t) layer * LLM_CALIB_SAMPLES * w;
 
 	for (int i = 0; i < n; i++)
 	{
 		for (int j = 0; j < w; j++)
-			sums[j] += fabsf(x[(size_t) i * w + j]);
+		{
+			float		a = fabsf(x[(size_t) i * w + j]);
+
+			sums[j] += a;
+			maxs[j] = fmaxf(maxs[j], a);
+		}
 		if (c->n_tokens + i < LLM_CALIB_SAMPLES)
 			memcpy(samples + (size_t) (c->n_tokens + i) * w, x + (size_t) i * w, (size_t) w * sizeof(float));
 	}
@@ -189,6 +197,13 @@ llm_calib_mean_abs(const LlmCalib *c, int l, LlmMatmulInput which, double *out)
 
 	for (int j = 0; j < w; j++)
 		out[j] = c->abs_sum[which][(size_t) l * w + j] / nt;
+}
+
+/* The max |x| per channel of input which of layer l. */
+const float *
+llm_calib_max_abs(const LlmCalib *c, int l, LlmMatmulInput which)
+{
+	return c->abs_max[which] + (size_t) l * c->width[which];
 }
 
 /* The x xᵀ sums of input which of layer l, or NULL. */
