@@ -79,6 +79,15 @@ else
     fail "perplexity with GPTQ INT4_G32 '$ppl4g', AWQ+GPTQ '$ppl4ga', expected both below plain '$ppl4'"
 fi
 
+# SmoothQuant INT8 (scales folded into the norms): within 0.5% of F32 (2.8969 when written)
+"$CLI" quantize "$MODEL" "$TMP/sq8.gguf" INT8 --calib "$SHARED/data/stories260K-samples.txt" --method smoothquant 2>/dev/null
+ppl8s=$("$CLI" perplexity -m "$TMP/sq8.gguf" -f "$SHARED/data/stories260K-samples.txt" -c 256 --threads 2 2>/dev/null | sed -n 's/^PPL = //p')
+if python3 -c "import sys; sys.exit(0 if abs(float('$ppl8s') / 2.8958 - 1) <= 0.005 else 1)" 2>/dev/null; then
+    ok; echo "cli: perplexity with SmoothQuant INT8 $ppl8s"
+else
+    fail "perplexity with SmoothQuant INT8 '$ppl8s', expected 2.8958 within 0.5%"
+fi
+
 # AWQ written by quantize --calib (quantized matrices and rescaled norms): loaded plainly, the file
 # gives exactly the perplexity of the same AWQ quantization done at load time, for INT4_G32 and INT8
 "$CLI" quantize "$MODEL" "$TMP/awq4.gguf" INT4_G32 --calib "$SHARED/data/stories260K-samples.txt" --threads 2 2>/dev/null

@@ -9,9 +9,9 @@
  *		not divide into groups keep their type.
  *
  * With --calib (a scheme only) the model is loaded compressed with that
- * text (llm_model_load_compressed: AWQ scales, GPTQ, or AWQ then GPTQ, by
- * --method; --act-order, --damp and --calib-tokens tune GPTQ and the
- * calibration) and written as the engine then serves it:
+ * text (llm_model_load_compressed: AWQ scales, GPTQ, AWQ then GPTQ, or
+ * SmoothQuant's scales, by --method; --act-order, --damp, --alpha and
+ * --calib-tokens tune GPTQ, SmoothQuant and the calibration) and written as the engine then serves it:
  * every matrix the quantization replaced, in its new type, and every norm
  * the scales were folded into, as F32 (the exact values the forward pass
  * uses, so the file computes what the in-memory model computes).
@@ -195,20 +195,21 @@ quantize_calibrated(const char *in, const char *out, const LlmCompressOptions *c
 	return oom || st != LLM_OK ? 1 : 0;
 }
 
-/* Parse --method M into co: awq, gptq, or awq+gptq; false (with a message) for others. */
+/* Parse --method M into co: awq, gptq, awq+gptq or smoothquant; false (with a message) for others. */
 static bool
 parse_method(const char *name, LlmCompressOptions *co)
 {
 	co->awq = strcasecmp(name, "awq") == 0 || strcasecmp(name, "awq+gptq") == 0;
 	co->gptq = strcasecmp(name, "gptq") == 0 || strcasecmp(name, "awq+gptq") == 0;
-	if (!co->awq && !co->gptq)
-		fprintf(stderr, "llm-cli quantize: unknown method \"%s\" (awq, gptq, awq+gptq)\n", name);
-	return co->awq || co->gptq;
+	co->smooth = strcasecmp(name, "smoothquant") == 0;
+	if (!co->awq && !co->gptq && !co->smooth)
+		fprintf(stderr, "llm-cli quantize: unknown method \"%s\" (awq, gptq, awq+gptq, smoothquant)\n", name);
+	return co->awq || co->gptq || co->smooth;
 }
 
 /*
- * llm-cli quantize IN OUT TYPE [--calib TEXT [--method awq|gptq|awq+gptq]
- * [--act-order] [--damp X] [--calib-tokens N] [--threads N]].
+ * llm-cli quantize IN OUT TYPE [--calib TEXT [--method awq|gptq|awq+gptq|smoothquant]
+ * [--act-order] [--damp X] [--alpha A] [--calib-tokens N] [--threads N]].
  */
 int
 cli_quantize(int argc, char **argv)
@@ -227,8 +228,8 @@ cli_quantize(int argc, char **argv)
 	llm_compress_options_default(&co, LLM_QUANT_NONE);
 	if (argc < 4)
 	{
-		fprintf(stderr, "usage: llm-cli quantize IN.gguf OUT.gguf TYPE [--calib TEXT [--method awq|gptq|awq+gptq] "
-				"[--act-order] [--damp X] [--calib-tokens N] [--threads N]]\n");
+		fprintf(stderr, "usage: llm-cli quantize IN.gguf OUT.gguf TYPE [--calib TEXT [--method awq|gptq|awq+gptq|smoothquant] "
+				"[--act-order] [--damp X] [--alpha A] [--calib-tokens N] [--threads N]]\n");
 		return 2;
 	}
 	for (int i = 4; i < argc; i++)
@@ -261,6 +262,11 @@ cli_quantize(int argc, char **argv)
 				fprintf(stderr, "llm-cli quantize: --damp must be positive\n");
 				return 2;
 			}
+		}
+		else if (strcmp(opt, "--alpha") == 0)
+		{
+			if (!cli_parse_float(opt, argv[++i], &co.smooth_alpha))
+				return 2;
 		}
 		else if (strcmp(opt, "--threads") == 0)
 		{

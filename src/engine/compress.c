@@ -2,12 +2,13 @@
  * compress.c
  *		A float model compressed with calibration (see compress.h): load,
  *		calibrate (calib.c), then quantize each layer with AWQ (awq.c),
- *		GPTQ (gptq.c) or AWQ then GPTQ, through llm_model_quantize's layer
+ *		GPTQ (gptq.c), AWQ then GPTQ, or SmoothQuant (smooth.c), through llm_model_quantize's layer
  *		hook; the embedding and output matrix are rounded to nearest.
  */
 #include "compress.h"
 
 #include "engine.h"
+#include "smooth.h"
 
 #include <string.h>
 
@@ -18,6 +19,7 @@ llm_compress_options_default(LlmCompressOptions *o, LlmQuantScheme scheme)
 	memset(o, 0, sizeof(*o));
 	o->scheme = scheme;
 	o->awq = true;
+	o->smooth_alpha = 0.5;
 	llm_gptq_options_default(&o->gptq_opts);
 	o->n_threads = 1;
 }
@@ -26,7 +28,7 @@ llm_compress_options_default(LlmCompressOptions *o, LlmQuantScheme scheme)
 const char *
 llm_compress_method_name(const LlmCompressOptions *o)
 {
-	return o->awq && o->gptq ? "AWQ+GPTQ" : o->gptq ? "GPTQ" : "AWQ";
+	return o->smooth ? "SmoothQuant" : o->awq && o->gptq ? "AWQ+GPTQ" : o->gptq ? "GPTQ" : "AWQ";
 }
 
 /* What the layer hook needs. */
@@ -45,6 +47,8 @@ compress_layer(void *ctx, LlmModel *m, int l, LlmQuantScheme scheme, bool *done,
 	*done = llm_layer_is_float(&m->weights.layers[l]);
 	if (!*done)
 		return LLM_OK;
+	if (cc->o->smooth)
+		return llm_smooth_quantize_layer(m, l, scheme, cc->gptq.calib, cc->o->smooth_alpha, err);
 	if (cc->o->awq)
 		return llm_awq_quantize_layer(m, l, scheme, cc->gptq.calib, cc->o->gptq ? llm_gptq_quantizer : NULL,
 									  &cc->gptq, err);

@@ -2,7 +2,8 @@
  * compress.h
  *		Loading a float model compressed by the offline methods that need
  *		calibration text: AWQ scales (awq.h), GPTQ (gptq.h), or both (AWQ's
- *		scaling first, then GPTQ on the scaled matrices).
+ *		scaling first, then GPTQ on the scaled matrices); or SmoothQuant's
+ *		scales (smooth.h) with rounding to nearest.
  *
  * The result lives in memory (llm-cli --calib, the worker's
  * llm.quantize_calib through llm_model_load_with) or is written to a file
@@ -23,6 +24,8 @@ typedef struct LlmCompressOptions
 	LlmQuantScheme scheme;		/* not NONE */
 	bool		awq;			/* AWQ scales */
 	bool		gptq;			/* GPTQ instead of rounding to nearest */
+	bool		smooth;			/* SmoothQuant's scales instead (neither AWQ nor GPTQ) */
+	double		smooth_alpha;	/* its exponent α (0.5) */
 	LlmGptqOptions gptq_opts;
 	int			max_tokens;		/* calibration tokens used at most (0: LLM_CALIB_MAX_TOKENS) */
 	int			n_threads;		/* for the calibration runs (>= 1) */
@@ -41,7 +44,7 @@ void		llm_compress_options_default(LlmCompressOptions *o, LlmQuantScheme scheme)
 LlmStatus	llm_model_load_compressed(const char *path, const LlmCompressOptions *o, const char *text, size_t len,
 									  LlmModel **out, LlmError *err);
 
-/* A name for o's methods in messages: "AWQ", "GPTQ", "AWQ+GPTQ". */
+/* A name for o's methods in messages: "AWQ", "GPTQ", "AWQ+GPTQ", "SmoothQuant". */
 const char *llm_compress_method_name(const LlmCompressOptions *o);
 
 #endif							/* LLM_COMPRESS_H */

@@ -11,6 +11,9 @@
 
 #include <stdint.h>
 
+#include "calib.h"
+#include "model.h"
+
 /*
  * s (n) = xmax^alpha / wmax^(1 - alpha) per channel, xmax the calibration
  * max |x| and wmax the max |w| of the channel's weight column (over every
@@ -20,5 +23,14 @@ void		llm_smooth_scales(const float *xmax, const float *wmax, int64_t n, double 
 
 /* wmax (cols) = max over the rows of f (rows, cols) of |f| per column, folded into wmax's values. */
 void		llm_col_abs_max(const float *f, int64_t rows, int64_t cols, float *wmax);
+
+/*
+ * Quantize layer l's matrices (all float) with scheme after SmoothQuant's
+ * scales with exponent alpha on the two inputs that a norm produces (q, k, v
+ * and gate, up; max|X| from c), folded into those norms; wo and down are
+ * quantized as they are.
+ */
+LlmStatus	llm_smooth_quantize_layer(LlmModel *m, int l, LlmQuantScheme scheme, const LlmCalib *c, double alpha,
+									  LlmError *err);
 
 #endif							/* LLM_SMOOTH_H */
