@@ -209,7 +209,7 @@ parse_method(const char *name, LlmCompressOptions *co)
 
 /*
  * llm-cli quantize IN OUT TYPE [--calib TEXT [--method awq|gptq|awq+gptq|smoothquant]
- * [--act-order] [--damp X] [--alpha A] [--calib-tokens N] [--threads N]].
+ * [--act-order] [--damp X] [--alpha A] [--prune wanda|wanda24] [--calib-tokens N] [--threads N]].
  */
 int
 cli_quantize(int argc, char **argv)
@@ -229,7 +229,7 @@ cli_quantize(int argc, char **argv)
 	if (argc < 4)
 	{
 		fprintf(stderr, "usage: llm-cli quantize IN.gguf OUT.gguf TYPE [--calib TEXT [--method awq|gptq|awq+gptq|smoothquant] "
-				"[--act-order] [--damp X] [--alpha A] [--calib-tokens N] [--threads N]]\n");
+				"[--act-order] [--damp X] [--alpha A] [--prune wanda|wanda24] [--calib-tokens N] [--threads N]]\n");
 		return 2;
 	}
 	for (int i = 4; i < argc; i++)
@@ -260,6 +260,15 @@ cli_quantize(int argc, char **argv)
 			if (!(co.gptq_opts.damp > 0.0))
 			{
 				fprintf(stderr, "llm-cli quantize: --damp must be positive\n");
+				return 2;
+			}
+		}
+		else if (strcmp(opt, "--prune") == 0)
+		{
+			co.prune = strcmp(argv[++i], "wanda24") == 0 ? 24 : strcmp(argv[i], "wanda") == 0 ? 50 : -1;
+			if (co.prune < 0)
+			{
+				fprintf(stderr, "llm-cli quantize: unknown pruning \"%s\" (wanda, wanda24)\n", argv[i]);
 				return 2;
 			}
 		}

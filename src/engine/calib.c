@@ -37,6 +37,7 @@ llm_calib_init(LlmCalib *c, const LlmConfig *cfg, bool hessians, LlmError *err)
 
 		ok &= (c->abs_sum[i] = calloc(L * w, sizeof(double))) != NULL;
 		ok &= (c->abs_max[i] = calloc(L * w, sizeof(float))) != NULL;
+		ok &= (c->sq_sum[i] = calloc(L * w, sizeof(double))) != NULL;
 		ok &= (c->samples[i] = calloc(L * LLM_CALIB_SAMPLES * w, sizeof(float))) != NULL;
 		if (hessians)
 			ok &= (c->xtx[i] = calloc(L * w * w, sizeof(double))) != NULL;
@@ -57,6 +58,7 @@ llm_calib_free(LlmCalib *c)
 	{
 		free(c->abs_sum[i]);
 		free(c->abs_max[i]);
+		free(c->sq_sum[i]);
 		free(c->samples[i]);
 		free(c->xtx[i]);
 	}
@@ -96,7 +98,7 @@ xtx_add(double *h, const double *xd, int n, int w)
 
 /*
  * Observer input (ctx an LlmCalib): add |x| of n rows of width w into the
- * sums and maxima of input which of layer, keep the rows among the first
+ * sums, maxima and squares of input which of layer, keep the rows among the first
  * LLM_CALIB_SAMPLES calibration tokens, and add x xᵀ when asked for.
  */
 static void
@@ -105,6 +107,7 @@ calib_input(void *ctx, int layer, LlmMatmulInput which, const float *x, int n, i
 	LlmCalib   *c = ctx;
 	double	   *sums = c->abs_sum[which] + (size_t) layer * w;
 	float	   *maxs = c->abs_max[which] + (size_t) layer * w;
+	double	   *sq = c->sq_sum[which] + (size_t) layer * w;
 	float	   *samples = c->samples[which] + (size_t) layer * LLM_CALIB_SAMPLES * w;
 
 	for (int i = 0; i < n; i++)
@@ -114,6 +117,7 @@ calib_input(void *ctx, int layer, LlmMatmulInput which, const float *x, int n, i
 			float		a = fabsf(x[(size_t) i * w + j]);
 
 			sums[j] += a;
+			sq[j] += (double) a * a;
 			maxs[j] = fmaxf(maxs[j], a);
 		}
 		if (c->n_tokens + i < LLM_CALIB_SAMPLES)
@@ -197,6 +201,16 @@ llm_calib_mean_abs(const LlmCalib *c, int l, LlmMatmulInput which, double *out)
 
 	for (int j = 0; j < w; j++)
 		out[j] = c->abs_sum[which][(size_t) l * w + j] / nt;
+}
+
+/* ‖X_j‖₂ per channel of input which of layer l. */
+void
+llm_calib_norm(const LlmCalib *c, int l, LlmMatmulInput which, double *out)
+{
+	int			w = c->width[which];
+
+	for (int j = 0; j < w; j++)
+		out[j] = sqrt(c->sq_sum[which][(size_t) l * w + j]);
 }
 
 /* The max |x| per channel of input which of layer l. */

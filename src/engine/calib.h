@@ -6,7 +6,7 @@
  *
  * The statistics are taken through an LlmObserver (forward.h), so the
  * forward pass does not know them.  Per layer and per matmul input (the
- * four of LlmMatmulInput) they are the sums and maxima of |x| per channel, the first
+ * four of LlmMatmulInput) they are the sums and maxima of |x| and the sums of x² per channel, the first
  * LLM_CALIB_SAMPLES token rows, and, when asked for, the sums of x xᵀ (the
  * Hessian of the layer-wise squared error, up to a factor 2).
  */
@@ -30,6 +30,7 @@ typedef struct LlmCalib
 	int			width[4];		/* channels of each LlmMatmulInput: dim, n_heads * head_dim, dim, ffn_dim */
 	double	   *abs_sum[4];		/* (n_layers, width) sums of |x| per channel */
 	float	   *abs_max[4];		/* (n_layers, width) max |x| per channel */
+	double	   *sq_sum[4];		/* (n_layers, width) sums of x² per channel */
 	float	   *samples[4];		/* (n_layers, LLM_CALIB_SAMPLES, width) the first token rows */
 	double	   *xtx[4];			/* (n_layers, width, width) sums of x xᵀ (upper triangle), or NULL */
 	double	   *scratch;		/* (width, rows) one call's input in double, transposed; for xtx */
@@ -57,6 +58,9 @@ LlmStatus	llm_calib_text(const LlmModel *m, const char *text, size_t len, int ma
 
 /* The mean |x| per channel (width) of input which of layer l. */
 void		llm_calib_mean_abs(const LlmCalib *c, int l, LlmMatmulInput which, double *out);
+
+/* The norm ‖X_j‖₂ over the calibration tokens per channel (width) of input which of layer l. */
+void		llm_calib_norm(const LlmCalib *c, int l, LlmMatmulInput which, double *out);
 
 /* The max |x| per channel (width) of input which of layer l. */
 const float *llm_calib_max_abs(const LlmCalib *c, int l, LlmMatmulInput which);

@@ -8,6 +8,7 @@
 #include "compress.h"
 
 #include "engine.h"
+#include "prune.h"
 #include "smooth.h"
 
 #include <string.h>
@@ -28,7 +29,7 @@ llm_compress_options_default(LlmCompressOptions *o, LlmQuantScheme scheme)
 const char *
 llm_compress_method_name(const LlmCompressOptions *o)
 {
-	return o->smooth ? "SmoothQuant" : o->awq && o->gptq ? "AWQ+GPTQ" : o->gptq ? "GPTQ" : "AWQ";
+	return o->prune == 24 ? "Wanda 2:4" : o->prune ? "Wanda 50%" : o->smooth ? "SmoothQuant" : o->awq && o->gptq ? "AWQ+GPTQ" : o->gptq ? "GPTQ" : "AWQ";
 }
 
 /* What the layer hook needs. */
@@ -47,6 +48,11 @@ compress_layer(void *ctx, LlmModel *m, int l, LlmQuantScheme scheme, bool *done,
 	*done = llm_layer_is_float(&m->weights.layers[l]);
 	if (!*done)
 		return LLM_OK;
+	if (cc->o->prune)
+	{
+		*done = false;			/* pruned to F32 copies, then rounded matrix by matrix */
+		return llm_prune_layer(m, l, cc->gptq.calib, cc->o->prune == 24, err);
+	}
 	if (cc->o->smooth)
 		return llm_smooth_quantize_layer(m, l, scheme, cc->gptq.calib, cc->o->smooth_alpha, err);
 	if (cc->o->awq)

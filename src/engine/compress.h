@@ -26,6 +26,7 @@ typedef struct LlmCompressOptions
 	bool		gptq;			/* GPTQ instead of rounding to nearest */
 	bool		smooth;			/* SmoothQuant's scales instead (neither AWQ nor GPTQ) */
 	double		smooth_alpha;	/* its exponent α (0.5) */
+	int			prune;			/* Wanda before rounding to nearest: 0 none, 50 (unstructured 50%), 24 (2:4) */
 	LlmGptqOptions gptq_opts;
 	int			max_tokens;		/* calibration tokens used at most (0: LLM_CALIB_MAX_TOKENS) */
 	int			n_threads;		/* for the calibration runs (>= 1) */
