@@ -265,8 +265,12 @@ cli_quantize(int argc, char **argv)
 		}
 		else if (strcmp(opt, "--prune") == 0)
 		{
-			co.prune = strcmp(argv[++i], "wanda24") == 0 ? 24 : strcmp(argv[i], "wanda") == 0 ? 50 : -1;
-			if (co.prune < 0)
+			i++;
+			if (strcmp(argv[i], "wanda") == 0)
+				co.prune = LLM_PRUNE_WANDA_HALF;
+			else if (strcmp(argv[i], "wanda24") == 0)
+				co.prune = LLM_PRUNE_WANDA_24;
+			else
 			{
 				fprintf(stderr, "llm-cli quantize: unknown pruning \"%s\" (wanda, wanda24)\n", argv[i]);
 				return 2;

@@ -29,7 +29,7 @@ llm_compress_options_default(LlmCompressOptions *o, LlmQuantScheme scheme)
 const char *
 llm_compress_method_name(const LlmCompressOptions *o)
 {
-	return o->prune == 24 ? "Wanda 2:4" : o->prune ? "Wanda 50%" : o->smooth ? "SmoothQuant" : o->awq && o->gptq ? "AWQ+GPTQ" : o->gptq ? "GPTQ" : "AWQ";
+	return o->prune == LLM_PRUNE_WANDA_24 ? "Wanda 2:4" : o->prune == LLM_PRUNE_WANDA_HALF ? "Wanda 50%" : o->smooth ? "SmoothQuant" : o->awq && o->gptq ? "AWQ+GPTQ" : o->gptq ? "GPTQ" : "AWQ";
 }
 
 /* What the layer hook needs. */
@@ -48,10 +48,10 @@ compress_layer(void *ctx, LlmModel *m, int l, LlmQuantScheme scheme, bool *done,
 	*done = llm_layer_is_float(&m->weights.layers[l]);
 	if (!*done)
 		return LLM_OK;
-	if (cc->o->prune)
+	if (cc->o->prune != LLM_PRUNE_NONE)
 	{
 		*done = false;			/* pruned to F32 copies, then rounded matrix by matrix */
-		return llm_prune_layer(m, l, cc->gptq.calib, cc->o->prune == 24, err);
+		return llm_prune_layer(m, l, cc->gptq.calib, cc->o->prune == LLM_PRUNE_WANDA_24, err);
 	}
 	if (cc->o->smooth)
 		return llm_smooth_quantize_layer(m, l, scheme, cc->gptq.calib, cc->o->smooth_alpha, err);

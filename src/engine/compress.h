@@ -18,6 +18,14 @@
 #include "gptq.h"
 #include "model.h"
 
+/* Pruning before rounding (prune.h). */
+typedef enum LlmPrune
+{
+	LLM_PRUNE_NONE,
+	LLM_PRUNE_WANDA_HALF,		/* Wanda, 50% of each row */
+	LLM_PRUNE_WANDA_24			/* Wanda, 2 of every 4 consecutive inputs */
+} LlmPrune;
+
 /* Which methods, on what calibration. */
 typedef struct LlmCompressOptions
 {
@@ -26,7 +34,7 @@ typedef struct LlmCompressOptions
 	bool		gptq;			/* GPTQ instead of rounding to nearest */
 	bool		smooth;			/* SmoothQuant's scales instead (neither AWQ nor GPTQ) */
 	double		smooth_alpha;	/* its exponent α (0.5) */
-	int			prune;			/* Wanda before rounding to nearest: 0 none, 50 (unstructured 50%), 24 (2:4) */
+	LlmPrune	prune;			/* Wanda before rounding to nearest (then no other method) */
 	LlmGptqOptions gptq_opts;
 	int			max_tokens;		/* calibration tokens used at most (0: LLM_CALIB_MAX_TOKENS) */
 	int			n_threads;		/* for the calibration runs (>= 1) */
