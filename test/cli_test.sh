@@ -66,6 +66,28 @@ else
     fail "perplexity with INT4_G32 '$ppl4', with AWQ '$ppl4a'"
 fi
 
+# GPTQ written by quantize --calib --method gptq (and AWQ then GPTQ, act-order): on its calibration text
+# the error feedback beats plain rounding (3.11 and 3.12 against 3.19 when written)
+"$CLI" quantize "$MODEL" "$TMP/gptq4.gguf" INT4_G32 --calib "$SHARED/data/stories260K-samples.txt" --method gptq 2>/dev/null
+ppl4g=$("$CLI" perplexity -m "$TMP/gptq4.gguf" -f "$SHARED/data/stories260K-samples.txt" -c 256 --threads 2 2>/dev/null | sed -n 's/^PPL = //p')
+"$CLI" quantize "$MODEL" "$TMP/gptq4a.gguf" INT4_G32 --calib "$SHARED/data/stories260K-samples.txt" \
+    --method awq+gptq --act-order 2>/dev/null
+ppl4ga=$("$CLI" perplexity -m "$TMP/gptq4a.gguf" -f "$SHARED/data/stories260K-samples.txt" -c 256 --threads 2 2>/dev/null | sed -n 's/^PPL = //p')
+if python3 -c "import sys; a=float('$ppl4'); g=float('$ppl4g'); h=float('$ppl4ga'); sys.exit(0 if g < a and h < a else 1)" 2>/dev/null; then
+    ok; echo "cli: perplexity with GPTQ INT4_G32 $ppl4g, AWQ+GPTQ act-order $ppl4ga, plain $ppl4"
+else
+    fail "perplexity with GPTQ INT4_G32 '$ppl4g', AWQ+GPTQ '$ppl4ga', expected both below plain '$ppl4'"
+fi
+
+# SmoothQuant INT8 (scales folded into the norms): within 0.5% of F32 (2.8969 when written)
+"$CLI" quantize "$MODEL" "$TMP/sq8.gguf" INT8 --calib "$SHARED/data/stories260K-samples.txt" --method smoothquant 2>/dev/null
+ppl8s=$("$CLI" perplexity -m "$TMP/sq8.gguf" -f "$SHARED/data/stories260K-samples.txt" -c 256 --threads 2 2>/dev/null | sed -n 's/^PPL = //p')
+if python3 -c "import sys; sys.exit(0 if abs(float('$ppl8s') / 2.8958 - 1) <= 0.005 else 1)" 2>/dev/null; then
+    ok; echo "cli: perplexity with SmoothQuant INT8 $ppl8s"
+else
+    fail "perplexity with SmoothQuant INT8 '$ppl8s', expected 2.8958 within 0.5%"
+fi
+
 # AWQ written by quantize --calib (quantized matrices and rescaled norms): loaded plainly, the file
 # gives exactly the perplexity of the same AWQ quantization done at load time, for INT4_G32 and INT8
 "$CLI" quantize "$MODEL" "$TMP/awq4.gguf" INT4_G32 --calib "$SHARED/data/stories260K-samples.txt" --threads 2 2>/dev/null

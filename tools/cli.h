@@ -13,6 +13,7 @@ int			cli_perplexity(int argc, char **argv);
 int			cli_bench(int argc, char **argv);
 int			cli_quantize(int argc, char **argv);
 int			cli_template(int argc, char **argv);
+int			cli_actstats(int argc, char **argv);
 
 struct CliOptions;
 /* llm-cli bench --long N: inter-token latency of -b decoders alone and beside one N-token prompt. */

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "awq.h"
+#include "compress.h"
 #include "cli_common.h"
 
 /* Whether opt is a whole word of the space-separated list allowed. */
@@ -494,7 +494,13 @@ cli_load_model(const CliOptions *o)
 	if (o->calib != NULL && (text = cli_read_calib(o->calib, &len)) == NULL)
 		return NULL;
 	if (o->calib != NULL)
-		st = llm_model_load_awq(o->model, o->quantize, text, len, o->threads, &m, &err);
+	{
+		LlmCompressOptions co;
+
+		llm_compress_options_default(&co, o->quantize);
+		co.n_threads = o->threads;
+		st = llm_model_load_compressed(o->model, &co, text, len, &m, &err);
+	}
 	else
 		st = llm_model_load_quantized(o->model, o->quantize, &m, &err);
 	free(text);

@@ -1,6 +1,6 @@
 /*
  * cli_quantize.c
- *		llm-cli quantize IN OUT TYPE [--calib TEXT [--threads N]]: rewrite a
+ *		llm-cli quantize IN OUT TYPE [--calib TEXT [--method M] ...]: rewrite a
  *		GGUF file with its weight matrices in another type (F32, F16, BF16,
  *		Q8_0, Q4_0) or one of the engine's own schemes (INT8 per output
  *		channel, INT4 per group of 32 or 128 inputs; stored as Q8_0 / Q4_0
@@ -11,8 +11,10 @@
  *		only: the embedding and the output matrix keep their type (quantize
  *		to INT8 first for an all-int8 file).
  *
- * With --calib (a scheme only) the model is loaded with AWQ scales from
- * that text (llm_model_load_awq) and written as the engine then serves it:
+ * With --calib (a scheme only) the model is loaded compressed with that
+ * text (llm_model_load_compressed: AWQ scales, GPTQ, AWQ then GPTQ, or
+ * SmoothQuant's scales, by --method; --act-order, --damp, --alpha and
+ * --calib-tokens tune GPTQ, SmoothQuant and the calibration) and written as the engine then serves it:
  * every matrix the quantization replaced, in its new type, and every norm
  * the scales were folded into, as F32 (the exact values the forward pass
  * uses, so the file computes what the in-memory model computes).
@@ -21,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "awq.h"
+#include "compress.h"
 #include "cli.h"
 #include "cli_common.h"
 #include "cli_options.h"
@@ -132,12 +134,12 @@ vector_changed(const LlmGgufTensor *t, const float *v, bool *oom)
 }
 
 /*
- * Write in.gguf quantized with scheme and AWQ scales calibrated on the text
- * at calib to out.gguf: the replaced matrices and the rescaled norms from the
- * loaded model, every other tensor and all metadata as in the file.
+ * Write in.gguf compressed as co says with the text at calib to out.gguf:
+ * the replaced matrices and the rescaled norms from the loaded model, every
+ * other tensor and all metadata as in the file.
  */
 static int
-quantize_awq(const char *in, const char *out, LlmQuantScheme scheme, const char *calib, int threads)
+quantize_calibrated(const char *in, const char *out, const LlmCompressOptions *co, const char *calib)
 {
 	LlmModel   *m = NULL;
 	LlmGgufWriter *w = NULL;
@@ -152,11 +154,12 @@ quantize_awq(const char *in, const char *out, LlmQuantScheme scheme, const char 
 
 	if ((text = cli_read_calib(calib, &len)) == NULL)
 		return 1;
-	st = llm_model_load_awq(in, scheme, text, len, threads, &m, &err);
+	st = llm_model_load_compressed(in, co, text, len, &m, &err);
 	free(text);
 	if (st != LLM_OK)
 	{
-		fprintf(stderr, "llm-cli quantize: could not quantize \"%s\" with AWQ: %s\n", in, err.msg);
+		fprintf(stderr, "llm-cli quantize: could not quantize \"%s\" with %s: %s\n", in,
+				llm_compress_method_name(co), err.msg);
 		return 1;
 	}
 	g = m->gguf;
@@ -194,14 +197,30 @@ quantize_awq(const char *in, const char *out, LlmQuantScheme scheme, const char 
 	else if ((st = llm_gguf_writer_save(w, out, &err)) != LLM_OK)
 		fprintf(stderr, "llm-cli quantize: %s\n", err.msg);
 	else
-		fprintf(stderr, "llm-cli quantize: %d of %llu tensors converted to %s with AWQ scales, %d rescaled in their type\n",
-				n_quantized, (unsigned long long) g->n_tensors, llm_quant_scheme_name(scheme), n_rescaled);
+		fprintf(stderr, "llm-cli quantize: %d of %llu tensors converted to %s with %s, %d rescaled in their type\n",
+				n_quantized, (unsigned long long) g->n_tensors, llm_quant_scheme_name(co->scheme),
+				llm_compress_method_name(co), n_rescaled);
 	llm_gguf_writer_free(w);
 	llm_model_free(m);
 	return oom || st != LLM_OK ? 1 : 0;
 }
 
-/* llm-cli quantize IN OUT TYPE [--calib TEXT [--threads N]]. */
+/* Parse --method M into co: awq, gptq, awq+gptq or smoothquant; false (with a message) for others. */
+static bool
+parse_method(const char *name, LlmCompressOptions *co)
+{
+	co->awq = strcasecmp(name, "awq") == 0 || strcasecmp(name, "awq+gptq") == 0;
+	co->gptq = strcasecmp(name, "gptq") == 0 || strcasecmp(name, "awq+gptq") == 0;
+	co->smooth = strcasecmp(name, "smoothquant") == 0;
+	if (!co->awq && !co->gptq && !co->smooth)
+		fprintf(stderr, "llm-cli quantize: unknown method \"%s\" (awq, gptq, awq+gptq, smoothquant)\n", name);
+	return co->awq || co->gptq || co->smooth;
+}
+
+/*
+ * llm-cli quantize IN OUT TYPE [--calib TEXT [--method awq|gptq|awq+gptq|smoothquant]
+ * [--act-order] [--damp X] [--alpha A] [--prune wanda|wanda24] [--calib-tokens N] [--threads N]].
+ */
 int
 cli_quantize(int argc, char **argv)
 {
@@ -210,28 +229,83 @@ cli_quantize(int argc, char **argv)
 	LlmError	err;
 	int			type;
 	LlmQuantScheme scheme = LLM_QUANT_NONE;
+	LlmCompressOptions co;
 	const char *calib = NULL;
-	long		threads = 1;
+	long		n;
 	int			n_converted = 0;
 	int			rc = 1;
 
-	if (argc < 4 || argc % 2 != 0)
+	llm_compress_options_default(&co, LLM_QUANT_NONE);
+	if (argc < 4)
 	{
-		fprintf(stderr, "usage: llm-cli quantize IN.gguf OUT.gguf TYPE [--calib TEXT [--threads N]]\n");
+		fprintf(stderr, "usage: llm-cli quantize IN.gguf OUT.gguf TYPE [--calib TEXT [--method awq|gptq|awq+gptq|smoothquant] "
+				"[--act-order] [--damp X] [--alpha A] [--prune wanda|wanda24] [--calib-tokens N] [--threads N]]\n");
 		return 2;
 	}
-	for (int i = 4; i < argc; i += 2)
+	for (int i = 4; i < argc; i++)
 	{
-		if (strcmp(argv[i], "--calib") == 0)
-			calib = argv[i + 1];
-		else if (strcmp(argv[i], "--threads") == 0)
+		const char *opt = argv[i];
+
+		if (strcmp(opt, "--act-order") == 0)
 		{
-			if (!cli_parse_int(argv[i], argv[i + 1], 1, 1024, &threads))
+			co.gptq_opts.act_order = true;
+			continue;
+		}
+		if (i + 1 >= argc)
+		{
+			fprintf(stderr, "llm-cli quantize: option \"%s\" needs a value\n", opt);
+			return 2;
+		}
+		if (strcmp(opt, "--calib") == 0)
+			calib = argv[++i];
+		else if (strcmp(opt, "--method") == 0)
+		{
+			if (!parse_method(argv[++i], &co))
 				return 2;
+		}
+		else if (strcmp(opt, "--damp") == 0)
+		{
+			if (!cli_parse_float(opt, argv[++i], &co.gptq_opts.damp))
+				return 2;
+			if (!(co.gptq_opts.damp > 0.0))
+			{
+				fprintf(stderr, "llm-cli quantize: --damp must be positive\n");
+				return 2;
+			}
+		}
+		else if (strcmp(opt, "--prune") == 0)
+		{
+			i++;
+			if (strcmp(argv[i], "wanda") == 0)
+				co.prune = LLM_PRUNE_WANDA_HALF;
+			else if (strcmp(argv[i], "wanda24") == 0)
+				co.prune = LLM_PRUNE_WANDA_24;
+			else
+			{
+				fprintf(stderr, "llm-cli quantize: unknown pruning \"%s\" (wanda, wanda24)\n", argv[i]);
+				return 2;
+			}
+		}
+		else if (strcmp(opt, "--alpha") == 0)
+		{
+			if (!cli_parse_float(opt, argv[++i], &co.smooth_alpha))
+				return 2;
+		}
+		else if (strcmp(opt, "--threads") == 0)
+		{
+			if (!cli_parse_int(opt, argv[++i], 1, 1024, &n))
+				return 2;
+			co.n_threads = (int) n;
+		}
+		else if (strcmp(opt, "--calib-tokens") == 0)
+		{
+			if (!cli_parse_int(opt, argv[++i], LLM_CALIB_CHUNK, LLM_CALIB_MAX_TOKENS, &n))
+				return 2;
+			co.max_tokens = (int) n;
 		}
 		else
 		{
-			fprintf(stderr, "llm-cli quantize: unknown option \"%s\"\n", argv[i]);
+			fprintf(stderr, "llm-cli quantize: unknown option \"%s\"\n", opt);
 			return 2;
 		}
 	}
@@ -249,7 +323,10 @@ cli_quantize(int argc, char **argv)
 		return 2;
 	}
 	if (calib != NULL)
-		return quantize_awq(argv[1], argv[2], scheme, calib, (int) threads);
+	{
+		co.scheme = scheme;
+		return quantize_calibrated(argv[1], argv[2], &co, calib);
+	}
 	if (llm_gguf_open(argv[1], &g, &err) != LLM_OK)
 	{
 		fprintf(stderr, "llm-cli quantize: %s\n", err.msg);

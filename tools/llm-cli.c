@@ -35,8 +35,12 @@ usage(FILE *f)
 			"             [--speculative off|ngram|draft] [--draft-model FILE] [--draft-max 8] [--prompts FILE [--chat]]\n"
 			"             (drafts by prompt lookup or a draft model, verified: the same output)\n"
 			"             (SCHEME: none, int8, int4 = int4_g128, int4_g32: float weights quantized at load)\n"
-			"  quantize   IN.gguf OUT.gguf TYPE [--calib TEXT [--threads N]]\n"
-			"             (TYPE: F32, F16, BF16, Q8_0, Q4_0, INT8, INT4_G32, INT4_G128; --calib: AWQ)\n"
+			"  quantize   IN.gguf OUT.gguf TYPE [--calib TEXT [--method awq|gptq|awq+gptq] [--act-order]\n"
+			"             [--damp 0.01] [--calib-tokens 4096] [--threads N]]\n"
+			"             (TYPE: F32, F16, BF16, Q8_0, Q4_0, INT8, INT4_G32, INT4_G128; --calib: AWQ by default)\n"
+			"  actstats   -m FLOAT_MODEL.gguf --calib TEXT [--calib-tokens N] [--alpha 0.5] [--threshold 6]\n"
+			"             [--threads N] (activation outliers; int8 activation error per token, per block,\n"
+			"             with SmoothQuant, with LLM.int8() outliers in float)\n"
 			"(--device auto or cuda loads the CUDA backend from $LLM_CUDA_MODULE, else from llm_cuda.so\n"
 			" in the directory above llm-cli's; auto computes on the CPU when it or a GPU is missing)\n");
 }
@@ -61,6 +65,8 @@ main(int argc, char **argv)
 		return cli_template(argc - 1, argv + 1);
 	if (strcmp(argv[1], "quantize") == 0)
 		return cli_quantize(argc - 1, argv + 1);
+	if (strcmp(argv[1], "actstats") == 0)
+		return cli_actstats(argc - 1, argv + 1);
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0)
 	{
 		usage(stdout);

@@ -15,15 +15,16 @@
  * the output projection (per KV channel, shared by the query heads of a
  * group), up's rows before down.
  *
- * llm_model_load_awq() puts it together: load the float model, run it over
- * the calibration text, quantize every layer with the statistics.  The
- * result lives in memory (llm-cli --calib, the worker's llm.quantize_calib)
- * or is written to a file by llm-cli quantize --calib.
+ * llm_model_load_compressed() (compress.c) puts it together: load the
+ * float model, run it over the calibration text (calib.c), quantize every
+ * layer with the statistics, rounding to nearest or, with GPTQ, through
+ * gptq.c on the scaled matrices.  The result lives in memory (llm-cli
+ * --calib, the worker's llm.quantize_calib) or is written to a file by
+ * llm-cli quantize --calib.
  */
 #include "awq.h"
 
 #include "engine.h"
-#include "forward.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -31,120 +32,6 @@
 
 #define AWQ_GRID 11				/* alpha = 0, 0.1, ..., 1 */
 #define AWQ_ROWS 256			/* rows of each matrix the error is measured on */
-
-/* Allocate zeroed statistics for the model's shape. */
-LlmStatus
-llm_calib_init(LlmCalib *c, const LlmConfig *cfg, LlmError *err)
-{
-	size_t		L = (size_t) cfg->n_layers;
-
-	memset(c, 0, sizeof(*c));
-	c->attn_in = calloc(L * cfg->dim, sizeof(double));
-	c->wo_in = calloc(L * cfg->n_heads * cfg->head_dim, sizeof(double));
-	c->ffn_in = calloc(L * cfg->dim, sizeof(double));
-	c->down_in = calloc(L * cfg->ffn_dim, sizeof(double));
-	c->attn_x = calloc(L * LLM_CALIB_SAMPLES * cfg->dim, sizeof(float));
-	c->wo_x = calloc(L * LLM_CALIB_SAMPLES * cfg->n_heads * cfg->head_dim, sizeof(float));
-	c->ffn_x = calloc(L * LLM_CALIB_SAMPLES * cfg->dim, sizeof(float));
-	c->down_x = calloc(L * LLM_CALIB_SAMPLES * cfg->ffn_dim, sizeof(float));
-	if (!c->attn_in || !c->wo_in || !c->ffn_in || !c->down_in ||
-		!c->attn_x || !c->wo_x || !c->ffn_x || !c->down_x)
-	{
-		llm_calib_free(c);
-		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory for calibration statistics");
-	}
-	return LLM_OK;
-}
-
-/* Free the statistics; safe on a zeroed struct. */
-void
-llm_calib_free(LlmCalib *c)
-{
-	free(c->attn_in);
-	free(c->wo_in);
-	free(c->ffn_in);
-	free(c->down_in);
-	free(c->attn_x);
-	free(c->wo_x);
-	free(c->ffn_x);
-	free(c->down_x);
-	memset(c, 0, sizeof(*c));
-}
-
-/*
- * Observer input (ctx an LlmCalib): add |x| of n rows of width w into the
- * sums of input which of layer, and keep the rows among the first
- * LLM_CALIB_SAMPLES calibration tokens.
- */
-static void
-calib_input(void *ctx, int layer, LlmMatmulInput which, const float *x, int n, int w)
-{
-	LlmCalib   *c = ctx;
-	double	   *sums;
-	float	   *samples;
-
-	switch (which)
-	{
-		case LLM_INPUT_ATTN:
-			sums = c->attn_in;
-			samples = c->attn_x;
-			break;
-		case LLM_INPUT_WO:
-			sums = c->wo_in;
-			samples = c->wo_x;
-			break;
-		case LLM_INPUT_FFN:
-			sums = c->ffn_in;
-			samples = c->ffn_x;
-			break;
-		default:
-			sums = c->down_in;
-			samples = c->down_x;
-			break;
-	}
-	sums += (size_t) layer * w;
-	samples += (size_t) layer * LLM_CALIB_SAMPLES * w;
-	for (int i = 0; i < n; i++)
-	{
-		for (int j = 0; j < w; j++)
-			sums[j] += fabsf(x[(size_t) i * w + j]);
-		if (c->n_tokens + i < LLM_CALIB_SAMPLES)
-			memcpy(samples + (size_t) (c->n_tokens + i) * w, x + (size_t) i * w, (size_t) w * sizeof(float));
-	}
-}
-
-/* Observer step_done: n more calibration tokens seen. */
-static void
-calib_step_done(void *ctx, int n)
-{
-	((LlmCalib *) ctx)->n_tokens += n;
-}
-
-/* Run the model over n tokens in chunks (at least one, at most n tokens long), summing activations into c. */
-LlmStatus
-llm_awq_calibrate(const LlmModel *m, const int32_t *tokens, int n, int chunk, int n_threads,
-				  LlmCalib *c, LlmError *err)
-{
-	LlmObserver obs = {c, calib_input, calib_step_done};
-
-	if (chunk > n)
-		chunk = n;
-	if (chunk < 1)
-		return llm_error_set(err, LLM_ERR_INVALID, "the calibration text has no tokens");
-	return llm_forward_chunks(m, tokens, n / chunk, chunk, n_threads, LLM_KV_F32, &obs, false, NULL, NULL, err);
-}
-
-/* A float copy (rows, cols) of a weight matrix; NULL when out of memory. */
-static float *
-weight_to_float(const LlmWeight *w)
-{
-	float	   *f = malloc((size_t) w->rows * w->cols * sizeof(float));
-
-	if (f != NULL)
-		for (int64_t r = 0; r < w->rows; r++)
-			llm_dequant_row(w->type, w->data + (size_t) r * w->row_bytes, f + (size_t) r * w->cols, w->cols);
-	return f;
-}
 
 /* A float matrix to be quantized, and its view for the search. */
 typedef struct AwqMat
@@ -242,8 +129,8 @@ awq_search(const AwqMat *mats, int n_mats, int64_t cols, const double *a, const 
 }
 
 /* Scale the columns of f (rows, cols) by s. */
-static void
-scale_cols(float *f, int64_t rows, int64_t cols, const float *s)
+void
+llm_scale_cols(float *f, int64_t rows, int64_t cols, const float *s)
 {
 	for (int64_t r = 0; r < rows; r++)
 		for (int64_t j = 0; j < cols; j++)
@@ -260,8 +147,8 @@ unscale_rows(float *f, int64_t rows, int64_t cols, const float *s)
 }
 
 /* Divide a norm weight by s (as used: w, or 1 + w when the model adds one). */
-static void
-unscale_norm(float *w, int64_t n, const float *s, bool add_one)
+void
+llm_unscale_norm(float *w, int64_t n, const float *s, bool add_one)
 {
 	for (int64_t j = 0; j < n; j++)
 		w[j] = add_one ? (1.0f + w[j]) / s[j] - 1.0f : w[j] / s[j];
@@ -277,7 +164,8 @@ unit_scales(float *s, int64_t n)
 
 /* Quantize layer l with AWQ scales (see awq.h). */
 LlmStatus
-llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, LlmError *err)
+llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, LlmMatrixQuantizer fn,
+					   void *fn_ctx, LlmError *err)
 {
 	const LlmConfig *cfg = &m->config;
 	LlmLayerWeights *lw = &m->weights.layers[l];
@@ -286,10 +174,9 @@ llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, 
 	int64_t		kvd = (int64_t) cfg->n_kv_heads * cfg->head_dim;
 	int64_t		ffn = cfg->ffn_dim;
 	int			group = cfg->n_heads / cfg->n_kv_heads;
-	double		nt = c->n_tokens > 0 ? (double) c->n_tokens : 1.0;
 	int			n_x = c->n_tokens < LLM_CALIB_SAMPLES ? (int) c->n_tokens : LLM_CALIB_SAMPLES;
-	const float *attn_x = c->attn_x + (size_t) l * LLM_CALIB_SAMPLES * dim;
-	const float *ffn_x = c->ffn_x + (size_t) l * LLM_CALIB_SAMPLES * dim;
+	const float *attn_x = llm_calib_samples(c, l, LLM_INPUT_ATTN);
+	const float *ffn_x = llm_calib_samples(c, l, LLM_INPUT_FFN);
 	AwqMat		mats[LLM_LAYER_MATRICES];
 	double	   *a_attn = malloc((size_t) dim * sizeof(double));
 	double	   *a_ffn = malloc((size_t) dim * sizeof(double));
@@ -304,6 +191,7 @@ llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, 
 	bool		ok = a_attn && a_ffn && a_wo && a_down && s_attn && s_ffn && s_wo && s_kv && s_down;
 
 	bool		qz[LLM_LAYER_MATRICES];
+	const float *col_scale[LLM_LAYER_MATRICES];
 
 	for (int i = 0; i < LLM_LAYER_MATRICES; i++)
 		mats[i] = (AwqMat) {llm_layer_matrix(lw, i), NULL};
@@ -312,20 +200,17 @@ llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, 
 		qz[k] = llm_quant_scheme_fits(q, mats[k].w->cols);
 
 	for (int k = 0; ok && k < LLM_LAYER_MATRICES; k++)
-		ok = (mats[k].f = weight_to_float(mats[k].w)) != NULL;
+		ok = (mats[k].f = llm_weight_to_float(mats[k].w)) != NULL;
 	if (!ok)
 	{
 		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for AWQ of layer %d", l);
 		goto done;
 	}
-	for (int64_t j = 0; j < dim; j++)
-	{
-		a_attn[j] = c->attn_in[l * dim + j] / nt;
-		a_ffn[j] = c->ffn_in[l * dim + j] / nt;
-	}
-	for (int64_t j = 0; j < ffn; j++)
-		a_down[j] = c->down_in[l * ffn + j] / nt;
-	/* the output projection's input channels, averaged over the query heads of each KV head */
+	llm_calib_mean_abs(c, l, LLM_INPUT_ATTN, a_attn);
+	llm_calib_mean_abs(c, l, LLM_INPUT_FFN, a_ffn);
+	llm_calib_mean_abs(c, l, LLM_INPUT_DOWN, a_down);
+	llm_calib_mean_abs(c, l, LLM_INPUT_WO, a_wo);
+	/* the output projection's input channels, averaged over the query heads of each KV head (in place) */
 	for (int64_t j = 0; j < kvd; j++)
 	{
 		double		sum = 0.0;
@@ -333,15 +218,15 @@ llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, 
 					d = j % cfg->head_dim;
 
 		for (int h = 0; h < group; h++)
-			sum += c->wo_in[l * qd + (kvh * group + h) * cfg->head_dim + d];
+			sum += a_wo[(kvh * group + h) * cfg->head_dim + d];
 		for (int h = 0; h < group; h++)
-			a_wo[(kvh * group + h) * cfg->head_dim + d] = sum / group / nt;
+			a_wo[(kvh * group + h) * cfg->head_dim + d] = sum / group;
 	}
 
 	/* wo and down first: their 1/s goes into v's and up's rows, which the other groups then see */
-	if (qz[3] ? !awq_search(&mats[3], 1, qd, a_wo, c->wo_x + (size_t) l * LLM_CALIB_SAMPLES * qd, n_x, q, s_wo) : (unit_scales(s_wo, qd), false))
+	if (qz[3] ? !awq_search(&mats[3], 1, qd, a_wo, llm_calib_samples(c, l, LLM_INPUT_WO), n_x, q, s_wo) : (unit_scales(s_wo, qd), false))
 		goto oom;
-	if (qz[6] ? !awq_search(&mats[6], 1, ffn, a_down, c->down_x + (size_t) l * LLM_CALIB_SAMPLES * ffn, n_x, q, s_down) : (unit_scales(s_down, ffn), false))
+	if (qz[6] ? !awq_search(&mats[6], 1, ffn, a_down, llm_calib_samples(c, l, LLM_INPUT_DOWN), n_x, q, s_down) : (unit_scales(s_down, ffn), false))
 		goto oom;
 	for (int64_t j = 0; j < kvd; j++)
 		s_kv[j] = s_wo[(j / cfg->head_dim) * group * cfg->head_dim + j % cfg->head_dim];
@@ -354,16 +239,22 @@ llm_awq_quantize_layer(LlmModel *m, int l, LlmQuantScheme q, const LlmCalib *c, 
 
 	/* scale the columns, fold 1/s into the norms, quantize */
 	for (int k = 0; k < 3; k++)
-		scale_cols(mats[k].f, mats[k].w->rows, dim, s_attn);
-	scale_cols(mats[3].f, dim, qd, s_wo);
-	scale_cols(mats[4].f, ffn, dim, s_ffn);
-	scale_cols(mats[5].f, ffn, dim, s_ffn);
-	scale_cols(mats[6].f, dim, ffn, s_down);
-	unscale_norm(lw->attn_norm, dim, s_attn, cfg->norm_add_one);
-	unscale_norm(lw->ffn_norm, dim, s_ffn, cfg->norm_add_one);
+		llm_scale_cols(mats[k].f, mats[k].w->rows, dim, s_attn);
+	llm_scale_cols(mats[3].f, dim, qd, s_wo);
+	llm_scale_cols(mats[4].f, ffn, dim, s_ffn);
+	llm_scale_cols(mats[5].f, ffn, dim, s_ffn);
+	llm_scale_cols(mats[6].f, dim, ffn, s_down);
+	llm_unscale_norm(lw->attn_norm, dim, s_attn, cfg->norm_add_one);
+	col_scale[0] = col_scale[1] = col_scale[2] = s_attn;
+	col_scale[3] = s_wo;
+	col_scale[4] = col_scale[5] = s_ffn;
+	col_scale[6] = s_down;
+	llm_unscale_norm(lw->ffn_norm, dim, s_ffn, cfg->norm_add_one);
 	for (int k = 0; k < LLM_LAYER_MATRICES && st == LLM_OK; k++)
 	{
-		if (qz[k])
+		if (qz[k] && fn != NULL)
+			st = fn(fn_ctx, mats[k].w, mats[k].f, l, k, col_scale[k], q, err);
+		else if (qz[k])
 			st = llm_weight_quantize_from(mats[k].w, LLM_TYPE_F32, mats[k].f, q, err);
 		else
 		{
@@ -388,68 +279,4 @@ done:
 	free(s_kv);
 	free(s_down);
 	return st;
-}
-
-/* llm_model_quantize's layer hook: layers whose matrices are all float get AWQ scales from ctx (an LlmCalib). */
-static LlmStatus
-awq_layer(void *ctx, LlmModel *m, int l, LlmQuantScheme scheme, bool *done, LlmError *err)
-{
-	*done = llm_layer_is_float(&m->weights.layers[l]);
-	return *done ? llm_awq_quantize_layer(m, l, scheme, ctx, err) : LLM_OK;
-}
-
-/* Calibrate the float model m on text and quantize it with scheme and AWQ scales. */
-static LlmStatus
-awq_quantize_model(LlmModel *m, LlmQuantScheme scheme, const char *text, size_t len, int n_threads,
-				   LlmError *err)
-{
-	LlmCalib	calib;
-	int32_t    *ids = NULL;
-	int			n_ids = 0;
-	bool		any_float = false;
-	LlmStatus	st;
-
-	memset(&calib, 0, sizeof(calib));
-	for (int l = 0; l < m->config.n_layers; l++)
-		any_float |= llm_layer_is_float(&m->weights.layers[l]);
-	if (!any_float)
-		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
-							 "AWQ needs float weight matrices (F32, F16 or BF16), but the model's are %s",
-							 m->info.weight_types);
-	if ((st = llm_tokenize(m->tokenizer, text, len, true, false, &ids, &n_ids, err)))
-		return st;
-	if (n_ids < LLM_AWQ_CHUNK)
-		st = llm_error_set(err, LLM_ERR_INVALID,
-						   "the calibration text has %d tokens, BOS included; AWQ needs at least %d (one chunk)",
-						   n_ids, LLM_AWQ_CHUNK);
-	else if (!(st = llm_calib_init(&calib, &m->config, err)) &&
-			 !(st = llm_awq_calibrate(m, ids, n_ids < LLM_AWQ_MAX_TOKENS ? n_ids : LLM_AWQ_MAX_TOKENS,
-									  LLM_AWQ_CHUNK, n_threads, &calib, err)))
-		st = llm_model_quantize(m, scheme, awq_layer, &calib, err);
-	free(ids);
-	llm_calib_free(&calib);
-	return st;
-}
-
-/* Load the float model at path and quantize it with AWQ scales from text (see awq.h). */
-LlmStatus
-llm_model_load_awq(const char *path, LlmQuantScheme scheme, const char *text, size_t len,
-				   int n_threads, LlmModel **out, LlmError *err)
-{
-	LlmModel   *m = NULL;
-	LlmStatus	st;
-
-	if (scheme == LLM_QUANT_NONE)
-		return llm_error_set(err, LLM_ERR_INVALID, "AWQ needs a quantization scheme (int8, int4_g32 or int4_g128)");
-	if (text == NULL || len == 0)
-		return llm_error_set(err, LLM_ERR_INVALID, "the calibration text is empty");
-	if ((st = llm_model_load_quantized(path, LLM_QUANT_NONE, &m, err)))
-		return st;
-	if ((st = awq_quantize_model(m, scheme, text, len, n_threads > 0 ? n_threads : 1, err)))
-	{
-		llm_model_free(m);
-		return st;
-	}
-	*out = m;
-	return LLM_OK;
 }

@@ -1,13 +1,13 @@
 /*
  * model_load.c
  *		llm_model_load_with(): one load call for engine.h's callers, over
- *		the plain, quantizing and AWQ loaders (model.c, awq.c).
+ *		the plain, quantizing and AWQ loaders (model.c, compress.c).
  */
 #include "engine.h"
 
 #include <string.h>
 
-#include "awq.h"
+#include "compress.h"
 
 /* Load option defaults: stored types, no calibration text, 1 thread. */
 void
@@ -23,6 +23,12 @@ LlmStatus
 llm_model_load_with(const char *path, const LlmModelLoadOptions *o, LlmModel **out, LlmError *err)
 {
 	if (o->calib_text != NULL)
-		return llm_model_load_awq(path, o->quantize, o->calib_text, o->calib_len, o->n_threads, out, err);
+	{
+		LlmCompressOptions co;
+
+		llm_compress_options_default(&co, o->quantize);
+		co.n_threads = o->n_threads;
+		return llm_model_load_compressed(path, &co, o->calib_text, o->calib_len, out, err);
+	}
 	return llm_model_load_quantized(path, o->quantize, out, err);
 }

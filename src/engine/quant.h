@@ -130,6 +130,23 @@ LlmType		llm_quant_scheme_type(LlmQuantScheme s);
 /* Quantize n floats (n a multiple of the scheme's group) into the scheme's blocks. */
 void		llm_quantize_row_scheme(LlmQuantScheme s, const float *src, void *dst, int64_t n);
 
+/* Values that share one scale in a row of n under scheme s: the row (INT8) or the group (32, 128). */
+int64_t		llm_quant_scheme_group(LlmQuantScheme s, int64_t n);
+
+/* The scale scheme s stores for the n values of one group, exactly as the fp16 blocks hold it. */
+float		llm_quant_scheme_scale(LlmQuantScheme s, const float *src, int64_t n);
+
+/* x on scheme s's grid of scale d (d times the stored integer), rounded as its blocks are encoded. */
+float		llm_quant_scheme_round(LlmQuantScheme s, float x, float d);
+
+/*
+ * Encode n floats into scheme s's blocks with the given scales (n /
+ * llm_quant_scheme_group of them, fp16-exact): GPTQ's output, whose values
+ * already lie on those grids, is stored without moving them.
+ */
+void		llm_quantize_row_scheme_scaled(LlmQuantScheme s, const float *src, const float *scales, void *dst,
+										   int64_t n);
+
 /* Whether a row of n values can take the scheme (n a multiple of its group). */
 bool		llm_quant_scheme_fits(LlmQuantScheme s, int64_t n);
 

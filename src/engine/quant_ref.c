@@ -645,6 +645,18 @@ quantize_q4_0(const float *src, LlmBlockQ4_0 *dst, int64_t nb)
 		encode_q4_0_block(src, q4_0_scale(src, LLM_QK), dst);
 }
 
+/* INT8's scale for a row of n floats: amax / 127 as fp16 holds it, one fp16 step up if rounding lost range. */
+static float
+int8_channel_scale(const float *src, int64_t n)
+{
+	float		amax = abs_max(src, n);
+	uint16_t	h = llm_fp32_to_fp16(amax / 127.0f);
+
+	if (amax > 0.0f && amax / llm_fp16_to_fp32(h) > 127.49f)
+		h++;
+	return llm_fp16_to_fp32(h);
+}
+
 /*
  * Encode nb blocks of 64 floats as SPARSE24: magnitude pruning, then Q8_0's
  * int8.  Of each four values the two of largest magnitude are kept (the
@@ -697,15 +709,10 @@ quantize_s24(const float *src, LlmBlockS24 *dst, int64_t nb)
 void
 llm_quantize_row_int8_channel(const float *src, void *dst, int64_t n)
 {
-	float		amax = abs_max(src, n);
-	uint16_t	h = llm_fp32_to_fp16(amax / 127.0f);
+	float		d = int8_channel_scale(src, n);
 	LlmBlockQ8_0 *o = dst;
-	float		d;
 
-	/* quantize with the scale exactly as the fp16 blocks hold it; one fp16 step up if rounding lost range */
-	if (amax > 0.0f && amax / llm_fp16_to_fp32(h) > 127.49f)
-		h++;
-	d = llm_fp16_to_fp32(h);
+	/* quantize with the scale exactly as the fp16 blocks hold it */
 	for (int64_t i = 0; i < n / LLM_QK; i++)
 		encode_q8_0_block(src + i * LLM_QK, d, o + i);
 }
@@ -726,6 +733,61 @@ llm_quantize_row_int4_group(const float *src, void *dst, int64_t n, int g)
 
 		for (int64_t i = 0; i < len / LLM_QK; i++)
 			encode_q4_0_block(src + g0 + i * LLM_QK, d, o + (g0 / LLM_QK) + i);
+	}
+}
+
+/* Values that share one scale in a row of n under scheme s: the row (INT8) or the group. */
+int64_t
+llm_quant_scheme_group(LlmQuantScheme s, int64_t n)
+{
+	return s == LLM_QUANT_INT8 ? n : s == LLM_QUANT_INT4_G32 ? 32 : 128;
+}
+
+/* The scale scheme s stores for the n values of one group (fp16-exact). */
+float
+llm_quant_scheme_scale(LlmQuantScheme s, const float *src, int64_t n)
+{
+	if (s == LLM_QUANT_INT8)
+		return int8_channel_scale(src, n);
+	return llm_fp16_to_fp32(llm_fp32_to_fp16(q4_0_scale(src, n)));
+}
+
+/* x on scheme s's grid of scale d, rounded as the scheme's block encoder rounds. */
+float
+llm_quant_scheme_round(LlmQuantScheme s, float x, float d)
+{
+	float		id = d != 0.0f ? 1.0f / d : 0.0f;
+
+	if (s == LLM_QUANT_INT8)
+	{
+		float		q = roundf(x * id);
+
+		q = !(q >= -127.0f) ? (isnan(q) ? 0.0f : -127.0f) : q > 127.0f ? 127.0f : q;
+		return q * d;
+	}
+	else
+	{
+		float		v = x * id + 8.5f;
+		int			q = v >= 15.0f ? 15 : (v > 0.0f ? (int) v : 0);
+
+		return (float) (q - 8) * d;
+	}
+}
+
+/* Encode n floats into scheme s's blocks with the given scales (one per llm_quant_scheme_group values). */
+void
+llm_quantize_row_scheme_scaled(LlmQuantScheme s, const float *src, const float *scales, void *dst, int64_t n)
+{
+	int64_t		g = llm_quant_scheme_group(s, n);
+
+	for (int64_t i = 0; i < n / LLM_QK; i++)
+	{
+		float		d = scales[i * LLM_QK / g];
+
+		if (s == LLM_QUANT_INT8)
+			encode_q8_0_block(src + i * LLM_QK, d, (LlmBlockQ8_0 *) dst + i);
+		else
+			encode_q4_0_block(src + i * LLM_QK, d, (LlmBlockQ4_0 *) dst + i);
 	}
 }
 
