@@ -155,7 +155,7 @@ rate() { echo "scale=1; $ROWS / $1" | bc; }
     echo "| coordinator + 1 remote node, llm.local_inference = off (the dispatch's cost) | $t_rem | $(rate "$t_rem") | $(printf "%.2f" "$(echo "$t_one / $t_rem" | bc -l)")x | $same_two |"
     echo "| coordinator + 2 remote nodes, llm.local_inference = off | $t_two | $(rate "$t_two") | $(printf "%.2f" "$(echo "$t_one / $t_two" | bc -l)")x | $same_two |"
     echo "| one server, two model workers (llm.devices = 'cpu,cpu', $((2 * THREADS)) threads split) | $t_devs | $(rate "$t_devs") | $(printf "%.2f" "$(echo "$t_one / $t_devs" | bc -l)")x | $same_devs |"
-    echo "| the same, node1 stopped (-m immediate) at ${half}s | $t_killed | $(rate "$t_killed") | $(printf "%.2f" "$(echo "$t_one / $t_killed" | bc -l)")x | $same_killed (node failed: $resent) |"
+    echo "| coordinator + 2 remote nodes, node1 stopped (-m immediate) at ${half}s | $t_killed | $(rate "$t_killed") | $(printf "%.2f" "$(echo "$t_one / $t_killed" | bc -l)")x | $same_killed (node failed: $resent) |"
     echo
     echo "$ROWS rows, $NEW new tokens each, seed => id, $(basename "$model"), llm.threads = $THREADS per server, median of $REPEAT (the stopped run once); $cpu, $(nproc) cores (load average $load at the end: other work shares them); $("$pg_config" --version)."
 } | tee "$OUT/scale_bench.md"
