@@ -65,7 +65,7 @@ $two->stop;
 # CPUs and GPUs do not mix: their answers are not the same bits
 $two->append_conf('postgresql.conf', "llm.devices = 'cpu, cuda:0'\n");
 $two->start;
-like(slurp_file($two->logfile), qr/invalid value for parameter "llm.devices".*\n.*all CPUs or all GPUs/,
+like(slurp_file($two->logfile), qr/invalid value for parameter "llm.devices".*\n.*must all be CPUs or all GPUs/,
 	'a list mixing CPUs and GPUs is refused');
 $two->stop;
 
