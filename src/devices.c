@@ -162,28 +162,21 @@ LlmDeviceSpec
 LlmDeviceOf(int i, int total_threads, int n_cpus)
 {
 	LlmDeviceSpec spec;
-	int			n_cpu = 0;
-	int			rank = 0;
+	int			n = LlmDevices.n;
 
-	if (LlmDevices.n == 0)
+	if (n == 0)
 	{
 		memset(&spec, 0, sizeof(spec));
 		spec.device = llm_device;
 		return spec;
 	}
 	spec = LlmDevices.specs[i];
-	for (int k = 0; k < LlmDevices.n; k++)
-		if (LlmDevices.specs[k].device == LLM_DEVICE_CPU)
-		{
-			if (k < i)
-				rank++;
-			n_cpu++;
-		}
-	if (spec.device == LLM_DEVICE_CPU && n_cpu > 1)
+	/* the list is all CPUs or all GPUs (llm_devices_check), so worker i is the i-th of n CPU workers */
+	if (spec.device == LLM_DEVICE_CPU && n > 1)
 	{
 		int			total = total_threads > 0 ? total_threads : Max(n_cpus, 1);
 
-		spec.threads = Max(1, total / n_cpu + (rank < total % n_cpu ? 1 : 0));
+		spec.threads = Max(1, total / n + (i < total % n ? 1 : 0));
 	}
 	return spec;
 }

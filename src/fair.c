@@ -454,11 +454,8 @@ LlmFairCost(const LlmSlot *slot)
 static int
 LlmFairWorkerQuota(int queued, int mine, int others, bool has_engine)
 {
-	int			ready = 0;
+	int			ready = LlmWorkersReady();
 
-	for (int w = 0; w < LlmState->n_workers; w++)
-		if (LlmState->workers[w].pid != 0 && LlmState->workers[w].has_model)
-			ready++;
 	if (!has_engine)
 		return ready > 0 ? 0 : queued;
 	ready = Max(ready, 1);

@@ -569,6 +569,7 @@ extern void LlmAnswerCacheGauges(int64 *entries, int64 *bytes);
 extern int	LlmMyWorker;
 extern LlmWorkerInfo *LlmWorkerSelf(void);
 extern LlmWorkerInfo LlmWorkerServing(void);
+extern int	LlmWorkersReady(void);
 extern void LlmWorkerRegister(void);
 extern PGDLLEXPORT void LlmWorkerMain(Datum main_arg);
 

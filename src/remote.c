@@ -428,7 +428,7 @@ remote_connect_all(LlmRemote *r)
 	LlmWorkerInfo g;
 	LlmWorkerInfo serving = LlmWorkerServing();
 	int			queued = 0;
-	int			ready = 0;
+	int			ready;
 
 	if (r->started)
 		return;
@@ -436,8 +436,7 @@ remote_connect_all(LlmRemote *r)
 	r->identity = serving.has_model ? serving.identity : 0;
 	LWLockAcquire(LlmState->lock, LW_SHARED);
 	LlmWorkerGauges(&g);
-	for (int w = 0; w < LlmState->n_workers; w++)
-		ready += LlmState->workers[w].has_model;
+	ready = LlmWorkersReady();
 	for (int s = 0; s < LlmState->n_slots; s++)
 		queued += LlmState->slots[s].state == LLM_SLOT_QUEUED;
 	LWLockRelease(LlmState->lock);

@@ -124,12 +124,24 @@ LlmWorkerServing(void)
 	int			k = 0;
 
 	LWLockAcquire(LlmState->lock, LW_SHARED);
-	for (int i = LlmState->n_workers - 1; i >= 0; i--)
-		if (LlmState->workers[i].has_model)
-			k = i;
+	while (k < LlmState->n_workers - 1 && !LlmState->workers[k].has_model)
+		k++;
+	if (!LlmState->workers[k].has_model)
+		k = 0;
 	w = LlmState->workers[k];
 	LWLockRelease(LlmState->lock);
 	return w;
+}
+
+/* How many model workers have a model loaded (a worker that exits clears has_model); lock held. */
+int
+LlmWorkersReady(void)
+{
+	int			ready = 0;
+
+	for (int w = 0; w < LlmState->n_workers; w++)
+		ready += LlmState->workers[w].has_model;
+	return ready;
 }
 
 /*
