@@ -107,7 +107,7 @@ bench_level(LlmBackend *be, LlmCpuIsa isa, int64_t rows, int64_t cols, int n_tok
 	static const LlmType types[] = {
 		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_1, LLM_TYPE_Q5_0,
 		LLM_TYPE_Q5_1, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K, LLM_TYPE_Q4_K, LLM_TYPE_Q5_K, LLM_TYPE_Q6_K,
-		LLM_TYPE_Q8_0_G, LLM_TYPE_Q4_0_G, LLM_TYPE_SPARSE24
+		LLM_TYPE_Q8_0_G, LLM_TYPE_Q4_0_G, LLM_TYPE_SPARSE24, LLM_TYPE_SPARSE24_G
 	};
 	const LlmBackendOps *ops = llm_cpu_ops_for_isa(isa);
 	float	   *x = malloc((size_t) n_tok * cols * sizeof(float));

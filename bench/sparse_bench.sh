@@ -96,7 +96,7 @@ cc -std=c11 -D_GNU_SOURCE -O2 -pthread -Isrc/engine -o build/bench_kernels bench
 kraw=$OUT/$NAME-kernels.csv
 echo "round,type,gemv_us" > "$kraw"
 for ((r = 0; r < REPS; r++)); do
-    build/bench_kernels "$THREADS" 5632 2048 16 800 Q8_0_G,Q4_0_G,SPARSE24 avx512 2>/dev/null |
+    build/bench_kernels "$THREADS" 5632 2048 16 800 Q8_0_G,Q4_0_G,SPARSE24,SPARSE24_G avx512 2>/dev/null |
         awk -v r="$r" '$3 == "GEMV" { print r "," $2 "," $4 }' >> "$kraw"
 done
 summarize "$kraw" "$OUT/$NAME-kernels.md" "GEMV alone, 5632 x 2048 weights walked over 800 MB, $cpu, $THREADS \

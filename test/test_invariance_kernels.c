@@ -47,7 +47,7 @@ cols_for(LlmType type, int64_t *cols)
 		cols[0] = 640, cols[1] = 800, cols[2] = 4128, cols[3] = 8224;	/* 20, 25, 129, 257 blocks */
 		return 4;
 	}
-	if (type == LLM_TYPE_SPARSE24)
+	if (llm_type_base(type) == LLM_TYPE_SPARSE24)
 	{
 		cols[0] = 640, cols[1] = 4160, cols[2] = 8256;	/* 10, 65, 129 blocks: the stack's row and the heap's */
 		return 3;
@@ -255,7 +255,8 @@ main(void)
 	static const LlmType types[] = {
 		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_1,
 		LLM_TYPE_Q5_0, LLM_TYPE_Q5_1, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K, LLM_TYPE_Q4_K, LLM_TYPE_Q5_K, LLM_TYPE_Q6_K,
-		LLM_TYPE_Q8_0_G, LLM_TYPE_Q4_0_G, LLM_TYPE_Q4_1_G, LLM_TYPE_Q5_0_G, LLM_TYPE_Q5_1_G, LLM_TYPE_SPARSE24
+		LLM_TYPE_Q8_0_G, LLM_TYPE_Q4_0_G, LLM_TYPE_Q4_1_G, LLM_TYPE_Q5_0_G, LLM_TYPE_Q5_1_G, LLM_TYPE_SPARSE24,
+		LLM_TYPE_SPARSE24_G
 	};
 	LlmBackend *bes[2] = {NULL, NULL};
 	LlmError	err;

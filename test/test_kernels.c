@@ -301,7 +301,8 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 	static const LlmType types[] = {
 		LLM_TYPE_F32, LLM_TYPE_F16, LLM_TYPE_BF16, LLM_TYPE_Q8_0, LLM_TYPE_Q4_0, LLM_TYPE_Q4_K, LLM_TYPE_Q6_K,
 		LLM_TYPE_Q4_1, LLM_TYPE_Q5_0, LLM_TYPE_Q5_1, LLM_TYPE_Q5_K, LLM_TYPE_Q2_K, LLM_TYPE_Q3_K,
-		LLM_TYPE_Q8_0_G, LLM_TYPE_Q4_0_G, LLM_TYPE_Q4_1_G, LLM_TYPE_Q5_0_G, LLM_TYPE_Q5_1_G, LLM_TYPE_SPARSE24
+		LLM_TYPE_Q8_0_G, LLM_TYPE_Q4_0_G, LLM_TYPE_Q4_1_G, LLM_TYPE_Q5_0_G, LLM_TYPE_Q5_1_G, LLM_TYPE_SPARSE24,
+		LLM_TYPE_SPARSE24_G
 	};
 	static const int64_t rows_list[] = {1, 3, 17, 33};
 	static const int n_list[] = {1, 2, 3, 5, 17};
@@ -309,7 +310,7 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 	/* 1 .. 41 blocks: groups of 16 and 8, tails of 1, 2, 3, 4 and 7 (four, two, one) */
 	static const int64_t cols_q[] = {32, 64, 96, 224, 544, 640, 800, 1312};
 	static const int64_t cols_k[] = {256, 512, 768};
-	/* SPARSE24: 1 .. 21 blocks of 64 */
+	/* SPARSE24: 1 .. 21 blocks of 64 (grouped: pieces of 8, 4 and the rest) */
 	static const int64_t cols_s24[] = {64, 192, 640, 1344};
 	const LlmMatmulKernels *kern = llm_matmul_kernels(isa);
 	const LlmBackendOps *ops = llm_cpu_ops_for_isa(isa);
@@ -335,7 +336,7 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 			cols = cols_float, n_cols = 6;
 		else if (llm_type_traits(type)->block_size == LLM_QK)
 			cols = cols_q, n_cols = (int) (sizeof(cols_q) / sizeof(cols_q[0]));
-		else if (type == LLM_TYPE_SPARSE24)
+		else if (llm_type_base(type) == LLM_TYPE_SPARSE24)
 			cols = cols_s24, n_cols = 4;
 		else
 			cols = cols_k, n_cols = 3;
@@ -371,13 +372,14 @@ check_rewrite(LlmBackend *be, const LlmBackendOps *ops, const LlmMatmulKernels *
 {
 	static const int n_list[] = {1, 2, 3, 4, 5, 17, 64};
 	static const int64_t cols_list[] = {640, 800, 2048};	/* 20, 25, 64 blocks */
+	static const int64_t cols_s24[] = {640, 1344, 2048};	/* SPARSE24: 10, 21, 32 blocks */
 	const int64_t rows = 37;
 
 	if (kern->gemm[from] == NULL || kern->gemm[to] == NULL)
 		return;
 	for (int ci = 0; ci < 3; ci++)
 	{
-		const int64_t cols = cols_list[ci];
+		const int64_t cols = from == LLM_TYPE_SPARSE24 ? cols_s24[ci] : cols_list[ci];
 		size_t		rb = llm_type_row_size(to, cols);
 		float	   *x = malloc((size_t) 64 * cols * sizeof(float));
 		float	   *y1 = malloc((size_t) 64 * rows * sizeof(float));
@@ -491,6 +493,7 @@ main(void)
 			check_rewrite(be, ops, kern, LLM_TYPE_Q4_1, LLM_TYPE_Q4_1_G, llm_group_row);
 			check_rewrite(be, ops, kern, LLM_TYPE_Q5_0, LLM_TYPE_Q5_0_G, llm_group_row);
 			check_rewrite(be, ops, kern, LLM_TYPE_Q5_1, LLM_TYPE_Q5_1_G, llm_group_row);
+			check_rewrite(be, ops, kern, LLM_TYPE_SPARSE24, LLM_TYPE_SPARSE24_G, llm_group_row);
 		}
 	}
 	llm_backend_free(be);

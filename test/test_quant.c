@@ -1233,6 +1233,62 @@ test_sparse24(void)
 		TEST_CHECK(y[j] == (j < 32 ? (float) (j + 1) : 0.0f), "an over-full mask decodes value %d as %g", j, y[j]);
 }
 
+/*
+ * SPARSE24's grouped rows (quant_groups.c): the same values as the blocks,
+ * and back; the bytes where the layout puts them; rows with three kept in
+ * some four refused.
+ */
+static void
+test_sparse24_grouped(void)
+{
+	enum
+	{
+		K = 1344				/* 21 blocks: pieces of 8, 8, 4 and one block left */
+	};
+	float		x[K],
+				y[K],
+				yg[K];
+	LlmBlockS24 row[K / LLM_QK_S24],
+				grp[K / LLM_QK_S24],
+				back[K / LLM_QK_S24];
+	uint64_t	m0,
+				gm0;
+	uint16_t	d;
+
+	TEST_CHECK(llm_type_grouped(LLM_TYPE_SPARSE24) == LLM_TYPE_SPARSE24_G &&
+			   llm_type_base(LLM_TYPE_SPARSE24_G) == LLM_TYPE_SPARSE24 && !llm_type_is_file_type(LLM_TYPE_SPARSE24_G) &&
+			   llm_type_row_size(LLM_TYPE_SPARSE24_G, K) == llm_type_row_size(LLM_TYPE_SPARSE24, K),
+			   "SPARSE24_G: SPARSE24's grouped type, of its size, never in a file");
+	for (int j = 0; j < K; j++)
+		x[j] = test_rng_uniform(-1.0f, 1.0f);
+	llm_quantize_row(LLM_TYPE_SPARSE24, x, row, K);
+	TEST_CHECK(llm_s24_groupable(row, K), "a quantized 2:4 row can be grouped");
+	llm_group_row(LLM_TYPE_SPARSE24, row, grp, K);
+	llm_dequant_row(LLM_TYPE_SPARSE24, row, y, K);
+	llm_dequant_row(LLM_TYPE_SPARSE24_G, grp, yg, K);
+	TEST_CHECK(memcmp(y, yg, sizeof(y)) == 0, "the grouped row decodes to the blocks' values");
+	llm_ungroup_row(LLM_TYPE_SPARSE24_G, grp, back, K);
+	llm_dequant_row(LLM_TYPE_SPARSE24, back, yg, K);
+	TEST_CHECK(memcmp(y, yg, sizeof(y)) == 0, "and back to blocks with the same values");
+	TEST_CHECK(memcmp(&grp[20], &row[20], sizeof(row[20])) == 0, "the last block, after the pieces, is left as it is");
+	TEST_CHECK(llm_dot_row_ref(LLM_TYPE_SPARSE24_G, grp, x, K) == llm_dot_row_ref(LLM_TYPE_SPARSE24, row, x, K),
+			   "the reference dot product of the grouped row is the blocks'");
+
+	/* the first group: lane 1's scale is half 2's (block 1, d[0]); vector 0's first lane is half 0's values 0-3 */
+	memcpy(&d, (const uint8_t *) grp + 2, sizeof(d));
+	TEST_CHECK(d == row[1].d[0], "lane 1 of the first group's scales is half 2's");
+	memcpy(&m0, row[0].mask, sizeof(m0));
+	memcpy(&gm0, (const uint8_t *) grp + 32, sizeof(gm0));
+	for (int j = 0; j < 4; j++)
+		TEST_CHECK(((gm0 >> j) & 1) == (((m0 >> j) & 1) && y[j] != 0.0f), "vector 0's bit %d is half 0's value %d", j, j);
+
+	/* three kept of one four: not groupable */
+	memcpy(&m0, row[3].mask, sizeof(m0));
+	m0 |= 0x7ull << 8;
+	memcpy(row[3].mask, &m0, sizeof(m0));
+	TEST_CHECK(!llm_s24_groupable(row, K), "a row with three kept in some four is not grouped");
+}
+
 int
 main(void)
 {
@@ -1252,5 +1308,6 @@ main(void)
 	test_quantize_zeros();
 	test_quantize_bytes();
 	test_sparse24();
+	test_sparse24_grouped();
 	return test_summary("quant");
 }

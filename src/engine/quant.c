@@ -29,6 +29,7 @@ static const LlmTypeTraits type_traits[LLM_TYPE_COUNT] = {
 	[LLM_TYPE_Q5_0_G] = {"Q5_0_G", LLM_QK, 2 + 4 + LLM_QK / 2},
 	[LLM_TYPE_Q5_1_G] = {"Q5_1_G", LLM_QK, 4 + 4 + LLM_QK / 2},
 	[LLM_TYPE_SPARSE24] = {"SPARSE24", LLM_QK_S24, 4 + 8 + LLM_QK_S24 / 2},
+	[LLM_TYPE_SPARSE24_G] = {"SPARSE24_G", LLM_QK_S24, 4 + 8 + LLM_QK_S24 / 2},
 };
 
 /* Traits of a supported type, or NULL for an unknown or unsupported one. */

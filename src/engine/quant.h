@@ -45,7 +45,9 @@ typedef enum LlmType
 	LLM_TYPE_Q5_1_G = 44,
 	/* the engine's own file types: in GGUF under LLM_FILE_TYPE_OWN + n (llm_type_file_id), not these numbers */
 	LLM_TYPE_SPARSE24 = 45,
-	LLM_TYPE_COUNT = 46
+	/* the CPU backend's grouped SPARSE24 (quant_groups.c), like the grouped types above */
+	LLM_TYPE_SPARSE24_G = 46,
+	LLM_TYPE_COUNT = 47
 } LlmType;
 
 /*
@@ -170,7 +172,7 @@ void		llm_repack_q8_0(LlmType type, const void *src, void *dst, int64_t n);
  * numbers in the same bytes per row.
  */
 
-/* The grouped type of base (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1), or LLM_TYPE_COUNT when it has none. */
+/* The grouped type of base (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, SPARSE24), or LLM_TYPE_COUNT when it has none. */
 LlmType		llm_type_grouped(LlmType base);
 
 /* The type a grouped type rewrites; any other type itself. */
@@ -181,6 +183,9 @@ int64_t		llm_group_blocks(int64_t nb);
 
 /* Blocks of the piece of a row of nb blocks that starts at block b: its group (16 or 8), or one block. */
 int64_t		llm_group_piece(int64_t b, int64_t nb);
+
+/* Whether a SPARSE24 row of n values can be grouped: no four values of a half with more than two kept. */
+bool		llm_s24_groupable(const void *row, int64_t n);
 
 /* Rewrite a row of n values of base as its grouped type, or back (src and dst apart). */
 void		llm_group_row(LlmType base, const void *src, void *dst, int64_t n);

@@ -32,6 +32,20 @@
  *          vector s, 8 bytes a vector), then the low four bits as Q4_0's;
  *   Q5_1:  fp16 d[B], fp16 m[B], then as Q5_0's.
  * Lane L of the scales (and minimums) is the block of lane L (L < B).
+ *
+ * SPARSE24 (64 values a block, two scales: two Q8_0 blocks' worth, 2:4
+ * sparse) groups the same way, counting its halves of 32 as the blocks:
+ * a group of B halves (B / 2 SPARSE24 blocks, the same bytes) holds
+ *   fp16 d[B] (lane order), then V 64-bit masks, then V times 32 bytes:
+ *   bit 4L + j of mask s says that byte 4L + j of vector s (as above) is
+ *   not zero, and the 32 bytes of vector s are those values in order, as
+ *   q + 128 (unused bytes 128).
+ * vpexpandb of the 32 bytes under the mask, into a vector of 128s, gives
+ * vector s as Q8_0's grouped layout has it.  Every four values of a vector
+ * are four consecutive values of one half, so a 2:4 row has at most 32 in
+ * a vector; a block with more than two values in some four (no quantizer
+ * writes one) cannot be grouped (llm_s24_groupable).  The tail, fewer than
+ * 8 halves, stays as SPARSE24 blocks.
  */
 #include "quant.h"
 
@@ -76,6 +90,8 @@ llm_type_grouped(LlmType base)
 			return LLM_TYPE_Q5_0_G;
 		case LLM_TYPE_Q5_1:
 			return LLM_TYPE_Q5_1_G;
+		case LLM_TYPE_SPARSE24:
+			return LLM_TYPE_SPARSE24_G;
 		default:
 			return LLM_TYPE_COUNT;
 	}
@@ -97,6 +113,8 @@ llm_type_base(LlmType type)
 			return LLM_TYPE_Q5_0;
 		case LLM_TYPE_Q5_1_G:
 			return LLM_TYPE_Q5_1;
+		case LLM_TYPE_SPARSE24_G:
+			return LLM_TYPE_SPARSE24;
 		default:
 			return type;
 	}
@@ -299,21 +317,184 @@ group_unpack(LlmType base, const uint8_t *src, int nblk, uint8_t *dst)
 	}
 }
 
+/* Where a SPARSE24 group of nblk halves keeps its masks and its kept values (after the scales). */
+static uint8_t *
+s24_group_masks(uint8_t *g, int nblk)
+{
+	return g + 2 * (size_t) nblk;
+}
+
+static uint8_t *
+s24_group_values(uint8_t *g, int nblk)
+{
+	return g + 2 * (size_t) nblk + 8 * (size_t) (nblk / 2);
+}
+
+/* The number of set bits of m (SWAR: the engine is built for any x86-64, without popcnt). */
+static int
+popcount64(uint64_t m)
+{
+	m = m - ((m >> 1) & 0x5555555555555555ull);
+	m = (m & 0x3333333333333333ull) + ((m >> 2) & 0x3333333333333333ull);
+	m = (m + (m >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+	return (int) ((m * 0x0101010101010101ull) >> 56);
+}
+
+/*
+ * Rewrite the nblk / 2 SPARSE24 blocks at src (of a 2:4 row:
+ * llm_s24_groupable, so at most two kept in any four and none past the
+ * 32nd) as one group at dst: each lane's four values found by its block's
+ * mask, their place among the kept ones by the bits below.
+ */
+static void
+s24_group_pack(const uint8_t *src, int nblk, uint8_t *dst)
+{
+	const LlmBlockS24 *blocks = (const LlmBlockS24 *) src;
+
+	for (int l = 0; l < nblk; l++)
+		memcpy(dst + 2 * l, blocks[group_order[l] / 2].d + group_order[l] % 2, 2);
+	for (int s = 0; s < nblk / 2; s++)
+	{
+		uint8_t    *vals = s24_group_values(dst, nblk) + 32 * s;
+		uint64_t	mask = 0;
+		int			n = 0;
+
+		memset(vals, 0x80, 32);
+		for (int lane = 0; lane < 16; lane++)
+		{
+			int			blk;
+			int			val;
+			int			pos;
+			int			r;
+			uint64_t	m;
+			const LlmBlockS24 *b;
+
+			group_lane(nblk, s, lane, &blk, &val);
+			b = blocks + blk / 2;
+			pos = (blk % 2) * LLM_QK + val;
+			memcpy(&m, b->mask, sizeof(m));
+			r = popcount64(m & (((uint64_t) 1 << pos) - 1));
+			for (int j = 0; j < 4; j++)
+				if ((m >> (pos + j)) & 1)
+				{
+					int8_t		q = b->qs[r++];
+
+					if (q != 0 && n < 32)
+					{
+						mask |= (uint64_t) 1 << (4 * lane + j);
+						vals[n++] = (uint8_t) (q ^ 0x80);
+					}
+				}
+		}
+		memcpy(s24_group_masks(dst, nblk) + 8 * s, &mask, sizeof(mask));
+	}
+}
+
+/* The int8 quants of a SPARSE24 group of nblk halves at src, half b as q[b]. */
+static void
+s24_group_quants(const uint8_t *src, int nblk, int8_t q[][LLM_QK])
+{
+	for (int s = 0; s < nblk / 2; s++)
+	{
+		const uint8_t *vals = s24_group_values((uint8_t *) src, nblk) + 32 * s;
+		uint64_t	mask;
+		int			n = 0;
+
+		memcpy(&mask, s24_group_masks((uint8_t *) src, nblk) + 8 * s, sizeof(mask));
+		for (int lane = 0; lane < 16; lane++)
+		{
+			int			blk;
+			int			val;
+
+			group_lane(nblk, s, lane, &blk, &val);
+			for (int j = 0; j < 4; j++)
+				q[blk][val + j] = (mask >> (4 * lane + j)) & 1 && n < 32 ? (int8_t) (vals[n++] ^ 0x80) : 0;
+		}
+	}
+}
+
+/* Rewrite a SPARSE24 group of nblk halves at src as nblk / 2 SPARSE24 blocks (the non-zero values kept) at dst. */
+static void
+s24_group_unpack(const uint8_t *src, int nblk, uint8_t *dst)
+{
+	int8_t		q[GROUP_MAX][LLM_QK];
+
+	s24_group_quants(src, nblk, q);
+	memset(dst, 0, (size_t) (nblk / 2) * sizeof(LlmBlockS24));
+	for (int l = 0; l < nblk; l++)
+		memcpy(((LlmBlockS24 *) dst)[group_order[l] / 2].d + group_order[l] % 2, src + 2 * l, 2);
+	for (int i = 0; i < nblk / 2; i++)
+	{
+		LlmBlockS24 *b = (LlmBlockS24 *) dst + i;
+		uint64_t	mask = 0;
+		int			n = 0;
+
+		for (int j = 0; j < LLM_QK_S24; j++)
+			if (q[2 * i + j / LLM_QK][j % LLM_QK] != 0)
+			{
+				mask |= (uint64_t) 1 << j;
+				b->qs[n++] = q[2 * i + j / LLM_QK][j % LLM_QK];
+			}
+		memcpy(b->mask, &mask, sizeof(mask));
+	}
+}
+
+/* Whether a SPARSE24 row of n values can be grouped: no four values of a half with more than two kept. */
+bool
+llm_s24_groupable(const void *row, int64_t n)
+{
+	const LlmBlockS24 *b = row;
+
+	for (int64_t i = 0; i < n / LLM_QK_S24; i++)
+	{
+		uint64_t	m;
+
+		memcpy(&m, b[i].mask, sizeof(m));
+		/* each nibble's count of set bits, c; c > 2 exactly when c + 5 reaches 8 */
+		m = m - ((m >> 1) & 0x5555555555555555ull);
+		m = (m & 0x3333333333333333ull) + ((m >> 2) & 0x3333333333333333ull);
+		if (((m + 0x5555555555555555ull) & 0x8888888888888888ull) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Bytes of 32 values of base: a block, or half a SPARSE24 block. */
+static size_t
+half_bytes(LlmType base)
+{
+	return base == LLM_TYPE_SPARSE24 ? sizeof(LlmBlockS24) / 2 : (size_t) llm_type_traits(base)->type_size;
+}
+
+/* Blocks of 32 in the piece of a row of base (nb of them) from block b: a group, or one block of base. */
+static int
+base_piece(LlmType base, int64_t b, int64_t nb)
+{
+	int64_t		np = llm_group_piece(b, nb);
+
+	return (int) (np == 1 && base == LLM_TYPE_SPARSE24 ? LLM_QK_S24 / LLM_QK : np);
+}
+
 /* Rewrite a row of n values of base into its grouped type (pack) or back: each group, then the tail as it is. */
 static void
 regroup_row(LlmType base, const uint8_t *src, uint8_t *dst, int64_t n, bool pack)
 {
-	const size_t bsz = (size_t) llm_type_traits(base)->type_size;
+	const size_t hsz = half_bytes(base);
 	const int64_t nb = n / LLM_QK;
 	const int64_t ng = llm_group_blocks(nb);
 
-	for (int64_t b = 0; b < ng; b += llm_group_piece(b, nb))
-		(pack ? group_pack : group_unpack) (base, src + (size_t) b * bsz, (int) llm_group_piece(b, nb),
-											dst + (size_t) b * bsz);
-	memcpy(dst + (size_t) ng * bsz, src + (size_t) ng * bsz, (size_t) (nb - ng) * bsz);
+	for (int64_t b = 0, np; b < ng; b += np)
+	{
+		np = base_piece(base, b, nb);
+		if (base == LLM_TYPE_SPARSE24)
+			(pack ? s24_group_pack : s24_group_unpack) (src + (size_t) b * hsz, (int) np, dst + (size_t) b * hsz);
+		else
+			(pack ? group_pack : group_unpack) (base, src + (size_t) b * hsz, (int) np, dst + (size_t) b * hsz);
+	}
+	memcpy(dst + (size_t) ng * hsz, src + (size_t) ng * hsz, (size_t) (nb - ng) * hsz);
 }
 
-/* Rewrite a row of n values of base (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) as its grouped type (same size, src and dst apart). */
+/* Rewrite a row of n values of base as its grouped type (same size, src and dst apart; SPARSE24: llm_s24_groupable). */
 void
 llm_group_row(LlmType base, const void *src, void *dst, int64_t n)
 {
@@ -332,18 +513,20 @@ void
 llm_dequant_grouped(LlmType type, const void *src, float *dst, int64_t n)
 {
 	const LlmType base = llm_type_base(type);
-	const size_t bsz = (size_t) llm_type_traits(base)->type_size;
+	const size_t hsz = half_bytes(base);
 	const int64_t nb = n / LLM_QK;
 	const uint8_t *s = src;
-	_Alignas(16) uint8_t buf[GROUP_MAX * sizeof(LlmBlockQ8_0)];	/* the largest base block */
+	_Alignas(16) uint8_t buf[GROUP_MAX * sizeof(LlmBlockQ8_0)];	/* the largest group */
 
 	for (int64_t b = 0, np; b < nb; b += np)
 	{
-		np = llm_group_piece(b, nb);
-		if (np > 1)
-			group_unpack(base, s + (size_t) b * bsz, (int) np, buf);
+		np = base_piece(base, b, nb);
+		if (np < GROUP_MAX / 2)
+			memcpy(buf, s + (size_t) b * hsz, (size_t) np * hsz);
+		else if (base == LLM_TYPE_SPARSE24)
+			s24_group_unpack(s + (size_t) b * hsz, (int) np, buf);
 		else
-			memcpy(buf, s + (size_t) b * bsz, bsz);
+			group_unpack(base, s + (size_t) b * hsz, (int) np, buf);
 		llm_dequant_row(base, buf, dst + b * LLM_QK, np * LLM_QK);
 	}
 }

@@ -482,6 +482,7 @@ llm_dequant_row(LlmType type, const void *src, float *dst, int64_t n)
 		case LLM_TYPE_Q4_1_G:
 		case LLM_TYPE_Q5_0_G:
 		case LLM_TYPE_Q5_1_G:
+		case LLM_TYPE_SPARSE24_G:
 			llm_dequant_grouped(type, src, dst, n);
 			break;
 		case LLM_TYPE_SPARSE24:
@@ -516,8 +517,9 @@ llm_dot_row_ref(LlmType type, const void *row, const float *x, int64_t n)
 	for (int64_t i = 0, m; i < n; i += m)
 	{
 		m = n - i < chunk ? n - i : chunk;
-		if (grouped)			/* a group decodes as a whole */
-			m = llm_group_piece(i / LLM_QK, n / LLM_QK) * LLM_QK;
+		if (grouped)			/* a group decodes as a whole; a block of the tail is at least 32 values */
+			m = llm_group_piece(i / LLM_QK, n / LLM_QK) * LLM_QK > t->block_size ?
+				llm_group_piece(i / LLM_QK, n / LLM_QK) * LLM_QK : t->block_size;
 		llm_dequant_row(type, src + llm_type_row_size(type, i), buf, m);
 		for (int64_t j = 0; j < m; j++)
 			sum += buf[j] * x[i + j];

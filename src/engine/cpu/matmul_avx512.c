@@ -2062,7 +2062,7 @@ gemm_q6_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 	gemm_k(a, r0, r1, t0, t1, LLM_TYPE_Q6_K);
 }
 
-/* ---- SPARSE24: 2:4 sparse int8 (quant_blocks.h) ---- */
+/* ---- SPARSE24: 2:4 sparse int8 (quant_blocks.h), and its grouped rows (quant_groups.c) ---- */
 
 /*
  * A SPARSE24 block (64 values, two halves of 32 with their own scales)
@@ -2074,15 +2074,25 @@ gemm_q6_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
  * signed activation quants, the integers of 8 blocks (16 halves) kept until
  * each half's sum is complete (reduce_blocks), the offset 128 * (the
  * activations' block sum) taken back exactly, and one convert and one FMA
- * by d_w * d_a for 16 halves, in BLOCK_ORDER.  A row's tail of fewer than
- * 8 blocks is one more such group with the missing blocks zero.  A row's
- * output is its accumulator's 16 lanes summed by _mm512_reduce_add_ps.
+ * by d_w * d_a for 16 halves, in BLOCK_ORDER.
  *
- * One token or many, straight from the blocks or from a row unpacked once
- * for many tokens (the expanded weights and the group's scales as floats),
- * every output is that sequence of operations on the same numbers: the
- * same bits whatever the batch.  Decode reads 44 bytes per 64 weights
- * where Q8_0 reads 68.
+ * A grouped row (SPARSE24_G, made when the CPU backend prepares a 2:4
+ * model) keeps each group's vectors in Q8_0_G's interleaved order, each
+ * as 32 bytes and a mask that one vpexpandb spreads: 8 vpdpbusd then leave
+ * every half's sum whole in its own lane, with no reduction, and the
+ * scales are one load.  That is the same integer in the same lane, so the
+ * same FMA, as the blocks give.
+ *
+ * A row walks pieces as the grouped layout has them: 8 blocks (16 halves),
+ * then 4 (8 halves; grouped, "folded": lanes e and e + 8 of a vector hold
+ * quads of the same half) when 4 or more are left, then the rest (fewer
+ * than 4) as blocks, each piece one FMA per token; a row's output is its
+ * accumulator's 16 lanes summed by
+ * _mm512_reduce_add_ps.  One token or many, straight from the weights or
+ * from a row unpacked once for many tokens (its vectors and each piece's
+ * scales), blocks or groups, every output is that sequence of operations
+ * on the same numbers: the same bits whatever the batch and the layout.
+ * Decode reads 44 bytes per 64 weights where Q8_0 reads 68.
  *
  * vpexpandb is written in assembly because this file is compiled for
  * AVX-512 without VBMI2 (Cascade Lake has VNNI but not VBMI2), so the
@@ -2090,10 +2100,49 @@ gemm_q6_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
  * after asking CPUID.
  */
 
-#define S24_G 8					/* blocks per group: 16 halves, one reduce_blocks */
+#define S24_G 8					/* blocks per full piece: 16 halves */
 #define S24_NT 4				/* tokens per tile */
-#define S24_DIRECT_TOKENS 4		/* calls of up to this many tokens read the blocks directly, the others unpack each row */
-#define S24_STACK_K 16384		/* rows up to this long unpack on the stack (18 kB) */
+#define S24_DIRECT_TOKENS 4		/* calls of up to this many tokens read the weights directly, the others unpack each row */
+#define S24_STACK_K 16384		/* rows up to this long unpack on the stack */
+/*
+ * Decode prefetches the weights this far ahead into L2 (prefetcht2, which
+ * holds no L1 fill buffer for long): a core streams DRAM only as fast as
+ * it has lines in flight, and a piece's 70 instructions per 352 bytes
+ * leave the out-of-order window too few; prefetcht0 two rows ahead kept
+ * the 1.1B shape at 10 GB/s a thread, this at 11-12 (bench_kernels).
+ */
+#define S24_PREFETCH_BYTES 20480
+
+/*
+ * 64 unsigned weights: the bytes of src (its first 32 the kept values plus
+ * 128, the others 128) spread in order to the set bits of mask m, 128
+ * (a zero weight) at the others.
+ */
+KERN __m512i
+s24_spread(uint64_t m, __m512i src, const bool vbmi2)
+{
+	const __m512i k80 = _mm512_set1_epi8((char) 0x80);
+
+	if (vbmi2)
+	{
+		__m512i		out = k80;
+		__mmask64	k = (__mmask64) m;
+
+		__asm__("vpexpandb %1, %0%{%2%}" : "+v"(out) : "v"(src), "Yk"(k));
+		return out;
+	}
+	else
+	{
+		_Alignas(64) uint8_t v[LLM_QK_S24];
+		_Alignas(64) uint8_t w[LLM_QK_S24];
+		int			r = 0;
+
+		_mm512_store_si512(v, src);
+		for (int j = 0; j < LLM_QK_S24; j++)
+			w[j] = (m >> j) & 1 ? v[r++] : 128;
+		return _mm512_load_si512(w);
+	}
+}
 
 /* The 64 weights of block b plus 128, a pruned one 128: its kept values spread by its mask. */
 KERN __m512i
@@ -2103,64 +2152,150 @@ s24_expand(const LlmBlockS24 *b, const bool vbmi2)
 	uint64_t	m;
 
 	memcpy(&m, b->mask, sizeof(m));
-	if (vbmi2)
-	{
-		/* the source's bytes 32-63 are 128 too: a mask of more than 32 bits decodes as the reference does */
-		__m512i		src = _mm512_xor_si512(_mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) b->qs)), k80);
-		__m512i		out = k80;
-		__mmask64	k = (__mmask64) m;
-
-		__asm__("vpexpandb %1, %0%{%2%}" : "+v"(out) : "v"(src), "Yk"(k));
-		return out;
-	}
-	else
-	{
-		uint8_t		w[LLM_QK_S24];
-		int			r = 0;
-
-		for (int j = 0; j < LLM_QK_S24; j++)
-		{
-			w[j] = 128;
-			if ((m >> j) & 1)
-				w[j] = (uint8_t) (128 + (r < LLM_QK_S24 / 2 ? b->qs[r++] : 0));
-		}
-		return _mm512_loadu_si512(w);
-	}
+	/* the source's bytes 32-63 are 128 too: a mask of more than 32 bits decodes as the reference does */
+	return s24_spread(m, _mm512_xor_si512(_mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) b->qs)), k80),
+					  vbmi2);
 }
 
-/* The fp16 scales of blocks [0, nblk) at w as floats, half h of block s in lane 2s + h (others zero). */
-KERN __m512
-s24_scales(const LlmBlockS24 *w, const int nblk)
+/* Vector s of the grouped piece at g of 2G halves (G = 8, or 4 folded): its 32 bytes spread by its mask. */
+KERN __m512i
+s24g_vector(const uint8_t *g, const int G, int s, const bool vbmi2)
 {
-	const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-										   _mm256_set1_epi32((int) sizeof(LlmBlockS24)));
+	uint64_t	m;
 
-	return _mm512_cvtph_ps(_mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), (__mmask8) ((1u << nblk) - 1), idx,
-														 w, 1));
+	memcpy(&m, g + 4 * G + 8 * s, sizeof(m));
+	return s24_spread(m, _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *) (g + 12 * G + 32 * s))), vbmi2);
+}
+
+/* Block b's two fp16 scales as one 32-bit integer (d[0] low). */
+KERN int
+s24_scale_pair(const LlmBlockS24 *b)
+{
+	int32_t		v;
+
+	memcpy(&v, b->d, sizeof(v));
+	return v;
 }
 
 /*
- * The dot products of a group of nblk (<= 8) blocks from block b by one
- * token, added into acc: wu the blocks as s24_expand gives them, dw their
- * scales as s24_scales gives them, xq, xd and xs the token's quants,
+ * The fp16 scales of blocks [0, nblk) at w as floats, half h of block s in
+ * lane 2s + h (others zero): inserted lane by lane, not by vpgatherdd
+ * (which the Gather Data Sampling fix makes stall decode) nor through
+ * memory (a failed store forward).
+ */
+KERN __m512
+s24_scales(const LlmBlockS24 *w, const int nblk)
+{
+	__m128i		h[2];
+
+#pragma GCC unroll 2
+	for (int i = 0; i < 2; i++)
+	{
+		h[i] = _mm_setzero_si128();
+#pragma GCC unroll 4
+		for (int s = 0; s < 4; s++)
+			if (4 * i + s < nblk)
+				h[i] = _mm_insert_epi32(h[i], s24_scale_pair(w + 4 * i + s), s);
+	}
+	return _mm512_cvtph_ps(_mm256_set_m128i(h[1], h[0]));
+}
+
+/*
+ * A piece of nblk blocks from block b of a row, as the FMA wants it: wu its
+ * vectors, dw its scales by lane in BLOCK_ORDER (halves of blocks: lane e
+ * half BLOCK_ORDER[e]), m the lanes it has, grouped whether its vectors
+ * are in the grouped order (each half's sum then whole in its lane).
+ */
+typedef struct S24Piece
+{
+	__m512i		wu[S24_G];
+	__m512		dw;
+	__mmask16	m;
+	int64_t		b;
+	int			nblk;
+	bool		grouped;
+} S24Piece;
+
+/*
+ * The dot products of piece p by one token, added into acc: xq, xd and xs
+ * the token's quants (in the grouped order where the piece is grouped),
  * scales and block sums (matmul.h's Q8).
  */
 KERN __m512
-s24_group(const __m512i *wu, __m512 dw, const int8_t *xq, const float *xd, const int32_t *xs, int64_t b,
-		  const int nblk, __m512 acc)
+s24_piece_dot(const S24Piece *p, const int8_t *xq, const float *xd, const int32_t *xs, __m512 acc)
 {
-	const __mmask16 m = (__mmask16) ((1u << (2 * nblk)) - 1);
-	__m512i		p[S24_G];
+	__m512i		sum;
 	__m512i		off;
 	__m512		scale;
 
+	if (p->grouped)
+	{
+		/* two chains of vpdpbusd: the integers are exact, so any order gives each lane its half's sum */
+		__m512i		d0 = _mm512_setzero_si512();
+		__m512i		d1 = _mm512_setzero_si512();
+
+#pragma GCC unroll 4
+		for (int s = 0; s < p->nblk; s += 2)
+		{
+			d0 = _mm512_dpbusd_epi32(d0, p->wu[s], _mm512_loadu_si512(xq + (p->b + s) * LLM_QK_S24));
+			d1 = _mm512_dpbusd_epi32(d1, p->wu[s + 1], _mm512_loadu_si512(xq + (p->b + s + 1) * LLM_QK_S24));
+		}
+		sum = _mm512_add_epi32(d0, d1);
+		if (p->nblk == 4)		/* lanes e and e + 8 hold the two halves of one half's quads */
+			sum = _mm512_maskz_add_epi32(0x00FF, sum, _mm512_shuffle_i32x4(sum, sum, _MM_SHUFFLE(1, 0, 3, 2)));
+	}
+	else
+	{
+		__m512i		d[S24_G];
+
+#pragma GCC unroll 8
+		for (int s = 0; s < S24_G; s++)
+			d[s] = s < p->nblk ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), p->wu[s],
+													 _mm512_loadu_si512(xq + (p->b + s) * LLM_QK_S24))
+				: _mm512_setzero_si512();
+		sum = reduce_blocks(d, S24_G, 0);
+	}
+	off = _mm512_slli_epi32(_mm512_permutexvar_epi32(BLOCK_ORDER, _mm512_maskz_loadu_epi32(p->m, xs + 2 * p->b)), 7);
+	scale = _mm512_mul_ps(p->dw, _mm512_permutexvar_ps(BLOCK_ORDER, _mm512_maskz_loadu_ps(p->m, xd + 2 * p->b)));
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, off)), scale, acc);
+}
+
+/* Blocks in the piece of a row of nb blocks from block b: 8, then 4 if 4 or more are left, then the rest. */
+KERN int
+s24_piece_blocks(int64_t b, int64_t nb)
+{
+	return nb - b >= S24_G ? S24_G : nb - b >= S24_G / 2 ? S24_G / 2 : (int) (nb - b);
+}
+
+/*
+ * Load piece p of row (its blocks, grouped when the row is and the piece
+ * has 4 or 8 blocks) from block b, prefetching the same piece pf bytes
+ * ahead (0: none).
+ */
+KERN void
+s24_load_piece(const uint8_t *row, bool grouped_row, int64_t b, int64_t nb, size_t pf, S24Piece *p, const bool vbmi2)
+{
+	const LlmBlockS24 *w = (const LlmBlockS24 *) row + b;
+
+	p->b = b;
+	p->nblk = s24_piece_blocks(b, nb);
+	p->m = (__mmask16) ((1u << (2 * p->nblk)) - 1);
+	p->grouped = grouped_row && p->nblk >= S24_G / 2;
+	if (pf > 0)
+		for (size_t o = 0; o < (size_t) p->nblk * sizeof(LlmBlockS24); o += 64)
+			_mm_prefetch((const char *) w + pf + o, _MM_HINT_T2);
+	if (p->grouped)
+	{
+		p->dw = g_load_halves((const uint8_t *) w, p->nblk);
+#pragma GCC unroll 8
+		for (int s = 0; s < S24_G; s++)
+			p->wu[s] = s < p->nblk ? s24g_vector((const uint8_t *) w, p->nblk, s, vbmi2) : _mm512_setzero_si512();
+		return;
+	}
+	p->dw = _mm512_permutexvar_ps(BLOCK_ORDER, s24_scales(w, p->nblk));
 #pragma GCC unroll 8
 	for (int s = 0; s < S24_G; s++)
-		p[s] = s < nblk ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), wu[s], _mm512_loadu_si512(xq + (b + s) * LLM_QK_S24))
-			: _mm512_setzero_si512();
-	off = _mm512_slli_epi32(_mm512_permutexvar_epi32(BLOCK_ORDER, _mm512_maskz_loadu_epi32(m, xs + 2 * b)), 7);
-	scale = _mm512_permutexvar_ps(BLOCK_ORDER, _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(m, xd + 2 * b)));
-	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(reduce_blocks(p, S24_G, 0), off)), scale, acc);
+		p->wu[s] = s < p->nblk ? s24_expand(w + s, vbmi2) : _mm512_setzero_si512();
 }
 
 /* Token q of a tile from token t: its quants, scales and block sums. */
@@ -2170,96 +2305,75 @@ s24_group(const __m512i *wu, __m512 dw, const int8_t *xq, const float *xd, const
 	const float *xd = (const float *) (xr + llm_act_d_offset(a->k)); \
 	const int32_t *xs = (const int32_t *) (xr + llm_act_sums_offset(a->k))
 
-/* Unpack row r into pw (nb blocks as s24_expand gives them) and pd (a group's s24_scales per 8 blocks). */
-KERN void
-s24_unpack_row(const LlmGemmArgs *a, int64_t r, __m512i *pw, __m512 *pd, const bool vbmi2)
-{
-	const LlmBlockS24 *w = (const LlmBlockS24 *) (a->w + (size_t) r * a->row_bytes);
-	const int64_t nb = a->k / LLM_QK_S24;
-
-	for (int64_t b = 0; b < nb; b++)
-		pw[b] = s24_expand(w + b, vbmi2);
-	for (int64_t b = 0; b < nb; b += S24_G)
-		pd[b / S24_G] = s24_scales(w + b, nb - b < S24_G ? (int) (nb - b) : S24_G);
-}
-
 /*
- * The group of nblk blocks from block b of row r for NT tokens from t, added
- * into acc: with packed, from the row unpacked into pw and pd; else
- * straight from its blocks (decode: one stream of weights).
+ * Row r for NT tokens from t: from its pieces unpacked into pk (packed),
+ * else from its weights (decode: one stream of weights, prefetched
+ * PF_GROUPS rows ahead).
  */
 KERN void
-s24_row_group(const LlmGemmArgs *a, int64_t r, const __m512i *pw, const __m512 *pd, int64_t b, int t, __m512 *acc,
-			  const int NT, const int nblk, const bool packed, const bool vbmi2)
-{
-	const LlmBlockS24 *w = (const LlmBlockS24 *) (a->w + (size_t) r * a->row_bytes);
-	__m512i		wu[S24_G];
-	__m512		dw = packed ? pd[b / S24_G] : s24_scales(w + b, nblk);
-
-#pragma GCC unroll 8
-	for (int s = 0; s < S24_G; s++)
-		wu[s] = s >= nblk ? _mm512_setzero_si512() : packed ? pw[b + s] : s24_expand(w + b + s, vbmi2);
-#pragma GCC unroll 4
-	for (int q = 0; q < NT; q++)
-	{
-		S24_TOKEN(q);
-		acc[q] = s24_group(wu, dw, xq, xd, xs, b, nblk, acc[q]);
-	}
-}
-
-/* Row r for NT tokens from t: from pw and pd with packed (s24_unpack_row), else from its blocks. */
-KERN void
-s24_row(const LlmGemmArgs *a, int64_t r, const __m512i *pw, const __m512 *pd, int t, const int NT,
-		const bool packed, const bool vbmi2)
+s24_row(const LlmGemmArgs *a, int64_t r, bool grouped_row, const S24Piece *pk, int t, const int NT, const bool packed,
+		const bool vbmi2)
 {
 	const int64_t nb = a->k / LLM_QK_S24;
+	const uint8_t *row = a->w + (size_t) r * a->row_bytes;
 	__m512		acc[S24_NT];
-	int64_t		b = 0;
 
 	for (int q = 0; q < NT; q++)
 		acc[q] = _mm512_setzero_ps();
-	for (; b + S24_G <= nb; b += S24_G)
-		s24_row_group(a, r, pw, pd, b, t, acc, NT, S24_G, packed, vbmi2);
-	if (b < nb)
-		s24_row_group(a, r, pw, pd, b, t, acc, NT, (int) (nb - b), packed, vbmi2);
+	for (int64_t b = 0; b < nb; b += s24_piece_blocks(b, nb))
+	{
+		S24Piece	own;
+		const S24Piece *p = packed ? pk++ : &own;
+
+		if (!packed)
+			s24_load_piece(row, grouped_row, b, nb, 32 * a->row_bytes, &own, vbmi2);
+#pragma GCC unroll 4
+		for (int q = 0; q < NT; q++)
+		{
+			S24_TOKEN(q);
+			acc[q] = s24_piece_dot(p, xq, xd, xs, acc[q]);
+		}
+	}
 	for (int q = 0; q < NT; q++)
 		a->y[(size_t) (t + q) * a->ldy + r] = _mm512_reduce_add_ps(acc[q]);
 }
 
 /* The tile calls of gemm_s24_level, for TOKEN_TILES (they use its locals). */
-#define CALL_S24_DIRECT(T, NT) s24_row(a, r, NULL, NULL, T, NT, false, vbmi2)
-#define CALL_S24_PACKED(T, NT) s24_row(a, r, pw, pd, T, NT, true, vbmi2)
+#define CALL_S24_DIRECT(T, NT) s24_row(a, r, grouped, NULL, T, NT, false, vbmi2)
+#define CALL_S24_PACKED(T, NT) s24_row(a, r, grouped, pk, T, NT, true, vbmi2)
 
 /*
- * The gemm of SPARSE24 weights, a row at a time: up to S24_DIRECT_TOKENS
- * tokens straight from the blocks, more from each row unpacked once (on
- * the stack, or the heap for long rows; without memory, straight too).
+ * The gemm of SPARSE24 weights (grouped rows: SPARSE24_G), a row at a time:
+ * up to S24_DIRECT_TOKENS tokens straight from the weights, more from each
+ * row's pieces unpacked once (on the stack, or the heap for long rows;
+ * without memory, straight too).
  */
 KERN void
-gemm_s24_level(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const bool vbmi2)
+gemm_s24_level(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1, const bool grouped, const bool vbmi2)
 {
 	const int64_t nb = a->k / LLM_QK_S24;
-	const int64_t ng = (nb + S24_G - 1) / S24_G;
-	_Alignas(64) __m512i stack[S24_STACK_K / LLM_QK_S24 + S24_STACK_K / LLM_QK_S24 / S24_G + 1];
-	__m512i    *buf = NULL;
+	const int64_t np = nb / S24_G + 2;	/* pieces of a row, at most */
+	_Alignas(64) S24Piece stack[S24_STACK_K / LLM_QK_S24 / S24_G + 2];
+	S24Piece   *pk = NULL;
 
 	if (t1 - t0 > S24_DIRECT_TOKENS)
-		buf = a->k <= S24_STACK_K ? stack : aligned_alloc(64, (size_t) (nb + ng) * sizeof(__m512i));
+		pk = a->k <= S24_STACK_K ? stack : aligned_alloc(64, (size_t) np * sizeof(S24Piece));
 	for (int64_t r = r0; r < r1; r++)
 	{
-		if (buf == NULL)
+		if (pk == NULL)
 			TOKEN_TILES(CALL_S24_DIRECT, S24_NT);
 		else
 		{
-			__m512i    *pw = buf;
-			__m512	   *pd = (__m512 *) (buf + nb);
+			const uint8_t *row = a->w + (size_t) r * a->row_bytes;
+			S24Piece   *p = pk;
 
-			s24_unpack_row(a, r, pw, pd, vbmi2);
+			for (int64_t b = 0; b < nb; b += s24_piece_blocks(b, nb))
+				s24_load_piece(row, grouped, b, nb, 0, p++, vbmi2);
 			TOKEN_TILES(CALL_S24_PACKED, S24_NT);
 		}
 	}
-	if (buf != stack)
-		free(buf);
+	if (pk != stack)
+		free(pk);
 }
 
 /* The gemm of SPARSE24 weights: vpexpandb where the processor has it. */
@@ -2267,9 +2381,19 @@ static void
 gemm_s24(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
 	if (llm_cpu_has_vbmi2())
-		gemm_s24_level(a, r0, r1, t0, t1, true);
+		gemm_s24_level(a, r0, r1, t0, t1, false, true);
 	else
-		gemm_s24_level(a, r0, r1, t0, t1, false);
+		gemm_s24_level(a, r0, r1, t0, t1, false, false);
+}
+
+/* The gemm of grouped SPARSE24 weights (their activations grouped too): vpexpandb where the processor has it. */
+static void
+gemm_s24_g(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	if (llm_cpu_has_vbmi2())
+		gemm_s24_level(a, r0, r1, t0, t1, true, true);
+	else
+		gemm_s24_level(a, r0, r1, t0, t1, true, false);
 }
 
 /* ---- activation quantizers (bit-exact with quantize_act.c) ---- */
@@ -2497,6 +2621,7 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q5_0_G] = gemm_q5_0_g,
 		[LLM_TYPE_Q5_1_G] = gemm_q5_1_g,
 		[LLM_TYPE_SPARSE24] = gemm_s24,
+		[LLM_TYPE_SPARSE24_G] = gemm_s24_g,
 	},
 	.act = {
 		[LLM_TYPE_Q8_0] = LLM_ACT_Q8,
@@ -2515,6 +2640,7 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 		[LLM_TYPE_Q5_0_G] = LLM_ACT_Q8G,
 		[LLM_TYPE_Q5_1_G] = LLM_ACT_Q8G,
 		[LLM_TYPE_SPARSE24] = LLM_ACT_Q8,
+		[LLM_TYPE_SPARSE24_G] = LLM_ACT_Q8G,
 	},
 	.quant = {
 		[LLM_ACT_Q8] = quant_q8,

@@ -8,9 +8,9 @@
  * form of the same numbers faster:
  *   - Q5_0 where the level has no Q5_0 kernel but a Q8_0 one: rewritten
  *     exactly as Q8_0 (llm_repack_q8_0);
- *   - Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 where the level has the grouped type's
- *     kernel: rewritten in groups (quant_groups.c), after the Q8_0 rewrite
- *     when there was one.
+ *   - Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and SPARSE24 (2:4 rows) where the level
+ *     has the grouped type's kernel: rewritten in groups (quant_groups.c),
+ *     after the Q8_0 rewrite when there was one.
  * Either way the products are the same bits.  The model's own rows are not
  * read again by the matmul, so where they are pages of the file they are
  * given back to the kernel (llm_gguf_release); a lookup of the embedding's
@@ -28,6 +28,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether every row of w, a SPARSE24 matrix, can be grouped (llm_s24_groupable). */
+static bool
+s24_groupable(const LlmWeight *w)
+{
+	for (int64_t r = 0; r < w->rows; r++)
+		if (!llm_s24_groupable(w->data + (size_t) r * w->row_bytes, w->cols))
+			return false;
+	return true;
+}
+
 /* The type w is served in on kernels kern: its Q8_0 rewrite, then its grouped type, where they apply. */
 static LlmType
 served_type(const LlmMatmulKernels *kern, const LlmWeight *w)
@@ -39,7 +49,7 @@ served_type(const LlmMatmulKernels *kern, const LlmWeight *w)
 		t = LLM_TYPE_Q8_0;
 	g = llm_type_grouped(t);
 	if (g != LLM_TYPE_COUNT && kern->gemm[g] != NULL && w->cols % LLM_QK == 0 &&
-		llm_group_blocks(w->cols / LLM_QK) > 0)
+		llm_group_blocks(w->cols / LLM_QK) > 0 && (t != LLM_TYPE_SPARSE24 || (w->data != NULL && s24_groupable(w))))
 		t = g;
 	return t;
 }
