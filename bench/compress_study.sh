@@ -17,7 +17,7 @@
 # Rows: F32; Q8_0 and Q4_0 (ggml's rounding); the engine's INT8, INT4 g128
 # and g32 rounded to nearest (RTN); then, per calibration size, AWQ, GPTQ
 # (original order and act-order), AWQ then GPTQ, GPTQ INT8, the g32
-# variants, SmoothQuant INT8, and Wanda pruning (50%, 2:4) before INT8; with LLAMA_QUANTIZE (the path of llama.cpp's llama-quantize,
+# variants, SmoothQuant INT8, and Wanda and SparseGPT pruning (50%, 2:4) before INT8; with LLAMA_QUANTIZE (the path of llama.cpp's llama-quantize,
 # built by hand outside the repository, never in CI) its Q8_0 and Q4_K_M
 # of the same F32 file, measured by our llm-cli perplexity.  ROWS (a
 # space-separated list of the row keys below) limits the rows.
@@ -84,7 +84,9 @@ cal_awq32|AWQ INT4 g32|INT4_G32|--method awq
 cal_gptq32act|GPTQ INT4 g32 act-order|INT4_G32|--method gptq --act-order
 cal_sq8|SmoothQuant INT8 (α 0.5)|INT8|--method smoothquant
 cal_wanda|Wanda 50% + INT8|INT8|--prune wanda
-cal_wanda24|Wanda 2:4 + INT8|INT8|--prune wanda24"
+cal_wanda24|Wanda 2:4 + INT8|INT8|--prune wanda24
+cal_sgpt|SparseGPT 50% + INT8|INT8|--prune sparsegpt
+cal_sgpt24|SparseGPT 2:4 + INT8|INT8|--prune sparsegpt24"
 llama_rows="llama_q8_0|llama.cpp Q8_0|Q8_0
 llama_q4_k_m|llama.cpp Q4_K_M|Q4_K_M"
 

@@ -8,7 +8,8 @@
  *    exactly 2 in every 4 consecutive weights; the dead input is pruned
  *    in every row.
  * 2. The output error ‖(W − Ŵ) X‖² is below Wanda's (|w| · ‖X_j‖) and
- *    below magnitude pruning's (|w|) at the same pattern, by a margin.
+ *    below magnitude pruning's (|w|) at the same pattern, by a margin, on
+ *    the calibration inputs and on held-out inputs of the same kind.
  * 3. Determinism: a second run gives the same bits (SparseGPT runs on one
  *    thread, so there is no thread count to vary).
  * 4. A factor in act-order is refused (the 2:4 groups are of original
@@ -42,7 +43,8 @@ zeros_in(const float *p, int r, int j0, int n)
 
 /* SparseGPT against Wanda and magnitude pruning in one pattern. */
 static void
-test_pattern(bool pattern24, const float *w, const float *x, const double *xtx, const LlmGptqFactor *fac)
+test_pattern(bool pattern24, const float *w, const float *x, const float *held, const double *xtx,
+			 const LlmGptqFactor *fac)
 {
 	float	   *p = malloc(sizeof(float) * ROWS * COLS);
 	float	   *again = malloc(sizeof(float) * ROWS * COLS);
@@ -90,6 +92,15 @@ test_pattern(bool pattern24, const float *w, const float *x, const double *xtx, 
 		   e_wanda, e_sgpt, e_wanda / e_sgpt);
 	TEST_CHECK(e_sgpt < MARGIN * e_wanda, "%s: SparseGPT error %g not below Wanda's %g", name, e_sgpt, e_wanda);
 	TEST_CHECK(e_sgpt < MARGIN * e_mag, "%s: SparseGPT error %g not below magnitude's %g", name, e_sgpt, e_mag);
+	e_sgpt = test_layer_error(w, p, held, ROWS, COLS, TOKENS);
+	e_wanda = test_layer_error(w, wanda, held, ROWS, COLS, TOKENS);
+	e_mag = test_layer_error(w, mag, held, ROWS, COLS, TOKENS);
+	printf("  %s held out: magnitude %.4g, Wanda %.4g, SparseGPT %.4g (%.2fx below Wanda)\n", name, e_mag,
+		   e_wanda, e_sgpt, e_wanda / e_sgpt);
+	TEST_CHECK(e_sgpt < MARGIN * e_wanda, "%s held out: SparseGPT error %g not below Wanda's %g", name, e_sgpt,
+			   e_wanda);
+	TEST_CHECK(e_sgpt < MARGIN * e_mag, "%s held out: SparseGPT error %g not below magnitude's %g", name, e_sgpt,
+			   e_mag);
 	free(p);
 	free(again);
 	free(wanda);
@@ -121,6 +132,7 @@ main(void)
 {
 	float	   *w = malloc(sizeof(float) * ROWS * COLS);
 	float	   *x = malloc(sizeof(float) * TOKENS * COLS);
+	float	   *held = malloc(sizeof(float) * TOKENS * COLS);
 	double	   *xtx = malloc(sizeof(double) * COLS * COLS);
 	LlmGptqOptions o;
 	LlmGptqFactor fac = {0};
@@ -129,17 +141,19 @@ main(void)
 	for (int i = 0; i < ROWS * COLS; i++)
 		w[i] = test_rng_uniform(-1, 1) * test_rng_uniform(0.2f, 1.0f);
 	test_layer_inputs(x, TOKENS, COLS);
+	test_layer_inputs(held, TOKENS, COLS);
 	for (int t = 0; t < TOKENS; t++)
-		x[t * COLS + DEAD] = 0.0f;
+		x[t * COLS + DEAD] = held[t * COLS + DEAD] = 0.0f;
 	test_layer_xtx(x, TOKENS, COLS, xtx);
 	llm_gptq_options_default(&o);
 	TEST_CHECK(llm_gptq_factor(&fac, xtx, NULL, COLS, &o, &err) == LLM_OK, "factor: %s", err.msg);
-	test_pattern(false, w, x, xtx, &fac);
-	test_pattern(true, w, x, xtx, &fac);
+	test_pattern(false, w, x, held, xtx, &fac);
+	test_pattern(true, w, x, held, xtx, &fac);
 	llm_gptq_factor_free(&fac);
 	test_act_order(w, xtx);
 	free(w);
 	free(x);
+	free(held);
 	free(xtx);
 	return test_summary("test_sparsegpt");
 }
