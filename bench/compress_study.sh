@@ -17,7 +17,8 @@
 # Rows: F32; Q8_0 and Q4_0 (ggml's rounding); the engine's INT8, INT4 g128
 # and g32 rounded to nearest (RTN); then, per calibration size, AWQ, GPTQ
 # (original order and act-order), AWQ then GPTQ, GPTQ INT8, the g32
-# variants, SmoothQuant INT8, and Wanda pruning (50%, 2:4) before INT8; with LLAMA_QUANTIZE (the path of llama.cpp's llama-quantize,
+# variants, SmoothQuant INT8, and Wanda and SparseGPT pruning (50%, 2:4) before INT8 (SparseGPT 2:4 also
+# stored as SPARSE24); with LLAMA_QUANTIZE (the path of llama.cpp's llama-quantize,
 # built by hand outside the repository, never in CI) its Q8_0 and Q4_K_M
 # of the same F32 file, measured by our llm-cli perplexity.  ROWS (a
 # space-separated list of the row keys below) limits the rows.
@@ -68,7 +69,8 @@ if [ -z "${MODELS:-}" ] && [ "${REPORT_ONLY:-0}" != 1 ]; then
     done
 fi
 
-# key|label|TYPE|quantize options ("-" none); keys with "cal" run once per calibration size
+# key|label|TYPE|quantize options ("-" none)[|TYPE2, a second llm-cli quantize of the result];
+# keys with "cal" run once per calibration size
 plain_rows="f32|F32|F32|-
 q8_0|Q8_0|Q8_0|-
 q4_0|Q4_0|Q4_0|-
@@ -84,7 +86,10 @@ cal_awq32|AWQ INT4 g32|INT4_G32|--method awq
 cal_gptq32act|GPTQ INT4 g32 act-order|INT4_G32|--method gptq --act-order
 cal_sq8|SmoothQuant INT8 (α 0.5)|INT8|--method smoothquant
 cal_wanda|Wanda 50% + INT8|INT8|--prune wanda
-cal_wanda24|Wanda 2:4 + INT8|INT8|--prune wanda24"
+cal_wanda24|Wanda 2:4 + INT8|INT8|--prune wanda24
+cal_sgpt|SparseGPT 50% + INT8|INT8|--prune sparsegpt
+cal_sgpt24|SparseGPT 2:4 + INT8|INT8|--prune sparsegpt24
+cal_sgpt24s|SparseGPT 2:4 → INT8 → SPARSE24|INT8|--prune sparsegpt24|SPARSE24"
 llama_rows="llama_q8_0|llama.cpp Q8_0|Q8_0
 llama_q4_k_m|llama.cpp Q4_K_M|Q4_K_M"
 
@@ -125,13 +130,17 @@ for spec in $MEASURE; do
         [ "$key" = f32 ] || rm -f "$file"
     done <<< "$plain_rows"
     for n in $CALIB_TOKENS; do
-        while IFS='|' read -r key label type opts; do
+        while IFS='|' read -r key label type opts type2; do
             wanted "$key" || continue
             file=$WORK/$model-$key-$n.gguf
             t0=$(date +%s.%N)
             # shellcheck disable=SC2086
             nice -n 19 $CLI quantize "$f32" "$file" "$type" --calib "$CALIB_TEXT" --calib-tokens "$n" \
                 --threads "$THREADS" $opts 2>/dev/null
+            if [ -n "$type2" ]; then
+                nice -n 19 $CLI quantize "$file" "$file.2" "$type2" 2>/dev/null
+                mv "$file.2" "$file"
+            fi
             t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
             record "$model" "$f32" "$label" "$n" "$file" "$t"
             rm -f "$file"

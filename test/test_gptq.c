@@ -16,6 +16,7 @@
 #include "linalg.h"
 #include "quant.h"
 #include "test.h"
+#include "test_layer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -114,53 +115,6 @@ test_factor(void)
 	llm_gptq_factor_free(&fac);
 }
 
-/* Random inputs x (TOKENS, COLS) with correlated channels: a shared factor plus noise, a few large channels. */
-static void
-make_inputs(float *x)
-{
-	for (int t = 0; t < TOKENS; t++)
-	{
-		float		f1 = test_rng_uniform(-1, 1),
-					f2 = test_rng_uniform(-1, 1);
-
-		for (int j = 0; j < COLS; j++)
-		{
-			float		v = (j % 3 == 0 ? f1 : f2) * 0.8f + test_rng_uniform(-0.5f, 0.5f);
-
-			x[t * COLS + j] = j % 37 == 0 ? 6.0f * v : v;
-		}
-	}
-}
-
-/* The sums of x xᵀ (COLS, COLS) of x. */
-static void
-make_xtx(const float *x, double *xtx)
-{
-	memset(xtx, 0, sizeof(double) * COLS * COLS);
-	for (int t = 0; t < TOKENS; t++)
-		for (int i = 0; i < COLS; i++)
-			for (int j = i; j < COLS; j++)
-				xtx[i * COLS + j] += (double) x[t * COLS + i] * x[t * COLS + j];
-}
-
-/* ‖(W − Q) X‖² over all rows and tokens. */
-static double
-output_error(const float *w, const float *q, const float *x)
-{
-	double		e = 0.0;
-
-	for (int r = 0; r < ROWS; r++)
-		for (int t = 0; t < TOKENS; t++)
-		{
-			double		d = 0.0;
-
-			for (int j = 0; j < COLS; j++)
-				d += ((double) w[r * COLS + j] - q[r * COLS + j]) * x[t * COLS + j];
-			e += d * d;
-		}
-	return e;
-}
-
 /* GPTQ against rounding to nearest for one scheme and order. */
 static void
 test_gptq_beats_rtn(LlmQuantScheme s, bool act_order, const float *w, const float *x, const double *xtx)
@@ -190,8 +144,8 @@ test_gptq_beats_rtn(LlmQuantScheme s, bool act_order, const float *w, const floa
 	TEST_CHECK(llm_gptq_factor(&fac, xtx, NULL, COLS, &o, &err) == LLM_OK, "factor: %s", err.msg);
 	TEST_CHECK(llm_gptq_matrix(q, ROWS, COLS, &fac, s, &o, scales, &err) == LLM_OK, "gptq: %s", err.msg);
 	llm_gptq_factor_free(&fac);
-	e_rtn = output_error(w, rtn, x);
-	e_gptq = output_error(w, q, x);
+	e_rtn = test_layer_error(w, rtn, x, ROWS, COLS, TOKENS);
+	e_gptq = test_layer_error(w, q, x, ROWS, COLS, TOKENS);
 	printf("  %s%s: output error RTN %.4g, GPTQ %.4g (%.2fx)\n", llm_quant_scheme_name(s),
 		   act_order ? " act-order" : "", e_rtn, e_gptq, e_rtn / e_gptq);
 	TEST_CHECK(e_gptq < 0.8 * e_rtn, "%s act_order %d: GPTQ error %g not below RTN's %g",
@@ -248,8 +202,8 @@ main(void)
 	test_factor();
 	for (int i = 0; i < ROWS * COLS; i++)
 		w[i] = test_rng_uniform(-1, 1) * test_rng_uniform(0.2f, 1.0f);
-	make_inputs(x);
-	make_xtx(x, xtx);
+	test_layer_inputs(x, TOKENS, COLS);
+	test_layer_xtx(x, TOKENS, COLS, xtx);
 	for (int s = 0; s < 3; s++)
 		for (int a = 0; a < 2; a++)
 			test_gptq_beats_rtn(schemes[s], a, w, x, xtx);

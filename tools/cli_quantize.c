@@ -14,7 +14,9 @@
  * With --calib (a scheme only) the model is loaded compressed with that
  * text (llm_model_load_compressed: AWQ scales, GPTQ, AWQ then GPTQ, or
  * SmoothQuant's scales, by --method; --act-order, --damp, --alpha and
- * --calib-tokens tune GPTQ, SmoothQuant and the calibration) and written as the engine then serves it:
+ * --calib-tokens tune GPTQ, SmoothQuant and the calibration; --prune
+ * wanda|wanda24|sparsegpt|sparsegpt24 prunes to 50% or 2:4 before rounding
+ * instead, SparseGPT with --damp) and written as the engine then serves it:
  * every matrix the quantization replaced, in its new type, and every norm
  * the scales were folded into, as F32 (the exact values the forward pass
  * uses, so the file computes what the in-memory model computes).
@@ -219,7 +221,7 @@ parse_method(const char *name, LlmCompressOptions *co)
 
 /*
  * llm-cli quantize IN OUT TYPE [--calib TEXT [--method awq|gptq|awq+gptq|smoothquant]
- * [--act-order] [--damp X] [--alpha A] [--prune wanda|wanda24] [--calib-tokens N] [--threads N]].
+ * [--act-order] [--damp X] [--alpha A] [--prune wanda|wanda24|sparsegpt|sparsegpt24] [--calib-tokens N] [--threads N]].
  */
 int
 cli_quantize(int argc, char **argv)
@@ -239,7 +241,7 @@ cli_quantize(int argc, char **argv)
 	if (argc < 4)
 	{
 		fprintf(stderr, "usage: llm-cli quantize IN.gguf OUT.gguf TYPE [--calib TEXT [--method awq|gptq|awq+gptq|smoothquant] "
-				"[--act-order] [--damp X] [--alpha A] [--prune wanda|wanda24] [--calib-tokens N] [--threads N]]\n");
+				"[--act-order] [--damp X] [--alpha A] [--prune wanda|wanda24|sparsegpt|sparsegpt24] [--calib-tokens N] [--threads N]]\n");
 		return 2;
 	}
 	for (int i = 4; i < argc; i++)
@@ -280,9 +282,14 @@ cli_quantize(int argc, char **argv)
 				co.prune = LLM_PRUNE_WANDA_HALF;
 			else if (strcmp(argv[i], "wanda24") == 0)
 				co.prune = LLM_PRUNE_WANDA_24;
+			else if (strcmp(argv[i], "sparsegpt") == 0)
+				co.prune = LLM_PRUNE_SPARSEGPT_HALF;
+			else if (strcmp(argv[i], "sparsegpt24") == 0)
+				co.prune = LLM_PRUNE_SPARSEGPT_24;
 			else
 			{
-				fprintf(stderr, "llm-cli quantize: unknown pruning \"%s\" (wanda, wanda24)\n", argv[i]);
+				fprintf(stderr, "llm-cli quantize: unknown pruning \"%s\" (wanda, wanda24, sparsegpt, sparsegpt24)\n",
+						argv[i]);
 				return 2;
 			}
 		}

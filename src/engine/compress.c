@@ -2,8 +2,10 @@
  * compress.c
  *		A float model compressed with calibration (see compress.h): load,
  *		calibrate (calib.c), then quantize each layer with AWQ (awq.c),
- *		GPTQ (gptq.c), AWQ then GPTQ, or SmoothQuant (smooth.c), through llm_model_quantize's layer
- *		hook; the embedding and output matrix are rounded to nearest.
+ *		GPTQ (gptq.c), AWQ then GPTQ, or SmoothQuant (smooth.c), or prune
+ *		it (Wanda, prune.c; SparseGPT, sparsegpt.c) and round it to
+ *		nearest, through llm_model_quantize's layer hook; the embedding
+ *		and output matrix are rounded to nearest.
  */
 #include "compress.h"
 
@@ -29,7 +31,11 @@ llm_compress_options_default(LlmCompressOptions *o, LlmQuantScheme scheme)
 const char *
 llm_compress_method_name(const LlmCompressOptions *o)
 {
-	return o->prune == LLM_PRUNE_WANDA_24 ? "Wanda 2:4" : o->prune == LLM_PRUNE_WANDA_HALF ? "Wanda 50%" : o->smooth ? "SmoothQuant" : o->awq && o->gptq ? "AWQ+GPTQ" : o->gptq ? "GPTQ" : "AWQ";
+	static const char *const prune[] = {NULL, "Wanda 50%", "Wanda 2:4", "SparseGPT 50%", "SparseGPT 2:4"};
+
+	if (o->prune != LLM_PRUNE_NONE)
+		return prune[o->prune];
+	return o->smooth ? "SmoothQuant" : o->awq && o->gptq ? "AWQ+GPTQ" : o->gptq ? "GPTQ" : "AWQ";
 }
 
 /* What the layer hook needs. */
@@ -50,8 +56,11 @@ compress_layer(void *ctx, LlmModel *m, int l, LlmQuantScheme scheme, bool *done,
 		return LLM_OK;
 	if (cc->o->prune != LLM_PRUNE_NONE)
 	{
+		bool		sparsegpt = cc->o->prune == LLM_PRUNE_SPARSEGPT_HALF || cc->o->prune == LLM_PRUNE_SPARSEGPT_24;
+		bool		pattern24 = cc->o->prune == LLM_PRUNE_WANDA_24 || cc->o->prune == LLM_PRUNE_SPARSEGPT_24;
+
 		*done = false;			/* pruned to F32 copies, then rounded matrix by matrix */
-		return llm_prune_layer(m, l, cc->gptq.calib, cc->o->prune == LLM_PRUNE_WANDA_24, err);
+		return llm_prune_layer(m, l, cc->gptq.calib, sparsegpt ? &cc->gptq : NULL, pattern24, err);
 	}
 	if (cc->o->smooth)
 		return llm_smooth_quantize_layer(m, l, scheme, cc->gptq.calib, cc->o->smooth_alpha, err);
@@ -67,8 +76,12 @@ compress_model(LlmModel *m, const LlmCompressOptions *o, const char *text, size_
 {
 	LlmCalib	calib;
 	CompressCtx cc = {o, {.calib = &calib, .opts = o->gptq_opts}};
+	bool		sparsegpt = o->prune == LLM_PRUNE_SPARSEGPT_HALF || o->prune == LLM_PRUNE_SPARSEGPT_24;
 	bool		any_float = false;
 	LlmStatus	st;
+
+	if (sparsegpt)
+		cc.gptq.opts.act_order = false; /* its masks are of consecutive columns in the original order */
 
 	for (int l = 0; l < m->config.n_layers; l++)
 		any_float |= llm_layer_is_float(&m->weights.layers[l]);
@@ -76,7 +89,7 @@ compress_model(LlmModel *m, const LlmCompressOptions *o, const char *text, size_
 		return llm_error_set(err, LLM_ERR_UNSUPPORTED,
 							 "%s needs float weight matrices (F32, F16 or BF16), but the model's are %s",
 							 llm_compress_method_name(o), m->info.weight_types);
-	if ((st = llm_calib_init(&calib, &m->config, o->gptq, err)))
+	if ((st = llm_calib_init(&calib, &m->config, o->gptq || sparsegpt, err)))
 		return st;
 	if (!(st = llm_calib_text(m, text, len, o->max_tokens, o->n_threads, llm_compress_method_name(o), &calib, err)))
 		st = llm_model_quantize(m, o->scheme, compress_layer, &cc, err);

@@ -196,45 +196,35 @@ group_scales(LlmQuantScheme q, const float *v, int64_t cols, int64_t gsize, floa
 		scales[c0 / gsize] = llm_quant_scheme_scale(q, v + c0, gsize);
 }
 
-/*
- * Quantize w (rows, cols; double, working order, updated in place) column
- * by column with error feedback through fac, writing the values into f
- * (original order) and, unless static_scales, each group's scale into
- * scales when its first column comes; err holds (rows, LLM_GPTQ_BLOCK).
- */
-static void
-gptq_columns(double *w, int64_t rows, const LlmGptqFactor *fac, LlmQuantScheme q, bool static_scales,
-			 float *f, float *scales, double *err, float *buf)
+/* The column sweep shared by GPTQ and SparseGPT (see gptq.h). */
+bool
+llm_obs_sweep(double *w, int64_t rows, const LlmGptqFactor *fac, LlmObsColumnFn fn, void *ctx)
 {
 	int64_t		cols = fac->cols;
-	int64_t		gsize = llm_quant_scheme_group(q, cols);
-	int64_t		ng = cols / gsize;
 	const double *u = fac->u;
+	double	   *err = malloc((size_t) (rows * LLM_GPTQ_BLOCK) * sizeof(double));	/* (rows, block) */
+	double	   *q = malloc((size_t) rows * sizeof(double));
 
+	if (err == NULL || q == NULL)
+	{
+		free(err);
+		free(q);
+		return false;
+	}
 	for (int64_t i1 = 0; i1 < cols; i1 += LLM_GPTQ_BLOCK)
 	{
 		int64_t		i2 = i1 + LLM_GPTQ_BLOCK < cols ? i1 + LLM_GPTQ_BLOCK : cols;
 
 		for (int64_t i = i1; i < i2; i++)
 		{
-			int64_t		c = fac->perm[i];
 			const double *ui = u + i * cols;
 
-			/* original order (working column = original): a group's scale from its updated values */
-			if (!static_scales && c % gsize == 0)
-				for (int64_t r = 0; r < rows; r++)
-				{
-					for (int64_t j = 0; j < gsize; j++)
-						buf[j] = (float) w[r * cols + i + j];
-					scales[r * ng + c / gsize] = llm_quant_scheme_scale(q, buf, gsize);
-				}
+			fn(ctx, w, rows, i, i1, i2, q);
 			for (int64_t r = 0; r < rows; r++)
 			{
 				double	   *wr = w + r * cols;
-				float		qv = llm_quant_scheme_round(q, (float) wr[i], scales[r * ng + c / gsize]);
-				double		e = (wr[i] - qv) / ui[i];
+				double		e = (wr[i] - q[r]) / ui[i];
 
-				f[r * cols + c] = qv;
 				err[r * LLM_GPTQ_BLOCK + (i - i1)] = e;
 				for (int64_t j = i + 1; j < i2; j++)
 					wr[j] -= e * ui[j];
@@ -255,6 +245,50 @@ gptq_columns(double *w, int64_t rows, const LlmGptqFactor *fac, LlmQuantScheme q
 			}
 		}
 	}
+	free(err);
+	free(q);
+	return true;
+}
+
+/* What GPTQ's column function needs. */
+typedef struct GptqSweep
+{
+	const LlmGptqFactor *fac;
+	LlmQuantScheme q;
+	bool		static_scales;	/* scales fixed beforehand, else each group's from its updated values */
+	float	   *f;				/* (rows, cols) the quantized values, original order */
+	float	   *scales;			/* (rows, ng) */
+	float	   *buf;			/* (gsize) one group's values */
+} GptqSweep;
+
+/*
+ * GPTQ's LlmObsColumnFn: round column i to its group's grid (the group's
+ * scale first, in the original order, when i starts it), into q and f.
+ */
+static void
+gptq_column(void *ctx, const double *w, int64_t rows, int64_t i, int64_t i1, int64_t i2, double *q)
+{
+	GptqSweep  *g = ctx;
+	int64_t		cols = g->fac->cols;
+	int64_t		gsize = llm_quant_scheme_group(g->q, cols);
+	int64_t		ng = cols / gsize;
+	int64_t		c = g->fac->perm[i];
+
+	/* original order (working column = original): a group's scale from its updated values */
+	if (!g->static_scales && c % gsize == 0)
+		for (int64_t r = 0; r < rows; r++)
+		{
+			for (int64_t j = 0; j < gsize; j++)
+				g->buf[j] = (float) w[r * cols + i + j];
+			g->scales[r * ng + c / gsize] = llm_quant_scheme_scale(g->q, g->buf, gsize);
+		}
+	for (int64_t r = 0; r < rows; r++)
+	{
+		float		qv = llm_quant_scheme_round(g->q, (float) w[r * cols + i], g->scales[r * ng + c / gsize]);
+
+		g->f[r * cols + c] = qv;
+		q[r] = qv;
+	}
 }
 
 /* GPTQ one matrix with its input's factor (see gptq.h). */
@@ -265,18 +299,16 @@ llm_gptq_matrix(float *f, int64_t rows, int64_t cols, const LlmGptqFactor *fac, 
 	int64_t		gsize = llm_quant_scheme_group(q, cols);
 	double	   *diag = malloc((size_t) cols * sizeof(double));
 	double	   *w = malloc((size_t) (rows * cols) * sizeof(double));
-	double	   *e = malloc((size_t) (rows * LLM_GPTQ_BLOCK) * sizeof(double));
 	float	   *buf = malloc((size_t) cols * sizeof(float));
-	bool		static_scales = o->act_order || q == LLM_QUANT_INT8;
+	GptqSweep	g = {fac, q, o->act_order || q == LLM_QUANT_INT8, f, scales, buf};
 	LlmStatus	st = LLM_OK;
 
-	if (!diag || !w || !e || !buf)
-		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for GPTQ of a (%lld, %lld) matrix",
-						   (long long) rows, (long long) cols);
-	else if (!llm_quant_scheme_fits(q, cols) || fac->cols != cols)
+	bool		ok = diag != NULL && w != NULL && buf != NULL;
+
+	if (ok && (!llm_quant_scheme_fits(q, cols) || fac->cols != cols))
 		st = llm_error_set(err, LLM_ERR_INVALID, "GPTQ: rows of %lld values do not fit %s or the factor",
 						   (long long) cols, llm_quant_scheme_name(q));
-	else
+	else if (ok)
 	{
 		/* dead inputs (never nonzero in calibration) carry no error: their weights go to zero */
 		hessian_diag(fac->xtx, fac->s, cols, diag);
@@ -284,19 +316,34 @@ llm_gptq_matrix(float *f, int64_t rows, int64_t cols, const LlmGptqFactor *fac, 
 			for (int64_t j = 0; j < cols; j++)
 				if (diag[j] <= 0.0)
 					f[r * cols + j] = 0.0f;
-		if (static_scales)
+		if (g.static_scales)
 			for (int64_t r = 0; r < rows; r++)
 				group_scales(q, f + r * cols, cols, gsize, scales + r * (cols / gsize));
 		for (int64_t r = 0; r < rows; r++)
 			for (int64_t i = 0; i < cols; i++)
 				w[r * cols + i] = f[r * cols + fac->perm[i]];
-		gptq_columns(w, rows, fac, q, static_scales, f, scales, e, buf);
+		ok = llm_obs_sweep(w, rows, fac, gptq_column, &g);
 	}
+	if (!ok)
+		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for GPTQ of a (%lld, %lld) matrix",
+						   (long long) rows, (long long) cols);
 	free(diag);
 	free(w);
-	free(e);
 	free(buf);
 	return st;
+}
+
+/* The factor of layer l's matrix k's input with scales s in g->factor, made or kept (see gptq.h). */
+LlmStatus
+llm_gptq_factor_of(LlmGptq *g, int l, int k, const float *s, int64_t cols, LlmError *err)
+{
+	const double *xtx = llm_calib_xtx(g->calib, l, llm_calib_input_of(k));
+
+	if (xtx == NULL)
+		return llm_error_set(err, LLM_ERR_INVALID, "GPTQ needs calibration statistics with x xᵀ sums");
+	if (g->factor.xtx == xtx && g->factor.s == s && g->factor.cols == cols)
+		return LLM_OK;
+	return llm_gptq_factor(&g->factor, xtx, s, cols, &g->opts, err);
 }
 
 /* GPTQ matrix k of layer l and store it in w in scheme's blocks (an LlmMatrixQuantizer; ctx an LlmGptq). */
@@ -305,7 +352,6 @@ llm_gptq_quantizer(void *ctx, LlmWeight *w, float *f, int l, int k, const float 
 				   LlmError *err)
 {
 	LlmGptq    *gq = ctx;
-	const double *xtx = llm_calib_xtx(gq->calib, l, llm_calib_input_of(k));
 	int64_t		ng = w->cols / llm_quant_scheme_group(q, w->cols);
 	LlmType		type = llm_quant_scheme_type(q);
 	size_t		row_bytes = llm_type_row_size(type, w->cols);
@@ -313,12 +359,10 @@ llm_gptq_quantizer(void *ctx, LlmWeight *w, float *f, int l, int k, const float 
 	uint8_t    *dst = malloc(row_bytes * (size_t) w->rows);
 	LlmStatus	st = LLM_OK;
 
-	if (xtx == NULL)
-		st = llm_error_set(err, LLM_ERR_INVALID, "GPTQ needs calibration statistics with x xᵀ sums");
-	else if (scales == NULL || dst == NULL)
+	if (scales == NULL || dst == NULL)
 		st = llm_error_set(err, LLM_ERR_NOMEM, "out of memory for GPTQ of \"%s\"", w->name);
-	else if (gq->factor.xtx != xtx || gq->factor.s != s)	/* q, k, v (gate, up) share one */
-		st = llm_gptq_factor(&gq->factor, xtx, s, w->cols, &gq->opts, err);
+	else
+		st = llm_gptq_factor_of(gq, l, k, s, w->cols, err);
 	if (st == LLM_OK)
 		st = llm_gptq_matrix(f, w->rows, w->cols, &gq->factor, q, &gq->opts, scales, err);
 	if (st == LLM_OK)

@@ -57,6 +57,25 @@ LlmStatus	llm_gptq_factor(LlmGptqFactor *f, const double *xtx, const float *s, i
 void		llm_gptq_factor_free(LlmGptqFactor *f);
 
 /*
+ * What an OBS sweep (llm_obs_sweep) does at working column i of the weights
+ * w (rows, cols; double, working order, updated by the sweep so far),
+ * inside the block of columns [i1, i2): write into q (rows) the values the
+ * column takes (rounded: GPTQ; zero or kept: SparseGPT, sparsegpt.h).
+ */
+typedef void (*LlmObsColumnFn) (void *ctx, const double *w, int64_t rows, int64_t i, int64_t i1, int64_t i2,
+								double *q);
+
+/*
+ * The column sweep GPTQ and SparseGPT share: for each working column i of
+ * w (rows, fac->cols; double, working order, updated in place), fn chooses
+ * its new values q, and the error (w_i − q) / U_ii is pushed onto the later
+ * columns through row i of fac's U, inside the block at once and beyond it
+ * once per block of LLM_GPTQ_BLOCK (lazy batch updates).  False when out of
+ * memory (w partly updated).
+ */
+bool		llm_obs_sweep(double *w, int64_t rows, const LlmGptqFactor *fac, LlmObsColumnFn fn, void *ctx);
+
+/*
  * GPTQ one matrix f (rows, cols) whose input has the factor fac: floats
  * replaced in place by their quantized values, on scheme's grids, whose
  * scales (rows, cols / llm_quant_scheme_group) go to scales.
@@ -79,6 +98,13 @@ typedef struct LlmGptq
  */
 LlmStatus	llm_gptq_quantizer(void *ctx, LlmWeight *w, float *f, int l, int k, const float *s,
 							   LlmQuantScheme scheme, LlmError *err);
+
+/*
+ * The factor of the input of layer l's matrix k (cols columns, scaled by s
+ * or NULL) in g->factor: made with g->opts, or kept when the last one made
+ * was of the same input and scales (q, k, v and gate, up share one).
+ */
+LlmStatus	llm_gptq_factor_of(LlmGptq *g, int l, int k, const float *s, int64_t cols, LlmError *err);
 
 /* GPTQ every float matrix of layer l whose rows fit scheme; the others stay as they are. */
 LlmStatus	llm_gptq_quantize_layer(LlmModel *m, int l, LlmQuantScheme scheme, LlmGptq *g, LlmError *err);

@@ -1,26 +1,21 @@
 /*
  * prune.c
- *		Wanda pruning to 50% or 2:4 (see prune.h).
+ *		Wanda pruning to 50% or 2:4, and the layer loop that SparseGPT
+ *		shares (see prune.h).
  */
 #include "prune.h"
 
 #include "engine.h"
+#include "sparsegpt.h"
 
 #include <math.h>
 #include <stdlib.h>
-
-/* A weight's score and column, for sorting a row. */
-typedef struct PruneScore
-{
-	double		score;
-	int64_t		col;
-} PruneScore;
 
 /* qsort comparator: ascending score, ties by column. */
 static int
 cmp_score(const void *a, const void *b)
 {
-	const PruneScore *x = a,
+	const LlmPruneScore *x = a,
 			   *y = b;
 
 	if (x->score != y->score)
@@ -28,81 +23,101 @@ cmp_score(const void *a, const void *b)
 	return x->col < y->col ? -1 : x->col > y->col;
 }
 
-/* Zero the 2 least important of every 4 consecutive weights of row w (cols). */
-static void
-prune_row_24(float *w, int64_t cols, const double *xnorm)
+/* Mark the k entries of least score (see prune.h). */
+void
+llm_prune_lowest(const double *score, int64_t n, int64_t k, bool *drop, LlmPruneScore *s)
 {
-	for (int64_t j0 = 0; j0 + 4 <= cols; j0 += 4)
+	for (int64_t j = 0; j < n; j++)
 	{
-		PruneScore	s[4];
-
-		for (int k = 0; k < 4; k++)
-			s[k] = (PruneScore) {fabs((double) w[j0 + k]) * xnorm[j0 + k], j0 + k};
-		qsort(s, 4, sizeof(PruneScore), cmp_score);
-		w[s[0].col] = 0.0f;
-		w[s[1].col] = 0.0f;
+		s[j] = (LlmPruneScore) {score[j], j};
+		drop[j] = false;
 	}
-}
-
-/* Zero the least important half of row w (cols), scores in s (cols). */
-static void
-prune_row_half(float *w, int64_t cols, const double *xnorm, PruneScore *s)
-{
-	for (int64_t j = 0; j < cols; j++)
-		s[j] = (PruneScore) {fabs((double) w[j]) * xnorm[j], j};
-	qsort(s, (size_t) cols, sizeof(PruneScore), cmp_score);
-	for (int64_t j = 0; j < cols / 2; j++)
-		w[s[j].col] = 0.0f;
+	qsort(s, (size_t) n, sizeof(LlmPruneScore), cmp_score);
+	for (int64_t j = 0; j < k; j++)
+		drop[s[j].col] = true;
 }
 
 /* Zero the least important weights of each row of f (see prune.h). */
 bool
 llm_prune_wanda(float *f, int64_t rows, int64_t cols, const double *xnorm, bool pattern24)
 {
-	PruneScore *s = pattern24 ? NULL : malloc((size_t) cols * sizeof(PruneScore));
+	double	   *score = malloc((size_t) cols * sizeof(double));
+	bool	   *drop = malloc((size_t) cols * sizeof(bool));
+	LlmPruneScore *s = malloc((size_t) cols * sizeof(LlmPruneScore));
+	int64_t		span = pattern24 ? 4 : cols;	/* columns compared together */
 
-	if (!pattern24 && s == NULL)
+	if (score == NULL || drop == NULL || s == NULL)
+	{
+		free(score);
+		free(drop);
+		free(s);
 		return false;
+	}
 	for (int64_t r = 0; r < rows; r++)
 	{
-		if (pattern24)
-			prune_row_24(f + r * cols, cols, xnorm);
-		else
-			prune_row_half(f + r * cols, cols, xnorm, s);
+		float	   *w = f + r * cols;
+
+		for (int64_t j = 0; j < cols; j++)
+			score[j] = fabs((double) w[j]) * xnorm[j];
+		for (int64_t j0 = 0; j0 + span <= cols; j0 += span)
+		{
+			llm_prune_lowest(score + j0, span, span / 2, drop, s);
+			for (int64_t k = 0; k < span; k++)
+				if (drop[k])
+					w[j0 + k] = 0.0f;
+		}
 	}
+	free(score);
+	free(drop);
 	free(s);
 	return true;
 }
 
-/* Prune layer l's float matrices with Wanda into owned F32 copies (see prune.h). */
+/* Prune f (w->rows, w->cols), the float values of layer l's matrix k, by SparseGPT (g) or Wanda (c's norms). */
+static LlmStatus
+prune_matrix(float *f, const LlmWeight *w, int l, int k, const LlmCalib *c, LlmGptq *g, bool pattern24,
+			 LlmError *err)
+{
+	double	   *xnorm;
+	LlmStatus	st;
+
+	if (g != NULL)
+	{
+		if ((st = llm_gptq_factor_of(g, l, k, NULL, w->cols, err)))
+			return st;
+		return llm_sparsegpt_matrix(f, w->rows, w->cols, &g->factor, pattern24, err);
+	}
+	if ((xnorm = malloc((size_t) w->cols * sizeof(double))) == NULL)
+		return llm_error_set(err, LLM_ERR_NOMEM, "out of memory pruning layer %d", l);
+	llm_calib_norm(c, l, llm_calib_input_of(k), xnorm);
+	st = llm_prune_wanda(f, w->rows, w->cols, xnorm, pattern24) ? LLM_OK :
+		llm_error_set(err, LLM_ERR_NOMEM, "out of memory pruning layer %d", l);
+	free(xnorm);
+	return st;
+}
+
+/* Prune layer l's float matrices into owned F32 copies (see prune.h). */
 LlmStatus
-llm_prune_layer(LlmModel *m, int l, const LlmCalib *c, bool pattern24, LlmError *err)
+llm_prune_layer(LlmModel *m, int l, const LlmCalib *c, LlmGptq *g, bool pattern24, LlmError *err)
 {
 	LlmLayerWeights *lw = &m->weights.layers[l];
 
 	for (int k = 0; k < LLM_LAYER_MATRICES; k++)
 	{
 		LlmWeight  *w = llm_layer_matrix(lw, k);
-		double	   *xnorm = malloc((size_t) w->cols * sizeof(double));
-		float	   *f = llm_weight_to_float(w);
+		float	   *f;
+		LlmStatus	st;
 
-		if (xnorm == NULL || f == NULL || (pattern24 && w->cols % 4 != 0))
-		{
-			free(xnorm);
-			free(f);
-			if (xnorm != NULL && f != NULL)
-				continue;		/* a row that does not divide into fours stays dense */
+		if (pattern24 && w->cols % 4 != 0)
+			continue;			/* a row that does not divide into fours stays dense */
+		if ((f = llm_weight_to_float(w)) == NULL)
 			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory pruning layer %d", l);
-		}
-		llm_calib_norm(c, l, llm_calib_input_of(k), xnorm);
-		if (!llm_prune_wanda(f, w->rows, w->cols, xnorm, pattern24))
+		if ((st = prune_matrix(f, w, l, k, c, g, pattern24, err)))
 		{
-			free(xnorm);
 			free(f);
-			return llm_error_set(err, LLM_ERR_NOMEM, "out of memory pruning layer %d", l);
+			return st;
 		}
 		llm_weight_set_owned(w, LLM_TYPE_F32, f);	/* w takes f */
-		free(xnorm);
 	}
 	return LLM_OK;
 }

@@ -6,6 +6,8 @@
  *		half the row (unstructured 50%) or 2 of every 4 consecutive inputs
  *		(NVIDIA's 2:4 pattern).  The result stays dense (zeros in the
  *		matrix's type); a 2:4 weight type can take the 2:4 masks later.
+ *		SparseGPT, the same patterns chosen with the Hessian and the
+ *		kept weights updated, is in sparsegpt.h.
  */
 #ifndef LLM_PRUNE_H
 #define LLM_PRUNE_H
@@ -14,7 +16,21 @@
 #include <stdint.h>
 
 #include "calib.h"
+#include "gptq.h"
 #include "model.h"
+
+/* A score and its index, for sorting. */
+typedef struct LlmPruneScore
+{
+	double		score;
+	int64_t		col;
+} LlmPruneScore;
+
+/*
+ * Set drop[j] (n) for the k entries of least score[j] (n), false for the
+ * others; ties go to the lower index.  s holds n scores' scratch.
+ */
+void		llm_prune_lowest(const double *score, int64_t n, int64_t k, bool *drop, LlmPruneScore *s);
 
 /*
  * Zero in each row of f (rows, cols) the weights of least |f_ij| · xnorm_j:
@@ -25,9 +41,11 @@
 bool		llm_prune_wanda(float *f, int64_t rows, int64_t cols, const double *xnorm, bool pattern24);
 
 /*
- * Replace layer l's float matrices by F32 copies pruned by Wanda with the
- * input norms of c (2:4 or 50%), for quantization to follow.
+ * Replace layer l's float matrices by F32 copies pruned (2:4 or 50%), for
+ * quantization to follow: by SparseGPT with g's factors (sparsegpt.h) when
+ * g is not NULL, else by Wanda with the input norms of c.  A matrix whose
+ * rows do not divide into fours stays dense under 2:4.
  */
-LlmStatus	llm_prune_layer(LlmModel *m, int l, const LlmCalib *c, bool pattern24, LlmError *err);
+LlmStatus	llm_prune_layer(LlmModel *m, int l, const LlmCalib *c, LlmGptq *g, bool pattern24, LlmError *err);
 
 #endif							/* LLM_PRUNE_H */
