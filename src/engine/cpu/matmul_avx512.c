@@ -2177,27 +2177,19 @@ s24_scale_pair(const LlmBlockS24 *b)
 	return v;
 }
 
+/* Block s's scale pair when s < nblk, else 0 (s24_scales' lanes). */
+#define S24_PAIR(s) ((s) < nblk ? s24_scale_pair(w + (s)) : 0)
+
 /*
  * The fp16 scales of blocks [0, nblk) at w as floats, half h of block s in
- * lane 2s + h (others zero): inserted lane by lane, not by vpgatherdd
- * (which the Gather Data Sampling fix makes stall decode) nor through
- * memory (a failed store forward).
+ * lane 2s + h (others zero): built from scalar loads, not by vpgatherdd
+ * (which the Gather Data Sampling fix makes stall decode).
  */
 KERN __m512
 s24_scales(const LlmBlockS24 *w, const int nblk)
 {
-	__m128i		h[2];
-
-#pragma GCC unroll 2
-	for (int i = 0; i < 2; i++)
-	{
-		h[i] = _mm_setzero_si128();
-#pragma GCC unroll 4
-		for (int s = 0; s < 4; s++)
-			if (4 * i + s < nblk)
-				h[i] = _mm_insert_epi32(h[i], s24_scale_pair(w + 4 * i + s), s);
-	}
-	return _mm512_cvtph_ps(_mm256_set_m128i(h[1], h[0]));
+	return _mm512_cvtph_ps(_mm256_setr_epi32(S24_PAIR(0), S24_PAIR(1), S24_PAIR(2), S24_PAIR(3),
+											 S24_PAIR(4), S24_PAIR(5), S24_PAIR(6), S24_PAIR(7)));
 }
 
 /*
