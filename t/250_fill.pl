@@ -65,7 +65,7 @@ my ($pid, $requests_1) = split /\|/, $node->safe_psql('postgres',
 ok($pid, "the job runs in a background worker of its own (pid $pid)");
 kill 'KILL', $pid;
 # the postmaster restarts every process; the job's worker comes back
-$node->poll_query_until('postgres',
+llm_poll_through_restart($node,
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'llm job' AND pid <> $pid")
   or die 'the job did not come back after kill -9';
 pass('the job resumes after kill -9 of its worker');

@@ -17,7 +17,7 @@ use Test::More;
 use Time::HiRes qw(time);
 
 our @EXPORT = qw(llm_node llm_wait_state llm_worker_pid llm_stat
-  llm_start_query llm_start_query_as llm_finish_query llm_poll);
+  llm_start_query llm_start_query_as llm_finish_query llm_poll llm_poll_through_restart);
 
 # A started node with llm preloaded, serving the test model, the extension
 # created in database postgres.  Extra settings as name => value.  The
@@ -76,6 +76,23 @@ sub llm_poll
 	$node->poll_query_until('postgres', $query)
 	  or die "timed out waiting for: $query";
 	return time - $t0;
+}
+
+# Poll a boolean query until it is true while the postmaster may be
+# restarting every process (after a kill -9): a psql started then can exit
+# before it reads its query, and IPC::Run dies of the broken pipe, so such
+# a try is made again.  Returns whether the query came true.
+sub llm_poll_through_restart
+{
+	my ($node, $query) = @_;
+	for my $try (1 .. 20)
+	{
+		my $ok = eval { $node->poll_query_until('postgres', $query) };
+		return $ok if defined $ok;
+		die $@ unless $@ =~ /Broken pipe/;
+		Time::HiRes::usleep(250_000);
+	}
+	return 0;
 }
 
 # Start psql in the background on database postgres, running each SQL
