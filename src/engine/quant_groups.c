@@ -317,25 +317,32 @@ group_unpack(LlmType base, const uint8_t *src, int nblk, uint8_t *dst)
 	}
 }
 
-/* Where a SPARSE24 group of nblk halves keeps its masks and its kept values (after the scales). */
-static uint8_t *
-s24_group_masks(uint8_t *g, int nblk)
+/* Offsets in a SPARSE24 group of nblk halves of its masks and its kept values (after the scales). */
+static size_t
+s24_masks_at(int nblk)
 {
-	return g + 2 * (size_t) nblk;
+	return 2 * (size_t) nblk;
 }
 
-static uint8_t *
-s24_group_values(uint8_t *g, int nblk)
+static size_t
+s24_values_at(int nblk)
 {
-	return g + 2 * (size_t) nblk + 8 * (size_t) (nblk / 2);
+	return 2 * (size_t) nblk + 8 * (size_t) (nblk / 2);
 }
 
-/* The number of set bits of m (SWAR: the engine is built for any x86-64, without popcnt). */
+/* Each nibble of m replaced by its count of set bits (SWAR: the engine is built for any x86-64, without popcnt). */
+static uint64_t
+nibble_counts(uint64_t m)
+{
+	m = m - ((m >> 1) & 0x5555555555555555ull);
+	return (m & 0x3333333333333333ull) + ((m >> 2) & 0x3333333333333333ull);
+}
+
+/* The number of set bits of m. */
 static int
 popcount64(uint64_t m)
 {
-	m = m - ((m >> 1) & 0x5555555555555555ull);
-	m = (m & 0x3333333333333333ull) + ((m >> 2) & 0x3333333333333333ull);
+	m = nibble_counts(m);
 	m = (m + (m >> 4)) & 0x0F0F0F0F0F0F0F0Full;
 	return (int) ((m * 0x0101010101010101ull) >> 56);
 }
@@ -355,7 +362,7 @@ s24_group_pack(const uint8_t *src, int nblk, uint8_t *dst)
 		memcpy(dst + 2 * l, blocks[group_order[l] / 2].d + group_order[l] % 2, 2);
 	for (int s = 0; s < nblk / 2; s++)
 	{
-		uint8_t    *vals = s24_group_values(dst, nblk) + 32 * s;
+		uint8_t    *vals = dst + s24_values_at(nblk) + 32 * s;
 		uint64_t	mask = 0;
 		int			n = 0;
 
@@ -386,7 +393,7 @@ s24_group_pack(const uint8_t *src, int nblk, uint8_t *dst)
 					}
 				}
 		}
-		memcpy(s24_group_masks(dst, nblk) + 8 * s, &mask, sizeof(mask));
+		memcpy(dst + s24_masks_at(nblk) + 8 * s, &mask, sizeof(mask));
 	}
 }
 
@@ -396,11 +403,11 @@ s24_group_quants(const uint8_t *src, int nblk, int8_t q[][LLM_QK])
 {
 	for (int s = 0; s < nblk / 2; s++)
 	{
-		const uint8_t *vals = s24_group_values((uint8_t *) src, nblk) + 32 * s;
+		const uint8_t *vals = src + s24_values_at(nblk) + 32 * s;
 		uint64_t	mask;
 		int			n = 0;
 
-		memcpy(&mask, s24_group_masks((uint8_t *) src, nblk) + 8 * s, sizeof(mask));
+		memcpy(&mask, src + s24_masks_at(nblk) + 8 * s, sizeof(mask));
 		for (int lane = 0; lane < 16; lane++)
 		{
 			int			blk;
@@ -450,10 +457,8 @@ llm_s24_groupable(const void *row, int64_t n)
 		uint64_t	m;
 
 		memcpy(&m, b[i].mask, sizeof(m));
-		/* each nibble's count of set bits, c; c > 2 exactly when c + 5 reaches 8 */
-		m = m - ((m >> 1) & 0x5555555555555555ull);
-		m = (m & 0x3333333333333333ull) + ((m >> 2) & 0x3333333333333333ull);
-		if (((m + 0x5555555555555555ull) & 0x8888888888888888ull) != 0)
+		/* a nibble's count c > 2 exactly when c + 5 reaches 8 */
+		if (((nibble_counts(m) + 0x5555555555555555ull) & 0x8888888888888888ull) != 0)
 			return false;
 	}
 	return true;

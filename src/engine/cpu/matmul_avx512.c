@@ -2105,13 +2105,14 @@ gemm_q6_k(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 #define S24_DIRECT_TOKENS 4		/* calls of up to this many tokens read the weights directly, the others unpack each row */
 #define S24_STACK_K 16384		/* rows up to this long unpack on the stack */
 /*
- * Decode prefetches the weights this far ahead into L2 (prefetcht2, which
- * holds no L1 fill buffer for long): a core streams DRAM only as fast as
- * it has lines in flight, and a piece's 70 instructions per 352 bytes
- * leave the out-of-order window too few; prefetcht0 two rows ahead kept
- * the 1.1B shape at 10 GB/s a thread, this at 11-12 (bench_kernels).
+ * Decode prefetches the weights this many rows ahead into L2 (prefetcht2,
+ * which holds no L1 fill buffer for long): a core streams DRAM only as
+ * fast as it has lines in flight, and a piece's 70 instructions per 352
+ * bytes leave the out-of-order window too few; prefetcht0 two rows ahead
+ * kept the 1.1B shape at 10 GB/s a thread, prefetcht2 8 to 32 rows ahead
+ * at 11-12 (bench_kernels; 32 is what bench/sparse_bench.sh measured).
  */
-#define S24_PREFETCH_BYTES 20480
+#define S24_PREFETCH_ROWS 32
 
 /*
  * 64 unsigned weights: the bytes of src (its first 32 the kept values plus
@@ -2300,7 +2301,7 @@ s24_load_piece(const uint8_t *row, bool grouped_row, int64_t b, int64_t nb, size
 /*
  * Row r for NT tokens from t: from its pieces unpacked into pk (packed),
  * else from its weights (decode: one stream of weights, prefetched
- * PF_GROUPS rows ahead).
+ * S24_PREFETCH_ROWS rows ahead).
  */
 KERN void
 s24_row(const LlmGemmArgs *a, int64_t r, bool grouped_row, const S24Piece *pk, int t, const int NT, const bool packed,
@@ -2318,7 +2319,7 @@ s24_row(const LlmGemmArgs *a, int64_t r, bool grouped_row, const S24Piece *pk, i
 		const S24Piece *p = packed ? pk++ : &own;
 
 		if (!packed)
-			s24_load_piece(row, grouped_row, b, nb, 32 * a->row_bytes, &own, vbmi2);
+			s24_load_piece(row, grouped_row, b, nb, S24_PREFETCH_ROWS * a->row_bytes, &own, vbmi2);
 #pragma GCC unroll 4
 		for (int q = 0; q < NT; q++)
 		{
