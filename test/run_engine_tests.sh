@@ -59,6 +59,10 @@ done
 for t in build/test/test_kernels build/test/test_invariance_kernels; do
     [ -x "$t" ] && run "$t (LLM_CPU_AVXVNNI=0)" env LLM_CPU_AVXVNNI=0 "$t"
 done
+# the AVX-512 level's VNNI tiles of many tokens where AMX would take them (on a processor with AMX the tests above took the tiles)
+for t in build/test/test_kernels build/test/test_invariance_kernels; do
+    [ -x "$t" ] && run "$t (LLM_CPU_AMX=0)" env LLM_CPU_AMX=0 "$t"
+done
 # the SPARSE24 kernel without vpexpandb (AVX-512 without VBMI2, as on Cascade Lake)
 for t in build/test/test_kernels build/test/test_invariance_kernels; do
     [ -x "$t" ] && run "$t (LLM_CPU_VBMI2=0)" env LLM_CPU_VBMI2=0 "$t"

@@ -31,7 +31,7 @@
 
 #define N_REF 40				/* tokens of the reference call */
 
-/* Column counts to try for type (at most 4): block tails, groups of 16 blocks, k chunks, heap buffers. */
+/* Column counts to try for type (at most 6): block tails, groups of 16 blocks, k chunks, heap buffers. */
 static int
 cols_for(LlmType type, int64_t *cols)
 {
@@ -44,8 +44,9 @@ cols_for(LlmType type, int64_t *cols)
 	}
 	if (bs == 32)
 	{
-		cols[0] = 640, cols[1] = 800, cols[2] = 4128, cols[3] = 8224;	/* 20, 25, 129, 257 blocks */
-		return 4;
+		/* 20, 25, 129, 257 blocks; 24 and 48 (whole groups, which the AMX tiles take where there are some) */
+		cols[0] = 640, cols[1] = 800, cols[2] = 4128, cols[3] = 8224, cols[4] = 768, cols[5] = 1536;
+		return 6;
 	}
 	if (llm_type_base(type) == LLM_TYPE_SPARSE24)
 	{
@@ -96,7 +97,7 @@ static void
 check_type(LlmBackend *const *bes, const LlmBackendOps *ops, LlmType type)
 {
 	static const int64_t rows_list[] = {37, 80};
-	int64_t		cols[4];
+	int64_t		cols[6];
 	int			n_cols = cols_for(type, cols);
 	int			bad = 0;
 

@@ -350,6 +350,9 @@ check_level(LlmBackend *be, LlmCpuIsa isa)
 		/* many tasks, token groups, quantization on the pool, a heap buffer */
 		check_matmul(be, ops, kern, type, 200, 40, cols == cols_k ? 1024 : 1088, &st);
 		check_matmul(be, ops, kern, type, 70, 64, 768, &st);
+		/* rows of whole groups (48 blocks), many tokens: where AMX is, its tiles */
+		if (cols == cols_q)
+			check_matmul(be, ops, kern, type, 37, 40, 1536, &st);
 		printf("  %-6s %-5s max |y - exact| / S %.2e", kern->name, llm_type_traits(type)->name, st.max_exact);
 		if (kern->act[type] != LLM_ACT_F32)
 			printf(" (int8 activations; on them %.2e)", st.max_kernel);

@@ -16,6 +16,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 static LlmCpuIsa chosen_isa;
 static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
@@ -103,6 +107,49 @@ llm_cpu_has_vbmi2(void)
 {
 	pthread_once(&vbmi2_once, detect_vbmi2);
 	return has_vbmi2;
+}
+
+static bool has_amx;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+
+#define ARCH_REQ_XCOMP_PERM 0x1023	/* Linux's arch_prctl: ask for an extended state component */
+#define XFEATURE_XTILEDATA 18
+
+/* Read AMX off CPUID and XCR0 and ask Linux for the tile state into has_amx (only with the AVX-512 level chosen). */
+static void
+detect_amx(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+	const char *env = getenv("LLM_CPU_AMX");
+	unsigned int eax,
+				ebx,
+				ecx,
+				edx,
+				xcr0_lo,
+				xcr0_hi;
+
+	if (llm_cpu_isa() != LLM_CPU_ISA_AVX512 || (env != NULL && strcmp(env, "0") == 0))
+		return;
+	/* leaf 7: EDX bit 24 AMX-TILE, bit 25 AMX-INT8; leaf 1: ECX bit 27 OSXSAVE (XGETBV usable) */
+	if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || (edx & (1u << 24)) == 0 || (edx & (1u << 25)) == 0)
+		return;
+	if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || (ecx & (1u << 27)) == 0)
+		return;
+	__asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+	(void) xcr0_hi;
+	/* XCR0 bits 17 (TILECFG) and 18 (TILEDATA): the OS saves the tiles */
+	if ((xcr0_lo & (3u << 17)) != (3u << 17))
+		return;
+	has_amx = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#endif
+}
+
+/* Whether the AVX-512 level may use AMX's int8 tiles, decided once. */
+bool
+llm_cpu_has_amx(void)
+{
+	pthread_once(&amx_once, detect_amx);
+	return has_amx;
 }
 
 /* Decide the level: the detected one, lowered by LLM_CPU_ISA when set. */

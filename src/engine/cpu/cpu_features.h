@@ -40,6 +40,14 @@ LlmCpuIsa	llm_cpu_isa(void);
  */
 bool		llm_cpu_has_vbmi2(void);
 
+/*
+ * Whether the AVX-512 level may use AMX's int8 tiles (Sapphire Rapids and
+ * later): CPUID's AMX-TILE and AMX-INT8, the OS saving the tile state, and
+ * (Linux) this process granted it by arch_prctl, asked once here.  Never
+ * below the AVX-512 level; LLM_CPU_AMX=0 hides it, for the tests.
+ */
+bool		llm_cpu_has_amx(void);
+
 /* "scalar", "avx2" or "avx512". */
 const char *llm_cpu_isa_name(LlmCpuIsa isa);
 

@@ -27,6 +27,7 @@
  */
 #include "cpu/backend_cpu.h"
 #include "cpu/matmul.h"
+#include "cpu/matmul_amx.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,9 +85,29 @@ gemm_task(void *arg, int i)
 }
 
 /*
+ * The kernels for a call of n tokens on w at level kern: the AVX-512
+ * level's AMX tiles where the processor grants them and they take w -- its
+ * type, rows of whole groups of blocks (matmul_amx.h), from
+ * LLM_AMX_MIN_BLOCKS to LLM_AMX_MAX_BLOCKS of them -- from
+ * LLM_AMX_MIN_TOKENS tokens on; else kern.
+ */
+static const LlmMatmulKernels *
+call_kernels(const LlmMatmulKernels *kern, const LlmWeight *w, int n)
+{
+	const LlmMatmulKernels *amx = &llm_matmul_kernels_avx512_amx;
+	const int64_t nb = w->cols / LLM_QK;
+
+	if (kern != &llm_matmul_kernels_avx512 || n < LLM_AMX_MIN_TOKENS || amx->gemm[w->type] == NULL ||
+		w->cols % LLM_QK != 0 || llm_group_blocks(nb) != nb || nb < LLM_AMX_MIN_BLOCKS || nb > LLM_AMX_MAX_BLOCKS ||
+		!llm_cpu_has_amx())
+		return kern;
+	return amx;
+}
+
+/*
  * Set up j for y (n, rows) = x (n, cols) times w transposed on kernels
- * kern, all but the activations: false when kern has no fast gemm for w
- * (then the scalar reference runs it).
+ * kern (or their AMX tiles, call_kernels), all but the activations: false
+ * when kern has no fast gemm for w (then the scalar reference runs it).
  */
 static bool
 job_init(MatmulJob *j, const LlmMatmulKernels *kern, const LlmWeight *w, float *y, int n, int nth)
@@ -96,6 +117,8 @@ job_init(MatmulJob *j, const LlmMatmulKernels *kern, const LlmWeight *w, float *
 	int64_t		target;
 	int			n_tok_tasks;
 
+	if (kern != NULL)
+		kern = call_kernels(kern, w, n);
 	if (kern == NULL || tr == NULL || kern->gemm[w->type] == NULL || n < 1 ||
 		w->cols % tr->block_size != 0 || w->rows < 1)
 		return false;

@@ -151,6 +151,19 @@ typedef struct LlmMatmulKernels
 extern const LlmMatmulKernels llm_matmul_kernels_avx2;
 extern const LlmMatmulKernels llm_matmul_kernels_avx512;
 
+/*
+ * The AVX-512 level's Q-type gemms on AMX's int8 tiles (matmul_avx512.c,
+ * matmul_amx.h): matmul.c takes them instead of llm_matmul_kernels_avx512's
+ * where llm_cpu_has_amx(), for calls of LLM_AMX_MIN_TOKENS tokens or more
+ * on rows of whole groups of LLM_AMX_MIN_BLOCKS blocks or more (k >= 768),
+ * where they were measured faster; the same bits.  (Sapphire Rapids, one
+ * thread, 128 tokens: 1.1-1.6x the VNNI tiles from 768 columns; at 512
+ * columns, and under 16 tokens, slower.)
+ */
+extern const LlmMatmulKernels llm_matmul_kernels_avx512_amx;
+#define LLM_AMX_MIN_TOKENS 16
+#define LLM_AMX_MIN_BLOCKS 24
+
 /* Scalar reference activation quantizers (quantize_act.c); the SIMD ones match them exactly. */
 void		llm_quantize_act_q8_ref(const float *x, int64_t k, uint8_t *out);
 void		llm_quantize_act_q8g_ref(const float *x, int64_t k, uint8_t *out);

@@ -80,6 +80,8 @@
 #include <string.h>
 
 #include "cpu/avx2_util.h"
+#include "cpu/matmul_amx.h"
+#include "cpu/transpose_avx512.h"
 #include "quant_blocks.h"
 
 #define KERN static inline __attribute__((always_inline))
@@ -769,6 +771,8 @@ reduce_blocks(const __m512i *p, const int G, const int hi_shift)
 
 /* Lane e of reduce_blocks' result is block BLOCK_ORDER[e] of the 16: 0 2 4 6 1 3 5 7 8 10 12 14 9 11 13 15. */
 #define BLOCK_ORDER _mm512_set_epi32(15, 13, 11, 9, 14, 12, 10, 8, 7, 5, 3, 1, 6, 4, 2, 0)
+/* The same as a scalar function of e (the bits: e's 1 and 2 move up one, its 4 down to 1). */
+#define BLOCK_ORDER_OF(e) (((e) & 8) | (((e) & 3) << 1) | (((e) >> 2) & 1))
 
 /*
  * The dot products of one group of 2G blocks (G = 8, or 4) of one row by
@@ -1048,15 +1052,15 @@ interleave_act_groups(const int8_t *xq, int64_t ng, uint8_t *dst)
 	}
 }
 
-/* Unpack the groups of Q_MR rows from w0 (stride wstride) into buf (group, row), interleaved. */
+/* Unpack the groups of nr (<= Q_MR) rows from w0 (stride wstride) into buf (group, row; Q_MR a group), interleaved. */
 KERN void
-pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf)
+pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf, int nr)
 {
 	const size_t bsz = llm_block_bytes(type);
 	const int64_t ng = q_group_blocks(nb);
 
-	for (int64_t b = 0; b < ng; b += 16)
-		for (int i = 0; i < Q_MR; i++, buf++)
+	for (int64_t b = 0; b < ng; b += 16, buf += Q_MR)
+		for (int i = 0; i < nr; i++)
 		{
 			const uint8_t *w = w0 + (size_t) i * wstride;
 			const int	G = ng - b >= 16 ? 8 : 4;
@@ -1081,9 +1085,9 @@ pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGrou
 			if (G == 4)
 				fold_half_group(out);
 			for (int s = 0; s < 8; s++)	/* all 8, as interleave_act_groups */
-				_mm512_store_si512(buf->q[s], out[s]);
-			_mm512_store_ps(buf->d, _mm512_permutexvar_ps(BLOCK_ORDER, q_group_scales(type, w, b, G == 8 ? 0xFFFF : 0x00FF, &mins)));
-			_mm512_store_ps(buf->m, _mm512_permutexvar_ps(BLOCK_ORDER, mins));
+				_mm512_store_si512(buf[i].q[s], out[s]);
+			_mm512_store_ps(buf[i].d, _mm512_permutexvar_ps(BLOCK_ORDER, q_group_scales(type, w, b, G == 8 ? 0xFFFF : 0x00FF, &mins)));
+			_mm512_store_ps(buf[i].m, _mm512_permutexvar_ps(BLOCK_ORDER, mins));
 		}
 }
 
@@ -1332,7 +1336,7 @@ gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 	{
 		if (pk != NULL)
 		{
-			pack_q_groups(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk);
+			pack_q_groups(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk, Q_MR);
 			pack_q_tail(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, q_group_blocks(nb), nb, tail);
 			TOKEN_TILES(CALL_Q_PACKED, Q_NT);
 		}
@@ -1525,15 +1529,15 @@ tile_g(LlmType base, const LlmGemmArgs *a, int64_t r, int t, const int NT)
 	store_tile(a, r, t, acc, 1, NT, false);
 }
 
-/* Unpack the groups of Q_MR grouped rows from w0 (stride wstride) into buf (group, row): QGroupPack's form. */
+/* Unpack the groups of nr (<= Q_MR) grouped rows from w0 (stride wstride) into buf (group, row; Q_MR a group): QGroupPack's form. */
 KERN void
-pack_g_groups(LlmType base, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf)
+pack_g_groups(LlmType base, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf, int nr)
 {
 	const size_t bsz = llm_block_bytes(base);
 	const int64_t ng = q_group_blocks(nb);
 
-	for (int64_t b = 0; b < ng; b += 16)
-		for (int i = 0; i < Q_MR; i++, buf++)
+	for (int64_t b = 0; b < ng; b += 16, buf += Q_MR)
+		for (int i = 0; i < nr; i++)
 		{
 			const uint8_t *g = w0 + (size_t) i * wstride + b * bsz;
 			const int	G = ng - b >= 16 ? 8 : 4;
@@ -1546,9 +1550,9 @@ pack_g_groups(LlmType base, const uint8_t *w0, size_t wstride, int64_t nb, QGrou
 			else
 				g_load_quants(base, g, wq, 4);
 			for (int s = 0; s < 8; s++)
-				_mm512_store_si512(buf->q[s], s < G ? wq[s] : _mm512_setzero_si512());
-			_mm512_store_ps(buf->d, g_load_halves(g, G));
-			_mm512_store_ps(buf->m, q_has_min(base) ? g_load_halves(g + 4 * G, G) : _mm512_setzero_ps());
+				_mm512_store_si512(buf[i].q[s], s < G ? wq[s] : _mm512_setzero_si512());
+			_mm512_store_ps(buf[i].d, g_load_halves(g, G));
+			_mm512_store_ps(buf[i].m, q_has_min(base) ? g_load_halves(g + 4 * G, G) : _mm512_setzero_ps());
 		}
 }
 
@@ -1579,7 +1583,7 @@ gemm_g(LlmType base, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 	if (pk != NULL)
 		for (; r + Q_MR <= r1; r += Q_MR)
 		{
-			pack_g_groups(base, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk);
+			pack_g_groups(base, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk, Q_MR);
 			pack_q_tail(base, a->w + (size_t) r * a->row_bytes, a->row_bytes, q_group_blocks(nb), nb, tail);
 			TOKEN_TILES(CALL_G_PACKED, Q_NT);
 		}
@@ -1622,6 +1626,235 @@ static void
 gemm_q5_1_g(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 {
 	gemm_g(LLM_TYPE_Q5_1, a, r0, r1, t0, t1);
+}
+
+/*
+ * ---- many tokens on AMX: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and their grouped types ----
+ *
+ * Where cpu_features.c grants AMX, matmul.c gives the calls that AMX wins
+ * (LLM_AMX_MIN_TOKENS tokens and more, rows of whole groups) to the table
+ * llm_matmul_kernels_avx512_amx, whose activations are plain Q8 for every
+ * type, grouped or not.  The tokens are packed once per call, 16 a tile
+ * (llm_amx_pack_tokens); each panel of 16 rows is unpacked once
+ * (amx_unpack_rows: signed quants in value order, Q8_0 read in place) and
+ * multiplied by every token tile (llm_amx_tiles, matmul_amx.h), which does
+ * q_group's float operations lane by lane and store_tile's sum.  So every
+ * output has the bits of the VNNI kernels whatever the number of tokens, as
+ * the kernel and invariance tests check with AMX on and off
+ * (LLM_CPU_AMX=0).
+ */
+
+/* The lane of each block of a group, as indices: the inverse of BLOCK_ORDER. */
+#define LANE_OF_BLOCK _mm512_set_epi32(15, 11, 14, 10, 13, 9, 12, 8, 7, 3, 6, 2, 5, 1, 4, 0)
+
+/*
+ * The grouped blocks of w->rows rows from r of a Q type (base; grouped: in
+ * quant_groups.c's layout) into w for the A tiles: their quants signed, in
+ * value order, at q (row i at q + i * w->stride), and their scales (and
+ * minimums) by block.  Q8_0 rows are read in place (q unused).
+ */
+KERN void
+amx_unpack_rows(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r, LlmAmxRows *w, int8_t *q)
+{
+	const size_t bsz = llm_block_bytes(base);
+	const __m512i off = _mm512_set1_epi8((char) (q_has_min(base) ? 0 : 1 << q_offset_log2(base)));
+	const bool	direct = base == LLM_TYPE_Q8_0 && !grouped;
+
+	w->q = direct ? (const int8_t *) (a->w + (size_t) r * a->row_bytes + 2) : q;
+	w->stride = direct ? a->row_bytes : (size_t) w->nb * LLM_QK;
+	w->block_stride = direct ? bsz : LLM_QK;
+	for (int64_t b0 = 0; b0 < w->nb; b0 += 16)
+	{
+		const int	G = w->nb - b0 >= 16 ? 8 : 4;	/* vectors of two blocks */
+		__m512i		ds[16];
+		__m512i		ms[16];
+
+		for (int i = 0; i < 16; i++)
+		{
+			const uint8_t *row = a->w + (size_t) (r + i) * a->row_bytes + b0 * bsz;
+			int8_t	   *dst = q + (size_t) i * w->stride + b0 * LLM_QK;
+			__m512		d;
+			__m512		m = _mm512_setzero_ps();
+
+			if (i >= w->rows)
+			{
+				ds[i] = ms[i] = _mm512_setzero_si512();
+				continue;
+			}
+			if (!grouped)
+			{
+				for (int v = 0; v < G && !direct; v++)
+				{
+					__m512i		x = load_q_pair_gemv(base, row + 2 * v * bsz);
+
+					if (q_nibbles(base))	/* the high nibbles (128-bit lanes 1 and 3) down to their values */
+						x = _mm512_srlv_epi64(x, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
+					_mm512_storeu_si512(dst + 64 * v, _mm512_sub_epi8(x, off));
+				}
+				d = q_group_scales(base, row, 0, G == 8 ? 0xFFFF : 0x00FF, &m);
+			}
+			else
+			{
+				/* a group's vectors s (lane e: quad s of block BLOCK_ORDER[e]) transposed to each block's quads */
+				__m512i		wq[8];
+				__m512i		t[16];
+
+				if (G == 8)
+					g_load_quants(base, row, wq, 8);
+				else
+					g_load_quants(base, row, wq, 4);
+				for (int s = 0; s < 16; s++)
+					t[s] = s < G ? _mm512_sub_epi8(wq[s], off) : _mm512_setzero_si512();
+				llm_transpose16(t);
+				for (int e = 0; e < 8 + (G == 8 ? 8 : 0); e++)
+				{
+					int8_t	   *blk = dst + BLOCK_ORDER_OF(e) * LLM_QK;
+
+					if (G == 8)
+						_mm256_storeu_si256((__m256i *) blk, _mm512_castsi512_si256(t[e]));
+					else		/* folded: lane e + 8 holds quads 4-7 of the block of lane e */
+					{
+						_mm_storeu_si128((__m128i *) blk, _mm512_castsi512_si128(t[e]));
+						_mm_storeu_si128((__m128i *) (blk + 16), _mm512_castsi512_si128(t[e + 8]));
+					}
+				}
+				d = _mm512_permutexvar_ps(LANE_OF_BLOCK, g_load_halves(row, G));
+				if (q_has_min(base))
+					m = _mm512_permutexvar_ps(LANE_OF_BLOCK, g_load_halves(row + 4 * G, G));
+			}
+			ds[i] = _mm512_castps_si512(d);
+			ms[i] = _mm512_castps_si512(m);
+		}
+		llm_transpose16(ds);
+		for (int j = 0; j < 2 * G; j++)
+			_mm512_store_si512(w->d[b0 + j], ds[j]);
+		if (!w->mins)
+			continue;
+		llm_transpose16(ms);
+		for (int j = 0; j < 2 * G; j++)
+			_mm512_store_si512(w->m[b0 + j], ms[j]);
+	}
+}
+
+/* The tiles of rows [r0, r1) by the token tiles tks[0 .. n) (from token t), each panel of rows unpacked once. */
+KERN void
+amx_panels(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t, const LlmAmxTokens *tks,
+		   int n, LlmAmxRows *w, int8_t *q)
+{
+	for (int64_t r = r0; r < r1; r += LLM_AMX_ROWS)
+	{
+		w->rows = r1 - r < LLM_AMX_ROWS ? (int) (r1 - r) : LLM_AMX_ROWS;
+		amx_unpack_rows(base, grouped, a, r, w, q);
+		for (int j = 0; j < n; j++)
+			llm_amx_tiles(w, &tks[j], a->y + (size_t) (t + j * LLM_AMX_TOKENS) * a->ldy + r, a->ldy);
+	}
+}
+
+/*
+ * The gemm of a Q type (base; grouped: its rows in quant_groups.c's layout)
+ * on AMX, activations plain Q8: every tile of 16 tokens packed once, then
+ * each panel of 16 rows unpacked once (Q8_0 read in place) and multiplied
+ * by all of them; without the memory for the packed tokens, one token tile
+ * at a time from the stack (the rows unpacked for each: the same bits).
+ */
+KERN void
+gemm_amx(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	const int64_t ng = q_group_blocks(a->k / LLM_QK);
+	const int	n_tiles = (t1 - t0 + LLM_AMX_TOKENS - 1) / LLM_AMX_TOKENS;
+	const size_t tile_bytes = llm_amx_tokens_bytes(ng);
+	LlmAmxTokens tks[64];
+	_Alignas(64) LlmAmxRows w;
+	_Alignas(64) int8_t q[LLM_AMX_ROWS * LLM_AMX_MAX_BLOCKS * LLM_QK];
+	uint8_t    *buf = n_tiles > 1 && n_tiles <= 64 ? aligned_alloc(64, tile_bytes * (size_t) n_tiles) : NULL;
+
+	w.nb = ng;
+	w.mins = q_has_min(base);
+	if (buf != NULL)
+	{
+		for (int j = 0; j < n_tiles; j++)
+		{
+			const int	t = t0 + j * LLM_AMX_TOKENS;
+
+			llm_amx_pack_tokens(&tks[j], buf + tile_bytes * (size_t) j, a->x + (size_t) t * a->x_stride, a->x_stride,
+								a->k, ng, t1 - t < LLM_AMX_TOKENS ? t1 - t : LLM_AMX_TOKENS, w.mins);
+		}
+		amx_panels(base, grouped, a, r0, r1, t0, tks, n_tiles, &w, q);
+		free(buf);
+	}
+	else
+	{
+		_Alignas(64) uint8_t one[llm_amx_tokens_bytes(LLM_AMX_MAX_BLOCKS)];
+
+		for (int t = t0; t < t1; t += LLM_AMX_TOKENS)
+		{
+			llm_amx_pack_tokens(&tks[0], one, a->x + (size_t) t * a->x_stride, a->x_stride, a->k, ng,
+								t1 - t < LLM_AMX_TOKENS ? t1 - t : LLM_AMX_TOKENS, w.mins);
+			amx_panels(base, grouped, a, r0, r1, t, tks, 1, &w, q);
+		}
+	}
+	llm_amx_release();
+}
+
+/* The AMX gemms, by type. */
+static void
+gemm_q8_0_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_amx(LLM_TYPE_Q8_0, false, a, r0, r1, t0, t1);
+}
+
+static void
+gemm_q4_0_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_amx(LLM_TYPE_Q4_0, false, a, r0, r1, t0, t1);
+}
+
+static void
+gemm_q4_1_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_amx(LLM_TYPE_Q4_1, false, a, r0, r1, t0, t1);
+}
+
+static void
+gemm_q5_0_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_amx(LLM_TYPE_Q5_0, false, a, r0, r1, t0, t1);
+}
+
+static void
+gemm_q5_1_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_amx(LLM_TYPE_Q5_1, false, a, r0, r1, t0, t1);
+}
+
+static void
+gemm_q8_0_g_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_amx(LLM_TYPE_Q8_0, true, a, r0, r1, t0, t1);
+}
+
+static void
+gemm_q4_0_g_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_amx(LLM_TYPE_Q4_0, true, a, r0, r1, t0, t1);
+}
+
+static void
+gemm_q4_1_g_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_amx(LLM_TYPE_Q4_1, true, a, r0, r1, t0, t1);
+}
+
+static void
+gemm_q5_0_g_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_amx(LLM_TYPE_Q5_0, true, a, r0, r1, t0, t1);
+}
+
+static void
+gemm_q5_1_g_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
+{
+	gemm_amx(LLM_TYPE_Q5_1, true, a, r0, r1, t0, t1);
 }
 
 /* ---- the K-quants: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K ---- */
@@ -2642,6 +2875,38 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 	},
 };
 
+/* The AMX gemms of many tokens (matmul.c chooses them per call): plain Q8 activations for every type. */
+const LlmMatmulKernels llm_matmul_kernels_avx512_amx = {
+	.name = "avx512-amx",
+	.gemm = {
+		[LLM_TYPE_Q8_0] = gemm_q8_0_amx,
+		[LLM_TYPE_Q4_0] = gemm_q4_0_amx,
+		[LLM_TYPE_Q4_1] = gemm_q4_1_amx,
+		[LLM_TYPE_Q5_0] = gemm_q5_0_amx,
+		[LLM_TYPE_Q5_1] = gemm_q5_1_amx,
+		[LLM_TYPE_Q8_0_G] = gemm_q8_0_g_amx,
+		[LLM_TYPE_Q4_0_G] = gemm_q4_0_g_amx,
+		[LLM_TYPE_Q4_1_G] = gemm_q4_1_g_amx,
+		[LLM_TYPE_Q5_0_G] = gemm_q5_0_g_amx,
+		[LLM_TYPE_Q5_1_G] = gemm_q5_1_g_amx,
+	},
+	.act = {
+		[LLM_TYPE_Q8_0] = LLM_ACT_Q8,
+		[LLM_TYPE_Q4_0] = LLM_ACT_Q8,
+		[LLM_TYPE_Q4_1] = LLM_ACT_Q8,
+		[LLM_TYPE_Q5_0] = LLM_ACT_Q8,
+		[LLM_TYPE_Q5_1] = LLM_ACT_Q8,
+		[LLM_TYPE_Q8_0_G] = LLM_ACT_Q8,
+		[LLM_TYPE_Q4_0_G] = LLM_ACT_Q8,
+		[LLM_TYPE_Q4_1_G] = LLM_ACT_Q8,
+		[LLM_TYPE_Q5_0_G] = LLM_ACT_Q8,
+		[LLM_TYPE_Q5_1_G] = LLM_ACT_Q8,
+	},
+	.quant = {
+		[LLM_ACT_Q8] = quant_q8,
+	},
+};
+
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -2651,5 +2916,6 @@ const LlmMatmulKernels llm_matmul_kernels_avx512 = {
 #else							/* not x86-64 with GCC or Clang */
 
 const LlmMatmulKernels llm_matmul_kernels_avx512 = {0};
+const LlmMatmulKernels llm_matmul_kernels_avx512_amx = {0};
 
 #endif
