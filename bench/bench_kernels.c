@@ -201,7 +201,9 @@ main(int argc, char **argv)
 	printf("read bandwidth (1 thread): 256 MB %.1f GB/s, 32 MB %.1f GB/s\n",
 		   read_bandwidth(buf, nbytes), read_bandwidth(buf, 32u << 20));
 	free(buf);
-	printf("%d threads, weight %lld x %lld\n", threads, (long long) rows, (long long) cols);
+	printf("%d threads, weight %lld x %lld; AMX tiles %s\n", threads, (long long) rows, (long long) cols,
+		   llm_cpu_has_amx() ? "on (Q types, rows of whole groups from 768 columns, 16 tokens and more)"
+		   : "off");
 	for (int isa = LLM_CPU_ISA_AVX2; isa <= (int) llm_cpu_isa_detect(); isa++)
 		if (listed(only_level, llm_cpu_isa_name((LlmCpuIsa) isa)))
 			bench_level(be, (LlmCpuIsa) isa, rows, cols, n_tok, set_bytes, only_types);

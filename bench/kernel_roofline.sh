@@ -37,17 +37,20 @@ int8_avx2=$(peak int8_avxvnni)
 fp32_avx512=$(peak fp32_avx512)
 fp32_avx2=$(peak fp32_avx2)
 dram=$(peak dram_read)
+int8_amx=$(peak int8_amx)
+NAME=${NAME:-kernel_roofline}
 
 raw=build/kernel_roofline.txt
 : > "$raw"
+amx_state=$(build/bench_kernels "$THREADS" 2048 768 16 1 none none 2>/dev/null | sed -n 's/.*AMX tiles //p' | head -n 1)
 for t in $TOKENS; do
     build/bench_kernels "$THREADS" 2048 768 "$t" 64 | awk -v t="$t" '$3 == "GEMV" { print t, $0 }' >> "$raw"
 done
 
 # one row per level and type: GEMV, then GEMM at each token count, with fractions
 awk -v tokens="$TOKENS" -v i8a="$int8_avx512" -v i8b="$int8_avx2" -v f32a="$fp32_avx512" -v f32b="$fp32_avx2" \
-    -v dram="$dram" -v cpu="$cpu" -v threads="$THREADS" -v csv="$OUT/kernel_roofline.csv" \
-    -v json="$OUT/kernel_roofline.json" -v md="$OUT/kernel_roofline.md" '
+    -v dram="$dram" -v cpu="$cpu" -v threads="$THREADS" -v csv="$OUT/$NAME.csv" \
+    -v json="$OUT/$NAME.json" -v md="$OUT/$NAME.md" -v i8x="$int8_amx" -v amx="$amx_state" '
 function peak_of(level, type) {
     fl = (type == "F32" || type == "F16" || type == "BF16")
     if (level == "avx512") return fl ? f32a : i8a
@@ -86,9 +89,9 @@ END {
         printf "%s}, \"peak_gmacs\": %s}", js, p > json
     }
     printf "]\n" > json
-    printf "\nProcessor: %s, %s threads. Peaks (peak_probe): int8 AVX-512 %s, int8 AVX2 level %s, fp32 AVX-512 %s, fp32 AVX2 %s GMAC/s; DRAM read %s GB/s.\n", \
-        cpu, threads, i8a, i8b, f32a, f32b, dram > md
+    printf "\nProcessor: %s, %s threads. Peaks (peak_probe): int8 AVX-512 %s, int8 AVX2 level %s, fp32 AVX-512 %s, fp32 AVX2 %s GMAC/s; DRAM read %s GB/s; AMX int8 tiles %s GMAC/s (0: none). AMX in the kernels: %s.\n", \
+        cpu, threads, i8a, i8b, f32a, f32b, dram, i8x, amx > md
 }' "$raw"
-{ echo "level,type,tokens,gemv_gbs,gemm_gmacs,gemm_frac_peak"; cat "$OUT/kernel_roofline.csv.gemm"; } > "$OUT/kernel_roofline.csv"
-rm -f "$OUT/kernel_roofline.csv.gemm"
-cat "$OUT/kernel_roofline.md"
+{ echo "level,type,tokens,gemv_gbs,gemm_gmacs,gemm_frac_peak"; cat "$OUT/$NAME.csv.gemm"; } > "$OUT/$NAME.csv"
+rm -f "$OUT/$NAME.csv.gemm"
+cat "$OUT/$NAME.md"

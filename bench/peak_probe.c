@@ -14,6 +14,8 @@
  *                 instructions (the AVX2 level without VNNI)
  *   fp32 avx512   vfmadd231ps zmm: 16
  *   fp32 avx2     vfmadd231ps ymm: 8
+ *   int8 amx      tdpbssd: 16384 s8 x s8 MACs a tile instruction (AMX-INT8,
+ *                 Sapphire Rapids and later, where Linux grants the tiles)
  * A level the processor lacks prints 0.  DRAM read: each thread sums its
  * share of a 1 GiB array (far larger than the caches); best of 5 passes.
  *
@@ -23,11 +25,16 @@
  * Built with plain -O2 (no -march): each probe carries its own target
  * attribute and runs only where the CPU has it.
  */
+#include <cpuid.h>
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #include <time.h>
 
 #define PROBE_BYTES ((size_t) 1 << 30)
@@ -194,6 +201,56 @@ fp32_avx2(long iters)
 	return sum_f32x8(acc);
 }
 
+/* AMX's tile configuration (palette 1) as ldtilecfg reads it. */
+typedef struct TileConfig
+{
+	unsigned char palette;
+	unsigned char start_row;
+	unsigned char reserved[14];
+	unsigned short colsb[16];
+	unsigned char rows[16];
+} TileConfig;
+
+/*
+ * Four chains of tdpbssd (AMX-INT8: 16 x 16 x 64 = 16384 s8 x s8 MACs an
+ * instruction) into tiles 0-3 from tiles 4 and 5, ACCS a trip (three
+ * rounds of four), iters trips; asks Linux for the tile state first.
+ */
+__attribute__((target("amx-tile,amx-int8")))
+static double
+int8_amx(long iters)
+{
+	_Alignas(64) TileConfig c;
+	_Alignas(64) static signed char a[16 * 64];
+	_Alignas(64) int out[16 * 16];
+
+	memset(&c, 0, sizeof(c));
+	c.palette = 1;
+	for (int i = 0; i < 6; i++)
+	{
+		c.rows[i] = 16;
+		c.colsb[i] = 64;
+	}
+	_tile_loadconfig(&c);
+	_tile_zero(0);
+	_tile_zero(1);
+	_tile_zero(2);
+	_tile_zero(3);
+	_tile_loadd(4, a, 64);
+	_tile_loadd(5, a, 64);
+	for (long it = 0; it < iters; it++)
+		for (int r = 0; r < ACCS / 4; r++)
+		{
+			_tile_dpbssd(0, 4, 5);
+			_tile_dpbssd(1, 4, 5);
+			_tile_dpbssd(2, 4, 5);
+			_tile_dpbssd(3, 4, 5);
+		}
+	_tile_stored(0, out, 64);
+	_tile_release();
+	return out[0];
+}
+
 typedef struct Probe
 {
 	const char *name;
@@ -208,6 +265,7 @@ static const Probe probes[] = {
 	{"int8_avx2", "avx2", int8_avx2, 32},
 	{"fp32_avx512", "avx512f", fp32_avx512, 16},
 	{"fp32_avx2", "fma", fp32_avx2, 8},
+	{"int8_amx", "amx-int8", int8_amx, 16384},
 };
 
 typedef struct Job
@@ -227,6 +285,24 @@ compute_thread(void *arg)
 	return NULL;
 }
 
+/* Whether CPUID reports AMX-TILE and AMX-INT8 and Linux grants this process the tile state. */
+static int
+amx_granted(void)
+{
+#if defined(__linux__)
+	unsigned int eax,
+				ebx,
+				ecx,
+				edx;
+
+	if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || (edx & (3u << 24)) != (3u << 24))
+		return 0;
+	return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */ , 18 /* XTILEDATA */ ) == 0;
+#else
+	return 0;
+#endif
+}
+
 /* Whether this processor has what probe p needs (avxvnni: asked of the compiler's CPU model). */
 static int
 probe_supported(const Probe *p)
@@ -235,6 +311,8 @@ probe_supported(const Probe *p)
 		return __builtin_cpu_supports("avx512vnni");
 	if (strcmp(p->feature, "avxvnni") == 0)
 		return __builtin_cpu_supports("avxvnni");
+	if (strcmp(p->feature, "amx-int8") == 0)
+		return amx_granted();
 	if (strcmp(p->feature, "avx512f") == 0)
 		return __builtin_cpu_supports("avx512f");
 	if (strcmp(p->feature, "avx2") == 0)
