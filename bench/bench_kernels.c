@@ -203,7 +203,7 @@ main(int argc, char **argv)
 	free(buf);
 	printf("%d threads, weight %lld x %lld; AMX tiles %s\n", threads, (long long) rows, (long long) cols,
 		   llm_cpu_has_amx() ? "on (Q types, rows of whole groups from 768 columns, 16 tokens and more)"
-		   : "off");
+		   : "off (LLM_CPU_AMX=1 turns them on where the CPU has them)");
 	for (int isa = LLM_CPU_ISA_AVX2; isa <= (int) llm_cpu_isa_detect(); isa++)
 		if (listed(only_level, llm_cpu_isa_name((LlmCpuIsa) isa)))
 			bench_level(be, (LlmCpuIsa) isa, rows, cols, n_tok, set_bytes, only_types);

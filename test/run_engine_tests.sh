@@ -59,9 +59,9 @@ done
 for t in build/test/test_kernels build/test/test_invariance_kernels; do
     [ -x "$t" ] && run "$t (LLM_CPU_AVXVNNI=0)" env LLM_CPU_AVXVNNI=0 "$t"
 done
-# the AVX-512 level's VNNI tiles of many tokens where AMX would take them (on a processor with AMX the tests above took the tiles)
+# the AMX tiles of the AVX-512 level, off by default (on a processor without AMX this repeats the tests above)
 for t in build/test/test_kernels build/test/test_invariance_kernels; do
-    [ -x "$t" ] && run "$t (LLM_CPU_AMX=0)" env LLM_CPU_AMX=0 "$t"
+    [ -x "$t" ] && run "$t (LLM_CPU_AMX=1)" env LLM_CPU_AMX=1 "$t"
 done
 # the SPARSE24 kernel without vpexpandb (AVX-512 without VBMI2, as on Cascade Lake)
 for t in build/test/test_kernels build/test/test_invariance_kernels; do

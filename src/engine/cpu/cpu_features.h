@@ -42,9 +42,10 @@ bool		llm_cpu_has_vbmi2(void);
 
 /*
  * Whether the AVX-512 level may use AMX's int8 tiles (Sapphire Rapids and
- * later): CPUID's AMX-TILE and AMX-INT8, the OS saving the tile state, and
- * (Linux) this process granted it by arch_prctl, asked once here.  Never
- * below the AVX-512 level; LLM_CPU_AMX=0 hides it, for the tests.
+ * later): asked for by LLM_CPU_AMX=1 (off by default: matmul.h says why),
+ * CPUID's AMX-TILE and AMX-INT8, the OS saving the tile state, and (Linux)
+ * this process granted it by arch_prctl, asked once here.  Never below the
+ * AVX-512 level.
  */
 bool		llm_cpu_has_amx(void);
 

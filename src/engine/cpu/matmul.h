@@ -156,9 +156,12 @@ extern const LlmMatmulKernels llm_matmul_kernels_avx512;
  * matmul_amx.h): matmul.c takes them instead of llm_matmul_kernels_avx512's
  * where llm_cpu_has_amx(), for calls of LLM_AMX_MIN_TOKENS tokens or more
  * on rows of whole groups of LLM_AMX_MIN_BLOCKS blocks or more (k >= 768),
- * where they were measured faster; the same bits.  (Sapphire Rapids, one
- * thread, 128 tokens: 1.1-1.6x the VNNI tiles from 768 columns; at 512
- * columns, and under 16 tokens, slower.)
+ * where they were measured faster; the same bits.  (Sapphire Rapids Xeon,
+ * 128 tokens: 1.2-1.6x the VNNI tiles from 768 columns, alone; at 512
+ * columns, and under 16 tokens, slower.)  Off unless LLM_CPU_AMX=1: in a
+ * whole prefill (llm-cli bench, random 134M and 1.1B Q8_0 models, SmolLM2)
+ * they measured 0.93-0.97x, the rest of the step slower around them and
+ * their own time no shorter than the VNNI tiles', for reasons not yet found.
  */
 extern const LlmMatmulKernels llm_matmul_kernels_avx512_amx;
 #define LLM_AMX_MIN_TOKENS 16

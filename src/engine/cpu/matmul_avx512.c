@@ -1631,7 +1631,7 @@ gemm_q5_1_g(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
 /*
  * ---- many tokens on AMX: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and their grouped types ----
  *
- * Where cpu_features.c grants AMX, matmul.c gives the calls that AMX wins
+ * Where cpu_features.c grants AMX (LLM_CPU_AMX=1), matmul.c gives the calls that AMX wins
  * (LLM_AMX_MIN_TOKENS tokens and more, rows of whole groups) to the table
  * llm_matmul_kernels_avx512_amx, whose activations are plain Q8 for every
  * type, grouped or not.  The tokens are packed once per call, 16 a tile
@@ -1641,7 +1641,7 @@ gemm_q5_1_g(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
  * q_group's float operations lane by lane and store_tile's sum.  So every
  * output has the bits of the VNNI kernels whatever the number of tokens, as
  * the kernel and invariance tests check with AMX on and off
- * (LLM_CPU_AMX=0).
+ * (LLM_CPU_AMX=1).
  */
 
 /* The lane of each block of a group, as indices: the inverse of BLOCK_ORDER. */
