@@ -69,6 +69,14 @@ void		llm_amx_pack_tokens(LlmAmxTokens *tk, uint8_t *buf, const uint8_t *x, size
  */
 void		llm_amx_tiles(const LlmAmxRows *w, const LlmAmxTokens *tk, float *y, size_t ldy);
 
+/*
+ * A 64-byte aligned buffer of at least bytes kept by the calling thread
+ * for its packed token tiles (grown as needed, freed when the thread
+ * exits: a buffer of its own each call cost page faults); NULL when it
+ * cannot grow.  Valid until the thread's next call.
+ */
+uint8_t    *llm_amx_scratch(size_t bytes);
+
 /* Hand the calling thread's tile state back to the OS (after the last tiles of a call). */
 void		llm_amx_release(void);
 

@@ -1681,6 +1681,9 @@ amx_unpack_rows(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r, Llm
 				ds[i] = ms[i] = _mm512_setzero_si512();
 				continue;
 			}
+			/* the next panel's row, into L2 while this panel's token tiles run */
+			for (size_t o = 0; o < 2 * (size_t) G * bsz; o += 64)
+				_mm_prefetch((const char *) (row + LLM_AMX_ROWS * a->row_bytes + o), _MM_HINT_T1);
 			if (!grouped)
 			{
 				for (int v = 0; v < G && !direct; v++)
@@ -1752,10 +1755,11 @@ amx_panels(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r0, int64_t
 
 /*
  * The gemm of a Q type (base; grouped: its rows in quant_groups.c's layout)
- * on AMX, activations plain Q8: every tile of 16 tokens packed once, then
- * each panel of 16 rows unpacked once (Q8_0 read in place) and multiplied
- * by all of them; without the memory for the packed tokens, one token tile
- * at a time from the stack (the rows unpacked for each: the same bits).
+ * on AMX, activations plain Q8: every tile of 16 tokens packed once (into
+ * the thread's llm_amx_scratch), then each panel of 16 rows unpacked once
+ * (Q8_0 read in place) and multiplied by all of them; without that memory,
+ * one token tile at a time from the stack (the rows unpacked for each: the
+ * same bits).
  */
 KERN void
 gemm_amx(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
@@ -1766,7 +1770,7 @@ gemm_amx(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r0, int64_t r
 	LlmAmxTokens tks[64];
 	_Alignas(64) LlmAmxRows w;
 	_Alignas(64) int8_t q[LLM_AMX_ROWS * LLM_AMX_MAX_BLOCKS * LLM_QK];
-	uint8_t    *buf = n_tiles > 1 && n_tiles <= 64 ? aligned_alloc(64, tile_bytes * (size_t) n_tiles) : NULL;
+	uint8_t    *buf = n_tiles > 1 && n_tiles <= 64 ? llm_amx_scratch(tile_bytes * (size_t) n_tiles) : NULL;
 
 	w.nb = ng;
 	w.mins = q_has_min(base);
@@ -1780,7 +1784,6 @@ gemm_amx(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r0, int64_t r
 								a->k, ng, t1 - t < LLM_AMX_TOKENS ? t1 - t : LLM_AMX_TOKENS, w.mins);
 		}
 		amx_panels(base, grouped, a, r0, r1, t0, tks, n_tiles, &w, q);
-		free(buf);
 	}
 	else
 	{

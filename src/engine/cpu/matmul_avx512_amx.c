@@ -33,7 +33,9 @@
 #endif
 
 #include <immintrin.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/transpose_avx512.h"
@@ -261,6 +263,47 @@ llm_amx_tiles(const LlmAmxRows *w, const LlmAmxTokens *tk, float *y, size_t ldy)
 		_mm512_mask_storeu_ps(y + (size_t) t * ldy, (__mmask16) ((1u << nr) - 1), _mm512_castsi512_ps(r[t]));
 }
 
+/* This thread's buffer of packed token tiles (llm_amx_scratch), freed when the thread exits. */
+static __thread uint8_t *scratch;
+static __thread size_t scratch_bytes;
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+/* Free a thread's buffer at its exit. */
+static void
+scratch_free(void *p)
+{
+	free(p);
+}
+
+/* Create the key whose destructor frees each thread's buffer. */
+static void
+scratch_key_init(void)
+{
+	(void) pthread_key_create(&scratch_key, scratch_free);
+}
+
+/* A 64-byte aligned buffer of at least bytes for this thread (matmul_amx.h). */
+uint8_t *
+llm_amx_scratch(size_t bytes)
+{
+	uint8_t    *p;
+
+	if (bytes <= scratch_bytes)
+		return scratch;
+	pthread_once(&scratch_once, scratch_key_init);
+	bytes = (bytes + 65535) & ~(size_t) 65535;
+	if ((p = aligned_alloc(64, bytes)) == NULL || pthread_setspecific(scratch_key, p) != 0)
+	{
+		free(p);
+		return NULL;
+	}
+	free(scratch);
+	scratch = p;
+	scratch_bytes = bytes;
+	return p;
+}
+
 /* Hand the calling thread's tile state back (matmul_amx.h). */
 void
 llm_amx_release(void)
@@ -289,6 +332,13 @@ void
 llm_amx_tiles(const LlmAmxRows *w, const LlmAmxTokens *tk, float *y, size_t ldy)
 {
 	(void) w, (void) tk, (void) y, (void) ldy;
+}
+
+uint8_t *
+llm_amx_scratch(size_t bytes)
+{
+	(void) bytes;
+	return NULL;
 }
 
 void
