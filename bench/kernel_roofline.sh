@@ -15,7 +15,8 @@
 # each GEMV in GB/s and as a fraction of the DRAM read bandwidth (above 1
 # where the last-level cache holds the 64 MB set: the Xeon's 480 MB does).  The
 # machine is shared: run it on a quiet one, and quote it with the processor's
-# name (printed first).  Writes bench/results/kernel_roofline.{csv,json,md}.
+# name (printed first).  Writes bench/results/$NAME.{csv,json,md} (NAME=kernel_roofline;
+# LLM_CPU_AMX=1 NAME=kernel_roofline_amx for the AMX tiles).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
