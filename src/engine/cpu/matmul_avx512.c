@@ -1799,66 +1799,24 @@ gemm_amx(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r0, int64_t r
 	llm_amx_release();
 }
 
-/* The AMX gemms, by type. */
-static void
-gemm_q8_0_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
-{
-	gemm_amx(LLM_TYPE_Q8_0, false, a, r0, r1, t0, t1);
-}
+/* The AMX gemm NAME of a type: its base type's, in the grouped layout or not. */
+#define GEMM_AMX(NAME, BASE, GROUPED) \
+	static void \
+	NAME(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1) \
+	{ \
+		gemm_amx(BASE, GROUPED, a, r0, r1, t0, t1); \
+	}
 
-static void
-gemm_q4_0_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
-{
-	gemm_amx(LLM_TYPE_Q4_0, false, a, r0, r1, t0, t1);
-}
-
-static void
-gemm_q4_1_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
-{
-	gemm_amx(LLM_TYPE_Q4_1, false, a, r0, r1, t0, t1);
-}
-
-static void
-gemm_q5_0_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
-{
-	gemm_amx(LLM_TYPE_Q5_0, false, a, r0, r1, t0, t1);
-}
-
-static void
-gemm_q5_1_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
-{
-	gemm_amx(LLM_TYPE_Q5_1, false, a, r0, r1, t0, t1);
-}
-
-static void
-gemm_q8_0_g_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
-{
-	gemm_amx(LLM_TYPE_Q8_0, true, a, r0, r1, t0, t1);
-}
-
-static void
-gemm_q4_0_g_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
-{
-	gemm_amx(LLM_TYPE_Q4_0, true, a, r0, r1, t0, t1);
-}
-
-static void
-gemm_q4_1_g_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
-{
-	gemm_amx(LLM_TYPE_Q4_1, true, a, r0, r1, t0, t1);
-}
-
-static void
-gemm_q5_0_g_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
-{
-	gemm_amx(LLM_TYPE_Q5_0, true, a, r0, r1, t0, t1);
-}
-
-static void
-gemm_q5_1_g_amx(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
-{
-	gemm_amx(LLM_TYPE_Q5_1, true, a, r0, r1, t0, t1);
-}
+GEMM_AMX(gemm_q8_0_amx, LLM_TYPE_Q8_0, false)
+GEMM_AMX(gemm_q4_0_amx, LLM_TYPE_Q4_0, false)
+GEMM_AMX(gemm_q4_1_amx, LLM_TYPE_Q4_1, false)
+GEMM_AMX(gemm_q5_0_amx, LLM_TYPE_Q5_0, false)
+GEMM_AMX(gemm_q5_1_amx, LLM_TYPE_Q5_1, false)
+GEMM_AMX(gemm_q8_0_g_amx, LLM_TYPE_Q8_0, true)
+GEMM_AMX(gemm_q4_0_g_amx, LLM_TYPE_Q4_0, true)
+GEMM_AMX(gemm_q4_1_g_amx, LLM_TYPE_Q4_1, true)
+GEMM_AMX(gemm_q5_0_g_amx, LLM_TYPE_Q5_0, true)
+GEMM_AMX(gemm_q5_1_g_amx, LLM_TYPE_Q5_1, true)
 
 /* ---- the K-quants: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K ---- */
 

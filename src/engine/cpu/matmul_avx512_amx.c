@@ -172,22 +172,19 @@ amx_products(const LlmAmxRows *w, const LlmAmxTokens *tk, int64_t b, int32_t c[4
 {
 	const long	ws = (long) w->stride;
 
-	_tile_loadd(0, w->q + b * w->block_stride, ws);
-	_tile_loadd(1, tk->q + 512 * b, 64);
-	_tile_zero(4);
-	_tile_dpbssd(4, 0, 1);
-	_tile_loadd(2, w->q + (b + 1) * w->block_stride, ws);
-	_tile_loadd(3, tk->q + 512 * (b + 1), 64);
-	_tile_zero(5);
-	_tile_dpbssd(5, 2, 3);
-	_tile_loadd(0, w->q + (b + 2) * w->block_stride, ws);
-	_tile_loadd(1, tk->q + 512 * (b + 2), 64);
-	_tile_zero(6);
-	_tile_dpbssd(6, 0, 1);
-	_tile_loadd(2, w->q + (b + 3) * w->block_stride, ws);
-	_tile_loadd(3, tk->q + 512 * (b + 3), 64);
-	_tile_zero(7);
-	_tile_dpbssd(7, 2, 3);
+	/* block b + i: A tile TA and B tile TB (tile numbers must be constants), products into C tile 4 + i */
+#define AMX_BLOCK(i, TA, TB) \
+	do { \
+		_tile_loadd(TA, w->q + (b + (i)) * w->block_stride, ws); \
+		_tile_loadd(TB, tk->q + 512 * (b + (i)), 64); \
+		_tile_zero(4 + (i)); \
+		_tile_dpbssd(4 + (i), TA, TB); \
+	} while (0)
+	AMX_BLOCK(0, 0, 1);
+	AMX_BLOCK(1, 2, 3);
+	AMX_BLOCK(2, 0, 1);
+	AMX_BLOCK(3, 2, 3);
+#undef AMX_BLOCK
 	_tile_stored(4, c[0], 64);
 	_tile_stored(5, c[1], 64);
 	_tile_stored(6, c[2], 64);
