@@ -172,18 +172,18 @@ amx_products(const LlmAmxRows *w, const LlmAmxTokens *tk, int64_t b, int32_t c[4
 {
 	const long	ws = (long) w->stride;
 
-	/* block b + i: A tile TA and B tile TB (tile numbers must be constants), products into C tile 4 + i */
-#define AMX_BLOCK(i, TA, TB) \
+	/* block b + i: A tile TA and B tile TB, products into C tile TC (tile numbers are literals in the asm) */
+#define AMX_BLOCK(i, TA, TB, TC) \
 	do { \
 		_tile_loadd(TA, w->q + (b + (i)) * w->block_stride, ws); \
 		_tile_loadd(TB, tk->q + 512 * (b + (i)), 64); \
-		_tile_zero(4 + (i)); \
-		_tile_dpbssd(4 + (i), TA, TB); \
+		_tile_zero(TC); \
+		_tile_dpbssd(TC, TA, TB); \
 	} while (0)
-	AMX_BLOCK(0, 0, 1);
-	AMX_BLOCK(1, 2, 3);
-	AMX_BLOCK(2, 0, 1);
-	AMX_BLOCK(3, 2, 3);
+	AMX_BLOCK(0, 0, 1, 4);
+	AMX_BLOCK(1, 2, 3, 5);
+	AMX_BLOCK(2, 0, 1, 6);
+	AMX_BLOCK(3, 2, 3, 7);
 #undef AMX_BLOCK
 	_tile_stored(4, c[0], 64);
 	_tile_stored(5, c[1], 64);
