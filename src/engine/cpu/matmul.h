@@ -159,9 +159,9 @@ extern const LlmMatmulKernels llm_matmul_kernels_avx512;
  * where they were measured faster; the same bits.  (Sapphire Rapids Xeon,
  * 128 tokens: 1.2-1.6x the VNNI tiles from 768 columns, alone; at 512
  * columns, and under 16 tokens, slower.)  Off unless LLM_CPU_AMX=1: in a
- * whole prefill (llm-cli bench, random 134M and 1.1B Q8_0 models, SmolLM2)
- * they measured 0.93-0.97x, the rest of the step slower around them and
- * their own time no shorter than the VNNI tiles', for reasons not yet found.
+ * whole prefill (bench/amx_prefill.sh: random 134M and 1.1B Q8_0 models,
+ * SmolLM2) they measured 0.83-1.10x, their own time in a profile no shorter
+ * than the VNNI tiles', for reasons not yet found.
  */
 extern const LlmMatmulKernels llm_matmul_kernels_avx512_amx;
 #define LLM_AMX_MIN_TOKENS 16
