@@ -43,9 +43,10 @@ NAME=${NAME:-kernel_roofline}
 
 raw=build/kernel_roofline.txt
 : > "$raw"
-amx_state=$(build/bench_kernels "$THREADS" 2048 768 16 1 none none 2>/dev/null | sed -n 's/.*AMX tiles //p' | head -n 1)
 for t in $TOKENS; do
-    build/bench_kernels "$THREADS" 2048 768 "$t" 64 | awk -v t="$t" '$3 == "GEMV" { print t, $0 }' >> "$raw"
+    out=$(build/bench_kernels "$THREADS" 2048 768 "$t" 64)
+    amx_state=$(sed -n 's/.*AMX tiles //p' <<<"$out" | head -n 1)
+    awk -v t="$t" '$3 == "GEMV" { print t, $0 }' <<<"$out" >> "$raw"
 done
 
 # one row per level and type: GEMV, then GEMM at each token count, with fractions

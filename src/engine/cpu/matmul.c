@@ -94,6 +94,7 @@ gemm_task(void *arg, int i)
 static const LlmMatmulKernels *
 call_kernels(const LlmMatmulKernels *kern, const LlmWeight *w, int n)
 {
+	_Static_assert(LLM_AMX_MIN_BLOCKS >= 16, "the AMX tiles need a whole group of 16 blocks (LlmAmxRows)");
 	const LlmMatmulKernels *amx = &llm_matmul_kernels_avx512_amx;
 	const int64_t nb = w->cols / LLM_QK;
 

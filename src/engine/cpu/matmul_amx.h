@@ -52,7 +52,7 @@ typedef struct LlmAmxRows
 	float		m[LLM_AMX_MAX_BLOCKS][LLM_AMX_ROWS];	/* their minimums m_w (Q4_1, Q5_1) */
 	bool		mins;
 	int			rows;			/* 1 .. 16 */
-	int64_t		nb;				/* blocks, a multiple of 8 */
+	int64_t		nb;				/* blocks, a multiple of 8, at least 16 */
 } LlmAmxRows;
 
 /*

@@ -1052,15 +1052,15 @@ interleave_act_groups(const int8_t *xq, int64_t ng, uint8_t *dst)
 	}
 }
 
-/* Unpack the groups of nr (<= Q_MR) rows from w0 (stride wstride) into buf (group, row; Q_MR a group), interleaved. */
+/* Unpack the groups of Q_MR rows from w0 (stride wstride) into buf (group, row), interleaved. */
 KERN void
-pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf, int nr)
+pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf)
 {
 	const size_t bsz = llm_block_bytes(type);
 	const int64_t ng = q_group_blocks(nb);
 
-	for (int64_t b = 0; b < ng; b += 16, buf += Q_MR)
-		for (int i = 0; i < nr; i++)
+	for (int64_t b = 0; b < ng; b += 16)
+		for (int i = 0; i < Q_MR; i++, buf++)
 		{
 			const uint8_t *w = w0 + (size_t) i * wstride;
 			const int	G = ng - b >= 16 ? 8 : 4;
@@ -1085,9 +1085,9 @@ pack_q_groups(LlmType type, const uint8_t *w0, size_t wstride, int64_t nb, QGrou
 			if (G == 4)
 				fold_half_group(out);
 			for (int s = 0; s < 8; s++)	/* all 8, as interleave_act_groups */
-				_mm512_store_si512(buf[i].q[s], out[s]);
-			_mm512_store_ps(buf[i].d, _mm512_permutexvar_ps(BLOCK_ORDER, q_group_scales(type, w, b, G == 8 ? 0xFFFF : 0x00FF, &mins)));
-			_mm512_store_ps(buf[i].m, _mm512_permutexvar_ps(BLOCK_ORDER, mins));
+				_mm512_store_si512(buf->q[s], out[s]);
+			_mm512_store_ps(buf->d, _mm512_permutexvar_ps(BLOCK_ORDER, q_group_scales(type, w, b, G == 8 ? 0xFFFF : 0x00FF, &mins)));
+			_mm512_store_ps(buf->m, _mm512_permutexvar_ps(BLOCK_ORDER, mins));
 		}
 }
 
@@ -1336,7 +1336,7 @@ gemm_q(LlmType type, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 	{
 		if (pk != NULL)
 		{
-			pack_q_groups(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk, Q_MR);
+			pack_q_groups(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk);
 			pack_q_tail(type, a->w + (size_t) r * a->row_bytes, a->row_bytes, q_group_blocks(nb), nb, tail);
 			TOKEN_TILES(CALL_Q_PACKED, Q_NT);
 		}
@@ -1529,15 +1529,15 @@ tile_g(LlmType base, const LlmGemmArgs *a, int64_t r, int t, const int NT)
 	store_tile(a, r, t, acc, 1, NT, false);
 }
 
-/* Unpack the groups of nr (<= Q_MR) grouped rows from w0 (stride wstride) into buf (group, row; Q_MR a group): QGroupPack's form. */
+/* Unpack the groups of Q_MR grouped rows from w0 (stride wstride) into buf (group, row): QGroupPack's form. */
 KERN void
-pack_g_groups(LlmType base, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf, int nr)
+pack_g_groups(LlmType base, const uint8_t *w0, size_t wstride, int64_t nb, QGroupPack *buf)
 {
 	const size_t bsz = llm_block_bytes(base);
 	const int64_t ng = q_group_blocks(nb);
 
-	for (int64_t b = 0; b < ng; b += 16, buf += Q_MR)
-		for (int i = 0; i < nr; i++)
+	for (int64_t b = 0; b < ng; b += 16)
+		for (int i = 0; i < Q_MR; i++, buf++)
 		{
 			const uint8_t *g = w0 + (size_t) i * wstride + b * bsz;
 			const int	G = ng - b >= 16 ? 8 : 4;
@@ -1550,9 +1550,9 @@ pack_g_groups(LlmType base, const uint8_t *w0, size_t wstride, int64_t nb, QGrou
 			else
 				g_load_quants(base, g, wq, 4);
 			for (int s = 0; s < 8; s++)
-				_mm512_store_si512(buf[i].q[s], s < G ? wq[s] : _mm512_setzero_si512());
-			_mm512_store_ps(buf[i].d, g_load_halves(g, G));
-			_mm512_store_ps(buf[i].m, q_has_min(base) ? g_load_halves(g + 4 * G, G) : _mm512_setzero_ps());
+				_mm512_store_si512(buf->q[s], s < G ? wq[s] : _mm512_setzero_si512());
+			_mm512_store_ps(buf->d, g_load_halves(g, G));
+			_mm512_store_ps(buf->m, q_has_min(base) ? g_load_halves(g + 4 * G, G) : _mm512_setzero_ps());
 		}
 }
 
@@ -1583,7 +1583,7 @@ gemm_g(LlmType base, const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t
 	if (pk != NULL)
 		for (; r + Q_MR <= r1; r += Q_MR)
 		{
-			pack_g_groups(base, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk, Q_MR);
+			pack_g_groups(base, a->w + (size_t) r * a->row_bytes, a->row_bytes, nb, pk);
 			pack_q_tail(base, a->w + (size_t) r * a->row_bytes, a->row_bytes, q_group_blocks(nb), nb, tail);
 			TOKEN_TILES(CALL_G_PACKED, Q_NT);
 		}
@@ -1644,9 +1644,6 @@ gemm_q5_1_g(const LlmGemmArgs *a, int64_t r0, int64_t r1, int t0, int t1)
  * (LLM_CPU_AMX=1).
  */
 
-/* The lane of each block of a group, as indices: the inverse of BLOCK_ORDER. */
-#define LANE_OF_BLOCK _mm512_set_epi32(15, 11, 14, 10, 13, 9, 12, 8, 7, 3, 6, 2, 5, 1, 4, 0)
-
 /*
  * The grouped blocks of w->rows rows from r of a Q type (base; grouped: in
  * quant_groups.c's layout) into w for the A tiles: their quants signed, in
@@ -1666,13 +1663,13 @@ amx_unpack_rows(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r, Llm
 	for (int64_t b0 = 0; b0 < w->nb; b0 += 16)
 	{
 		const int	G = w->nb - b0 >= 16 ? 8 : 4;	/* vectors of two blocks */
-		__m512i		ds[16];
+		__m512i		ds[16];			/* row i's scales of the group, in value order (grouped: lane order) */
 		__m512i		ms[16];
 
 		for (int i = 0; i < 16; i++)
 		{
-			const uint8_t *row = a->w + (size_t) (r + i) * a->row_bytes + b0 * bsz;
-			int8_t	   *dst = q + (size_t) i * w->stride + b0 * LLM_QK;
+			const uint8_t *row;
+			int8_t	   *dst;
 			__m512		d;
 			__m512		m = _mm512_setzero_ps();
 
@@ -1681,6 +1678,8 @@ amx_unpack_rows(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r, Llm
 				ds[i] = ms[i] = _mm512_setzero_si512();
 				continue;
 			}
+			row = a->w + (size_t) (r + i) * a->row_bytes + b0 * bsz;
+			dst = direct ? NULL : q + (size_t) i * w->stride + b0 * LLM_QK;
 			/* the next panel's row, into L2 while this panel's token tiles run */
 			for (size_t o = 0; o < 2 * (size_t) G * bsz; o += 64)
 				_mm_prefetch((const char *) (row + LLM_AMX_ROWS * a->row_bytes + o), _MM_HINT_T1);
@@ -1721,21 +1720,24 @@ amx_unpack_rows(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r, Llm
 						_mm_storeu_si128((__m128i *) (blk + 16), _mm512_castsi512_si128(t[e + 8]));
 					}
 				}
-				d = _mm512_permutexvar_ps(LANE_OF_BLOCK, g_load_halves(row, G));
+				d = g_load_halves(row, G);
 				if (q_has_min(base))
-					m = _mm512_permutexvar_ps(LANE_OF_BLOCK, g_load_halves(row + 4 * G, G));
+					m = g_load_halves(row + 4 * G, G);
 			}
 			ds[i] = _mm512_castps_si512(d);
 			ms[i] = _mm512_castps_si512(m);
 		}
+		/* transposed, vector j is lane j's block of every row: block j, or (grouped) BLOCK_ORDER[j] */
 		llm_transpose16(ds);
-		for (int j = 0; j < 2 * G; j++)
-			_mm512_store_si512(w->d[b0 + j], ds[j]);
-		if (!w->mins)
-			continue;
 		llm_transpose16(ms);
 		for (int j = 0; j < 2 * G; j++)
-			_mm512_store_si512(w->m[b0 + j], ms[j]);
+		{
+			const int64_t b = b0 + (grouped ? BLOCK_ORDER_OF(j) : j);
+
+			_mm512_store_si512(w->d[b], ds[j]);
+			if (w->mins)
+				_mm512_store_si512(w->m[b], ms[j]);
+		}
 	}
 }
 
@@ -1770,31 +1772,22 @@ gemm_amx(LlmType base, bool grouped, const LlmGemmArgs *a, int64_t r0, int64_t r
 	LlmAmxTokens tks[64];
 	_Alignas(64) LlmAmxRows w;
 	_Alignas(64) int8_t q[LLM_AMX_ROWS * LLM_AMX_MAX_BLOCKS * LLM_QK];
-	uint8_t    *buf = n_tiles > 1 && n_tiles <= 64 ? llm_amx_scratch(tile_bytes * (size_t) n_tiles) : NULL;
+	_Alignas(64) uint8_t one[llm_amx_tokens_bytes(LLM_AMX_MAX_BLOCKS)];
+	uint8_t    *buf = n_tiles > 1 && n_tiles <= (int) (sizeof(tks) / sizeof(tks[0]))
+		? llm_amx_scratch(tile_bytes * (size_t) n_tiles) : NULL;
+	const int	per_pass = buf != NULL ? n_tiles : 1;	/* token tiles packed at once */
 
 	w.nb = ng;
 	w.mins = q_has_min(base);
-	if (buf != NULL)
+	for (int t = t0; t < t1; t += per_pass * LLM_AMX_TOKENS)
 	{
-		for (int j = 0; j < n_tiles; j++)
-		{
-			const int	t = t0 + j * LLM_AMX_TOKENS;
+		int			n = 0;
 
-			llm_amx_pack_tokens(&tks[j], buf + tile_bytes * (size_t) j, a->x + (size_t) t * a->x_stride, a->x_stride,
-								a->k, ng, t1 - t < LLM_AMX_TOKENS ? t1 - t : LLM_AMX_TOKENS, w.mins);
-		}
-		amx_panels(base, grouped, a, r0, r1, t0, tks, n_tiles, &w, q);
-	}
-	else
-	{
-		_Alignas(64) uint8_t one[llm_amx_tokens_bytes(LLM_AMX_MAX_BLOCKS)];
-
-		for (int t = t0; t < t1; t += LLM_AMX_TOKENS)
-		{
-			llm_amx_pack_tokens(&tks[0], one, a->x + (size_t) t * a->x_stride, a->x_stride, a->k, ng,
-								t1 - t < LLM_AMX_TOKENS ? t1 - t : LLM_AMX_TOKENS, w.mins);
-			amx_panels(base, grouped, a, r0, r1, t, tks, 1, &w, q);
-		}
+		for (int u = t; u < t1 && n < per_pass; u += LLM_AMX_TOKENS, n++)
+			llm_amx_pack_tokens(&tks[n], (buf != NULL ? buf : one) + tile_bytes * (size_t) n,
+								a->x + (size_t) u * a->x_stride, a->x_stride, a->k, ng,
+								t1 - u < LLM_AMX_TOKENS ? t1 - u : LLM_AMX_TOKENS, w.mins);
+		amx_panels(base, grouped, a, r0, r1, t, tks, n, &w, q);
 	}
 	llm_amx_release();
 }

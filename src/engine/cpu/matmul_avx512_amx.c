@@ -87,6 +87,29 @@ amx_config(int rows, int nt)
 	config_nt = nt;
 }
 
+/*
+ * The 32-bit words of blocks b0 .. b0 + 15 (fewer at nb, a multiple of 8)
+ * of nt token rows (from p, x_stride apart), transposed to (block, token)
+ * at dst + 16 b; to_float: ints converted.
+ */
+KERN void
+amx_deal_words(const uint8_t *p, size_t x_stride, int64_t b0, int64_t nb, int nt, bool to_float, float *dst)
+{
+	const __mmask16 m = nb - b0 >= 16 ? 0xFFFF : 0x00FF;
+	__m512i		r[16];
+
+	for (int t = 0; t < 16; t++)
+	{
+		__m512i		v = t < nt ? _mm512_maskz_loadu_epi32(m, p + (size_t) t * x_stride + 4 * (size_t) b0)
+			: _mm512_setzero_si512();
+
+		r[t] = to_float ? _mm512_castps_si512(_mm512_cvtepi32_ps(v)) : v;
+	}
+	llm_transpose16(r);
+	for (int j = 0; j < 16 && b0 + j < nb; j++)
+		_mm512_store_si512(dst + 16 * (b0 + j), r[j]);
+}
+
 /* Fill tk with nt tokens' first nb blocks (matmul_amx.h). */
 void
 llm_amx_pack_tokens(LlmAmxTokens *tk, uint8_t *buf, const uint8_t *x, size_t x_stride, int64_t k, int64_t nb, int nt,
@@ -114,24 +137,9 @@ llm_amx_pack_tokens(LlmAmxTokens *tk, uint8_t *buf, const uint8_t *x, size_t x_s
 	/* the scales (and sums) of 16 blocks of 16 tokens transposed to (block, token) */
 	for (int64_t b0 = 0; b0 < nb; b0 += 16)
 	{
-		const __mmask16 m = nb - b0 >= 16 ? 0xFFFF : 0x00FF;	/* nb is a multiple of 8 */
-		__m512i		r[16];
-
-		for (int t = 0; t < 16; t++)
-			r[t] = t < nt ? _mm512_maskz_loadu_epi32(m, x + (size_t) t * x_stride + d_offset + 4 * (size_t) b0)
-				: _mm512_setzero_si512();
-		llm_transpose16(r);
-		for (int j = 0; j < 16 && b0 + j < nb; j++)
-			_mm512_store_si512(tk->d + 16 * (b0 + j), r[j]);
-		if (!sums)
-			continue;
-		for (int t = 0; t < 16; t++)
-			r[t] = t < nt ? _mm512_castps_si512(_mm512_cvtepi32_ps(
-				_mm512_maskz_loadu_epi32(m, x + (size_t) t * x_stride + s_offset + 4 * (size_t) b0)))
-				: _mm512_setzero_si512();
-		llm_transpose16(r);
-		for (int j = 0; j < 16 && b0 + j < nb; j++)
-			_mm512_store_si512(tk->s + 16 * (b0 + j), r[j]);
+		amx_deal_words(x + d_offset, x_stride, b0, nb, nt, false, tk->d);
+		if (sums)
+			amx_deal_words(x + s_offset, x_stride, b0, nb, nt, true, tk->s);
 	}
 }
 
@@ -192,7 +200,8 @@ amx_products(const LlmAmxRows *w, const LlmAmxTokens *tk, int64_t b, int32_t c[4
 }
 
 /*
- * All blocks into acc (the first group's written, not added), software
+ * All blocks into acc (the first group's written, not added: every lane,
+ * since a panel has a whole group of 16 at least), software
  * pipelined by four blocks: the epilogue of blocks b - 4 .. b - 1 runs
  * while the tile unit computes b .. b + 3.
  */
@@ -206,7 +215,7 @@ amx_blocks(const LlmAmxRows *w, const LlmAmxTokens *tk, float acc[LLM_AMX_ROWS][
 	{
 		if (b < w->nb)
 			amx_products(w, tk, b, c[(b / 4) % 2]);
-		if (b > 0 && b - 4 < 16 && w->nb >= 16)
+		if (b > 0 && b - 4 < 16)
 			for (int i = 0; i < 4; i++)
 				amx_epilogue(w, tk, b - 4 + i, c[(b / 4 - 1) % 2][i], acc, NR, MINS, true);
 		else if (b > 0)
@@ -241,8 +250,6 @@ llm_amx_tiles(const LlmAmxRows *w, const LlmAmxTokens *tk, float *y, size_t ldy)
 	const int	nt = tk->nt;
 	__m512i		r[16];
 
-	if (w->nb < 16)				/* a half group only: lanes 8-15 stay zero (else the first group writes every lane) */
-		memset(acc, 0, sizeof(float) * 256 * (size_t) nr);
 	amx_config(nr, nt);
 	if (nr == LLM_AMX_ROWS && !w->mins)
 		amx_blocks(w, tk, acc, LLM_AMX_ROWS, false);
